@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian package hpcrl's build, tests and quickstart need.
+# Idempotent: packages already present are skipped. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev                  # LibTorch 1.13 (CPU); a CUDA LibTorch is picked via CMAKE_PREFIX_PATH
+  libopenblas0-pthread          # torch's BLAS: the reference BLAS is ~10x slower here
+  libopenmpi-dev openmpi-bin    # MPI (any standard MPI works on a cluster)
+  libyaml-cpp-dev libcli11-dev libspdlog-dev nlohmann-json3-dev
+  libpcre2-dev libutf8proc-dev
+  libgtest-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

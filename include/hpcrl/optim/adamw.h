@@ -1,0 +1,52 @@
+// AdamW with decoupled weight decay (Loshchilov & Hutter), numerically the same
+// update as torch.optim.AdamW, written out so its state can be saved by name,
+// sharded over dp (ZeRO-1) and kept in fp32 when parameters are bf16.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <string>
+
+#include "hpcrl/optim/param_set.h"
+
+namespace hpcrl::optim {
+
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+class AdamW {
+ public:
+  AdamW(ParamSet params, AdamWOptions options);
+
+  // One update with learning rate `lr` (the schedule's value for this step).
+  // Parameters without a gradient are skipped. bf16/f16 parameters keep an fp32
+  // master copy; the update happens on the master and is copied back.
+  void step(double lr);
+  void zero_grad();
+
+  int64_t steps() const { return step_; }
+  const ParamSet& params() const { return params_; }
+  AdamWOptions& options() { return options_; }
+
+  // State as named tensors ("<param>.exp_avg", "<param>.exp_avg_sq",
+  // "<param>.master", and "step") for checkpoints; load_state checks every name and shape.
+  std::map<std::string, at::Tensor> state() const;
+  void load_state(const std::map<std::string, at::Tensor>& state);
+
+ private:
+  struct Slot {
+    at::Tensor exp_avg, exp_avg_sq, master;  // master is undefined for fp32 params
+  };
+  ParamSet params_;
+  AdamWOptions options_;
+  std::vector<Slot> slots_;
+  int64_t step_ = 0;
+};
+
+}  // namespace hpcrl::optim

@@ -1,0 +1,19 @@
+// Global gradient-norm clipping that is correct for any layout: tp/ep shards
+// add their squared norms across their group, replicated parameters count once,
+// pp stages add up. Run after the data-parallel sync (grads are then equal over dp·sp).
+#pragma once
+
+#include "hpcrl/optim/param_set.h"
+#include "hpcrl/parallel/parallel_context.h"
+
+namespace hpcrl::optim {
+
+// Global L2 norm of all gradients of the model replica.
+double global_grad_norm(const ParamSet& params, const parallel::ParallelContext& ctx);
+
+// Scales gradients so the global norm is at most `max_norm` (≤ 0: no clipping).
+// Returns the norm before clipping. A non-finite norm is returned unchanged and
+// nothing is scaled: the caller stops the run with a message.
+double clip_grad_norm(const ParamSet& params, double max_norm, const parallel::ParallelContext& ctx);
+
+}  // namespace hpcrl::optim

@@ -1,0 +1,93 @@
+// AdamW update (see adamw.h). Matches torch.optim.AdamW(amsgrad=False, maximize=False):
+//   p *= 1 - lr·wd;  m = β1 m + (1-β1) g;  v = β2 v + (1-β2) g²
+//   p -= lr/(1-β1^t) · m / (sqrt(v)/sqrt(1-β2^t) + eps)
+#include "hpcrl/optim/adamw.h"
+
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::optim {
+
+AdamW::AdamW(ParamSet params, AdamWOptions options) : params_(std::move(params)), options_(options) {
+  slots_.reserve(params_.size());
+  for (const auto& p : params_) {
+    Slot s;
+    auto opts = p.tensor.options().dtype(at::kFloat);
+    s.exp_avg = at::zeros(p.tensor.sizes(), opts);
+    s.exp_avg_sq = at::zeros(p.tensor.sizes(), opts);
+    if (p.tensor.scalar_type() != at::kFloat && p.tensor.scalar_type() != at::kDouble)
+      s.master = p.tensor.detach().to(at::kFloat).clone();
+    slots_.push_back(std::move(s));
+  }
+}
+
+void AdamW::step(double lr) {
+  torch::NoGradGuard no_grad;
+  ++step_;
+  const double bc1 = 1.0 - std::pow(options_.beta1, double(step_));
+  const double bc2 = 1.0 - std::pow(options_.beta2, double(step_));
+  const double step_size = lr / bc1;
+  const double bc2_sqrt = std::sqrt(bc2);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    at::Tensor p = params_[i].tensor;
+    at::Tensor g = p.grad();
+    if (!g.defined()) continue;
+    Slot& s = slots_[i];
+    at::Tensor w = s.master.defined() ? s.master : p;
+    at::Tensor g32 = g.scalar_type() == w.scalar_type() ? g : g.to(w.scalar_type());
+    if (options_.weight_decay != 0.0) w.mul_(1.0 - lr * options_.weight_decay);
+    s.exp_avg.mul_(options_.beta1).add_(g32, 1.0 - options_.beta1);
+    s.exp_avg_sq.mul_(options_.beta2).addcmul_(g32, g32, 1.0 - options_.beta2);
+    at::Tensor denom = (s.exp_avg_sq.sqrt() / bc2_sqrt).add_(options_.eps);
+    w.addcdiv_(s.exp_avg, denom, -step_size);
+    if (s.master.defined()) p.copy_(s.master);
+  }
+}
+
+void AdamW::zero_grad() {
+  for (auto& p : params_) {
+    at::Tensor g = p.tensor.mutable_grad();
+    if (g.defined()) g.zero_();
+  }
+}
+
+std::map<std::string, at::Tensor> AdamW::state() const {
+  std::map<std::string, at::Tensor> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& n = params_[i].name;
+    out[n + ".exp_avg"] = slots_[i].exp_avg;
+    out[n + ".exp_avg_sq"] = slots_[i].exp_avg_sq;
+    if (slots_[i].master.defined()) out[n + ".master"] = slots_[i].master;
+  }
+  out["step"] = at::full({}, step_, at::kLong);
+  return out;
+}
+
+void AdamW::load_state(const std::map<std::string, at::Tensor>& state) {
+  auto take = [&](const std::string& key, at::Tensor& dst) {
+    auto it = state.find(key);
+    HPCRL_CHECK_INPUT(it != state.end(), "optimizer state has no '" << key
+                      << "': the checkpoint was written for a different model or layout; "
+                         "resume with the same model and parallel layout");
+    HPCRL_CHECK_INPUT(it->second.sizes() == dst.sizes(), "optimizer state '" << key << "' has shape "
+                      << it->second.sizes() << " but this run expects " << dst.sizes()
+                      << "; resume with the same parallel layout");
+    torch::NoGradGuard no_grad;
+    dst.copy_(it->second);
+  };
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& n = params_[i].name;
+    take(n + ".exp_avg", slots_[i].exp_avg);
+    take(n + ".exp_avg_sq", slots_[i].exp_avg_sq);
+    if (slots_[i].master.defined()) take(n + ".master", slots_[i].master);
+  }
+  auto it = state.find("step");
+  HPCRL_CHECK_INPUT(it != state.end(), "optimizer state has no 'step'");
+  step_ = it->second.item<int64_t>();
+}
+
+}  // namespace hpcrl::optim

@@ -1,0 +1,40 @@
+// Layout-aware gradient norm (see grad_clip.h).
+#include "hpcrl/optim/grad_clip.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace hpcrl::optim {
+
+double global_grad_norm(const ParamSet& params, const parallel::ParallelContext& ctx) {
+  // [replicated, tp shards, ep shards] squared sums, in double for a stable sum.
+  at::Tensor sq = at::zeros({3}, at::kDouble);
+  for (const auto& p : params) {
+    at::Tensor g = p.tensor.grad();
+    if (!g.defined()) continue;
+    double s = g.detach().to(at::kDouble).pow(2).sum().item<double>();
+    sq[static_cast<int>(p.sharding)] += s;
+  }
+  at::Tensor tp_part = sq.slice(0, 1, 2).clone();
+  at::Tensor ep_part = sq.slice(0, 2, 3).clone();
+  if (ctx.tp && ctx.tp->size() > 1) ctx.tp->all_reduce(tp_part);
+  if (ctx.ep && ctx.ep->size() > 1) ctx.ep->all_reduce(ep_part);
+  at::Tensor total = sq.slice(0, 0, 1) + tp_part + ep_part;
+  if (ctx.pp && ctx.pp->size() > 1) ctx.pp->all_reduce(total);
+  return std::sqrt(total.item<double>());
+}
+
+double clip_grad_norm(const ParamSet& params, double max_norm, const parallel::ParallelContext& ctx) {
+  double norm = global_grad_norm(params, ctx);
+  if (max_norm <= 0 || !std::isfinite(norm) || norm <= max_norm) return norm;
+  double scale = max_norm / (norm + 1e-6);
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params) {
+    at::Tensor g = p.tensor.mutable_grad();
+    if (g.defined()) g.mul_(scale);
+  }
+  return norm;
+}
+
+}  // namespace hpcrl::optim

@@ -1,0 +1,128 @@
+// Bucketed, overlapped data-parallel gradient averaging (see grad_sync.h).
+#include "hpcrl/optim/grad_sync.h"
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/torch.h>
+
+#include <mutex>
+
+#include "hpcrl/trace/trace.h"
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::optim {
+
+struct Bucket {
+  std::vector<at::Tensor> params;
+  int ready = 0;
+  at::Tensor flat;  // [numel of all grads], dtype of the grads
+  dist::WorkPtr work;
+};
+
+struct GradSync::State {
+  dist::CommPtr group;
+  std::vector<Bucket> buckets;
+  std::vector<size_t> bucket_of;  // param index -> bucket
+  bool sync = false;
+  std::mutex mu;  // hooks may run on autograd worker threads
+
+  void launch(Bucket& b) {
+    std::vector<at::Tensor> grads;
+    grads.reserve(b.params.size());
+    for (auto& p : b.params) {
+      at::Tensor g = p.grad();
+      grads.push_back(g.defined() ? g.reshape({-1}) : at::zeros({p.numel()}, p.options()));
+    }
+    b.flat = at::cat(grads);
+    b.work = group->all_reduce_async(b.flat, dist::ReduceOp::kAvg);
+  }
+};
+
+namespace {
+// Runs after AccumulateGrad has added this micro-batch's gradient into param.grad.
+struct ReadyHook : torch::autograd::FunctionPostHook {
+  ReadyHook(std::shared_ptr<GradSync::State> s, size_t index) : state(std::move(s)), index(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    std::lock_guard<std::mutex> lock(state->mu);
+    if (!state->sync) return outputs;
+    Bucket& b = state->buckets[state->bucket_of[index]];
+    if (++b.ready == static_cast<int>(b.params.size())) state->launch(b);
+    return outputs;
+  }
+  std::shared_ptr<GradSync::State> state;
+  size_t index;
+};
+}  // namespace
+
+GradSync::GradSync(const ParamSet& params, dist::CommPtr group, size_t bucket_bytes)
+    : state_(std::make_shared<State>()) {
+  state_->group = std::move(group);
+  if (!state_->group || state_->group->size() == 1) return;
+  state_->bucket_of.resize(params.size());
+  size_t current_bytes = 0;
+  for (size_t k = params.size(); k-- > 0;) {
+    const at::Tensor& t = params[k].tensor;
+    size_t bytes = t.numel() * t.element_size();
+    if (state_->buckets.empty() || (current_bytes > 0 && current_bytes + bytes > bucket_bytes)) {
+      state_->buckets.emplace_back();
+      current_bytes = 0;
+    }
+    state_->buckets.back().params.push_back(t);
+    state_->bucket_of[k] = state_->buckets.size() - 1;
+    current_bytes += bytes;
+  }
+  for (size_t k = 0; k < params.size(); ++k) {
+    auto acc = torch::autograd::impl::grad_accumulator(params[k].tensor);
+    HPCRL_CHECK(acc, "parameter " << params[k].name << " is not a leaf that requires grad");
+    uintptr_t key = acc->add_post_hook(std::make_unique<ReadyHook>(state_, k));
+    hooks_.emplace_back(std::static_pointer_cast<void>(acc), key);
+  }
+}
+
+GradSync::~GradSync() {
+  for (auto& [acc, key] : hooks_) static_cast<torch::autograd::Node*>(acc.get())->del_post_hook(key);
+}
+
+void GradSync::prepare(bool sync) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->sync = sync;
+  for (auto& b : state_->buckets) {
+    b.ready = 0;
+    b.work.reset();
+  }
+}
+
+void GradSync::finish() {
+  if (state_->buckets.empty()) return;
+  trace::ScopedSpan span("grad_sync/wait");
+  std::lock_guard<std::mutex> lock(state_->mu);
+  torch::NoGradGuard no_grad;
+  for (auto& b : state_->buckets) {
+    if (!b.work) state_->launch(b);
+    b.work->wait();
+    int64_t off = 0;
+    for (auto& p : b.params) {
+      int64_t n = p.numel();
+      at::Tensor avg = b.flat.slice(0, off, off + n).view(p.sizes());
+      if (p.grad().defined()) p.mutable_grad().copy_(avg);
+      else p.mutable_grad() = avg.clone();
+      off += n;
+    }
+    b.work.reset();
+    b.ready = 0;
+  }
+  state_->sync = false;
+}
+
+size_t GradSync::num_buckets() const { return state_->buckets.size(); }
+
+int64_t GradSync::bytes_per_step() const {
+  int64_t bytes = 0;
+  for (auto& b : state_->buckets)
+    for (auto& p : b.params) bytes += p.numel() * p.element_size();
+  return bytes;
+}
+
+}  // namespace hpcrl::optim

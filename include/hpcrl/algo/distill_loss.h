@@ -1,0 +1,23 @@
+// Token-level distillation divergences between teacher and student next-token
+// distributions: forward KL(p_t‖p_s) (mode-covering, classic KD), reverse
+// KL(p_s‖p_t) (mode-seeking, on-policy distillation), and generalised JSD(β)
+// (GKD: β·KL(p_t‖m) + (1-β)·KL(p_s‖m), m = β·p_t + (1-β)·p_s).
+// With top_k > 0 the sum runs over the teacher's k most likely tokens only,
+// teacher probabilities renormalised there — full 150k-vocab distributions per
+// token do not fit at scale.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+namespace hpcrl::algo {
+
+enum class DistillLoss { kForwardKl, kReverseKl, kJsd };
+DistillLoss parse_distill_loss(const std::string& name);  // forward_kl | reverse_kl | jsd
+
+// student_logits, teacher_logits: [N, V] (tokens flattened); returns [N] per-token divergence.
+at::Tensor distill_divergence(const at::Tensor& student_logits, const at::Tensor& teacher_logits,
+                              DistillLoss kind, double beta = 0.5, int64_t top_k = 0);
+
+}  // namespace hpcrl::algo

@@ -1,0 +1,24 @@
+// How per-token losses become one number. The choice matters for long
+// responses (DAPO, Dr.GRPO): token_mean weighs every token equally across the
+// batch; seq_mean_token_mean weighs every sequence equally (long answers' tokens
+// count less); seq_mean_token_sum sums each sequence (length-biased, Dr.GRPO's
+// "no length normalisation" when followed by a constant scale).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+namespace hpcrl::algo {
+
+enum class LossAgg { kTokenMean, kSeqMeanTokenSum, kSeqMeanTokenMean };
+
+LossAgg parse_loss_agg(const std::string& name);  // token_mean | seq_mean_token_sum | seq_mean_token_mean
+
+// values, mask: [B, T] (mask 1 on response tokens). Returns a scalar.
+at::Tensor aggregate(const at::Tensor& values, const at::Tensor& mask, LossAgg agg);
+
+// Mean of `values` over the masked tokens (a scalar).
+at::Tensor masked_mean(const at::Tensor& values, const at::Tensor& mask);
+
+}  // namespace hpcrl::algo

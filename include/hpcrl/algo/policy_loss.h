@@ -1,0 +1,58 @@
+// The RL losses as pure functions of per-token tensors, so they can be checked
+// against hand-computed values: PPO/GRPO clipped surrogate with asymmetric clip
+// (DAPO's clip-higher), KL-to-reference estimators, entropy bonus, clipped value loss.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+#include "hpcrl/algo/loss_agg.h"
+
+namespace hpcrl::algo {
+
+enum class KlEstimator { kK1, kK2, kK3 };
+KlEstimator parse_kl_estimator(const std::string& name);  // k1 | k2 | k3
+
+// Per-token KL(π‖π_ref) estimate from log-probs of the sampled tokens [B, T]:
+// k1 = logp - ref; k2 = ½(logp - ref)²; k3 = exp(ref - logp) - (ref - logp) - 1
+// (Schulman's unbiased, non-negative estimator; clamped to [-10, 10] like veRL).
+at::Tensor kl_estimate(const at::Tensor& logp, const at::Tensor& ref_logp, KlEstimator est);
+
+struct PolicyLossInputs {
+  at::Tensor logp;        // [B, T] current policy log-probs of the sampled tokens (with grad)
+  at::Tensor old_logp;    // [B, T] behaviour policy log-probs
+  at::Tensor advantages;  // [B, T]
+  at::Tensor mask;        // [B, T] 1 on response tokens
+  at::Tensor ref_logp;    // [B, T] optional (undefined: no KL term)
+  at::Tensor entropy;     // [B, T] optional (undefined: no entropy bonus)
+};
+
+struct PolicyLossConfig {
+  double clip_low = 0.2;    // ratio ≥ 1 - clip_low
+  double clip_high = 0.2;   // ratio ≤ 1 + clip_high (DAPO: 0.28)
+  LossAgg agg = LossAgg::kTokenMean;
+  double kl_coef = 0.0;     // KL as a loss term (0: off)
+  KlEstimator kl_estimator = KlEstimator::kK3;
+  double entropy_coef = 0.0;
+};
+
+struct PolicyLossOutput {
+  at::Tensor loss;       // scalar, differentiable
+  double pg_loss = 0;    // surrogate part
+  double clip_frac = 0;  // fraction of tokens where the clipped branch was active
+  double kl = 0;         // masked mean KL estimate (0 without ref_logp)
+  double entropy = 0;    // masked mean entropy (0 without entropy)
+  double ratio_mean = 0;
+};
+
+// pg = max(-A·r, -A·clip(r, 1-ε_low, 1+ε_high)), r = exp(logp - old_logp);
+// loss = agg(pg) + kl_coef·agg(kl) - entropy_coef·agg(entropy).
+PolicyLossOutput policy_loss(const PolicyLossInputs& in, const PolicyLossConfig& cfg);
+
+// Clipped value loss: ½·max((v - R)², (v_old + clip(v - v_old, ±c) - R)²), aggregated token_mean.
+// Returns {loss, clip fraction}.
+std::pair<at::Tensor, double> value_loss(const at::Tensor& values, const at::Tensor& old_values,
+                                         const at::Tensor& returns, const at::Tensor& mask, double clip);
+
+}  // namespace hpcrl::algo

@@ -1,0 +1,36 @@
+// Loss aggregation modes (see loss_agg.h).
+#include "hpcrl/algo/loss_agg.h"
+
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::algo {
+
+LossAgg parse_loss_agg(const std::string& name) {
+  if (name == "token_mean") return LossAgg::kTokenMean;
+  if (name == "seq_mean_token_sum") return LossAgg::kSeqMeanTokenSum;
+  if (name == "seq_mean_token_mean") return LossAgg::kSeqMeanTokenMean;
+  HPCRL_CHECK_INPUT(false, "unknown loss_agg '" << name
+                    << "': use token_mean, seq_mean_token_sum or seq_mean_token_mean");
+  return LossAgg::kTokenMean;
+}
+
+at::Tensor masked_mean(const at::Tensor& values, const at::Tensor& mask) {
+  at::Tensor m = mask.to(values.scalar_type());
+  return (values * m).sum() / m.sum().clamp_min(1.0);
+}
+
+at::Tensor aggregate(const at::Tensor& values, const at::Tensor& mask, LossAgg agg) {
+  HPCRL_CHECK(values.sizes() == mask.sizes(), "values " << values.sizes() << " vs mask " << mask.sizes());
+  at::Tensor m = mask.to(values.scalar_type());
+  switch (agg) {
+    case LossAgg::kTokenMean:
+      return masked_mean(values, m);
+    case LossAgg::kSeqMeanTokenSum:
+      return (values * m).sum(-1).mean();
+    case LossAgg::kSeqMeanTokenMean:
+      return ((values * m).sum(-1) / m.sum(-1).clamp_min(1.0)).mean();
+  }
+  return values.sum();
+}
+
+}  // namespace hpcrl::algo

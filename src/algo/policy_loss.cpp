@@ -1,0 +1,72 @@
+// Clipped surrogate, KL estimators and value loss (see policy_loss.h).
+#include "hpcrl/algo/policy_loss.h"
+
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::algo {
+
+KlEstimator parse_kl_estimator(const std::string& name) {
+  if (name == "k1") return KlEstimator::kK1;
+  if (name == "k2") return KlEstimator::kK2;
+  if (name == "k3") return KlEstimator::kK3;
+  HPCRL_CHECK_INPUT(false, "unknown KL estimator '" << name << "': use k1, k2 or k3");
+  return KlEstimator::kK3;
+}
+
+at::Tensor kl_estimate(const at::Tensor& logp, const at::Tensor& ref_logp, KlEstimator est) {
+  at::Tensor diff = logp - ref_logp;
+  switch (est) {
+    case KlEstimator::kK1:
+      return diff;
+    case KlEstimator::kK2:
+      return 0.5 * diff.pow(2);
+    case KlEstimator::kK3: {
+      at::Tensor neg = -diff;  // ref - logp
+      return (at::exp(neg) - neg - 1.0).clamp(-10.0, 10.0);
+    }
+  }
+  return diff;
+}
+
+PolicyLossOutput policy_loss(const PolicyLossInputs& in, const PolicyLossConfig& cfg) {
+  HPCRL_CHECK(in.logp.sizes() == in.old_logp.sizes() && in.logp.sizes() == in.advantages.sizes() &&
+                  in.logp.sizes() == in.mask.sizes(),
+              "logp " << in.logp.sizes() << ", old_logp " << in.old_logp.sizes() << ", advantages "
+                      << in.advantages.sizes() << ", mask " << in.mask.sizes() << " must all be [B, T]");
+  at::Tensor m = in.mask.to(in.logp.scalar_type());
+  at::Tensor ratio = at::exp(in.logp - in.old_logp);
+  at::Tensor pg1 = -in.advantages * ratio;
+  at::Tensor pg2 = -in.advantages * ratio.clamp(1.0 - cfg.clip_low, 1.0 + cfg.clip_high);
+  at::Tensor pg = at::maximum(pg1, pg2);
+
+  PolicyLossOutput out;
+  at::Tensor pg_loss = aggregate(pg, m, cfg.agg);
+  at::Tensor loss = pg_loss;
+  out.pg_loss = pg_loss.item<double>();
+  out.clip_frac = masked_mean((pg2 > pg1).to(m.scalar_type()), m).item<double>();
+  out.ratio_mean = masked_mean(ratio.detach(), m).item<double>();
+  if (in.ref_logp.defined()) {
+    at::Tensor kl = kl_estimate(in.logp, in.ref_logp, cfg.kl_estimator);
+    out.kl = masked_mean(kl.detach(), m).item<double>();
+    if (cfg.kl_coef != 0.0) loss = loss + cfg.kl_coef * aggregate(kl, m, cfg.agg);
+  }
+  if (in.entropy.defined()) {
+    out.entropy = masked_mean(in.entropy.detach(), m).item<double>();
+    if (cfg.entropy_coef != 0.0) loss = loss - cfg.entropy_coef * aggregate(in.entropy, m, cfg.agg);
+  }
+  out.loss = loss;
+  return out;
+}
+
+std::pair<at::Tensor, double> value_loss(const at::Tensor& values, const at::Tensor& old_values,
+                                         const at::Tensor& returns, const at::Tensor& mask, double clip) {
+  at::Tensor m = mask.to(values.scalar_type());
+  at::Tensor clipped = old_values + (values - old_values).clamp(-clip, clip);
+  at::Tensor l1 = (values - returns).pow(2);
+  at::Tensor l2 = (clipped - returns).pow(2);
+  at::Tensor loss = 0.5 * masked_mean(at::maximum(l1, l2), m);
+  double frac = masked_mean((l2 > l1).to(m.scalar_type()), m).item<double>();
+  return {loss, frac};
+}
+
+}  // namespace hpcrl::algo

@@ -20,20 +20,10 @@ at::Tensor kl_from_logs(const at::Tensor& logp, const at::Tensor& logq) {
 }
 }  // namespace
 
-at::Tensor distill_divergence(const at::Tensor& student_logits, const at::Tensor& teacher_logits, DistillLoss kind,
-                              double beta, int64_t top_k) {
-  HPCRL_CHECK_INPUT(student_logits.size(-1) == teacher_logits.size(-1),
-                    "teacher vocabulary (" << teacher_logits.size(-1) << ") differs from the student's ("
-                    << student_logits.size(-1) << "): distillation needs the same tokenizer");
-  at::Tensor ls = student_logits.to(at::kFloat).log_softmax(-1);  // [N, V]
-  at::Tensor lt = teacher_logits.to(at::kFloat).log_softmax(-1).detach();
-  if (top_k > 0 && top_k < ls.size(-1)) {
-    at::Tensor idx = std::get<1>(lt.topk(top_k, -1));  // [N, k]
-    lt = lt.gather(-1, idx);
-    ls = ls.gather(-1, idx);
-    lt = lt - lt.logsumexp(-1, true);  // renormalise the teacher over its top-k
-    ls = ls - ls.logsumexp(-1, true);  // and the student over the same support
-  }
+at::Tensor distill_divergence_on_support(const at::Tensor& student_logp, const at::Tensor& teacher_logp,
+                                         DistillLoss kind, double beta) {
+  at::Tensor ls = student_logp - student_logp.logsumexp(-1, true);
+  at::Tensor lt = (teacher_logp - teacher_logp.logsumexp(-1, true)).detach();
   switch (kind) {
     case DistillLoss::kForwardKl:
       return kl_from_logs(lt, ls);
@@ -46,6 +36,21 @@ at::Tensor distill_divergence(const at::Tensor& student_logits, const at::Tensor
     }
   }
   return ls.sum(-1);
+}
+
+at::Tensor distill_divergence(const at::Tensor& student_logits, const at::Tensor& teacher_logits, DistillLoss kind,
+                              double beta, int64_t top_k) {
+  HPCRL_CHECK_INPUT(student_logits.size(-1) == teacher_logits.size(-1),
+                    "teacher vocabulary (" << teacher_logits.size(-1) << ") differs from the student's ("
+                    << student_logits.size(-1) << "): distillation needs the same tokenizer");
+  at::Tensor ls = student_logits.to(at::kFloat).log_softmax(-1);  // [N, V]
+  at::Tensor lt = teacher_logits.to(at::kFloat).log_softmax(-1);
+  if (top_k > 0 && top_k < ls.size(-1)) {
+    at::Tensor idx = std::get<1>(lt.topk(top_k, -1));  // [N, k]
+    lt = lt.gather(-1, idx);
+    ls = ls.gather(-1, idx);
+  }
+  return distill_divergence_on_support(ls, lt, kind, beta);
 }
 
 }  // namespace hpcrl::algo

@@ -1,6 +1,8 @@
 // Loss aggregation modes (see loss_agg.h).
 #include "hpcrl/algo/loss_agg.h"
 
+#include <algorithm>
+
 #include "hpcrl/util/check.h"
 
 namespace hpcrl::algo {
@@ -19,18 +21,20 @@ at::Tensor masked_mean(const at::Tensor& values, const at::Tensor& mask) {
   return (values * m).sum() / m.sum().clamp_min(1.0);
 }
 
-at::Tensor aggregate(const at::Tensor& values, const at::Tensor& mask, LossAgg agg) {
+at::Tensor aggregate_numerator(const at::Tensor& values, const at::Tensor& mask, LossAgg agg) {
   HPCRL_CHECK(values.sizes() == mask.sizes(), "values " << values.sizes() << " vs mask " << mask.sizes());
   at::Tensor m = mask.to(values.scalar_type());
-  switch (agg) {
-    case LossAgg::kTokenMean:
-      return masked_mean(values, m);
-    case LossAgg::kSeqMeanTokenSum:
-      return (values * m).sum(-1).mean();
-    case LossAgg::kSeqMeanTokenMean:
-      return ((values * m).sum(-1) / m.sum(-1).clamp_min(1.0)).mean();
-  }
-  return values.sum();
+  if (agg == LossAgg::kSeqMeanTokenMean) return ((values * m).sum(-1) / m.sum(-1).clamp_min(1.0)).sum();
+  return (values * m).sum();
+}
+
+double aggregate_denominator(const at::Tensor& mask, LossAgg agg) {
+  if (agg == LossAgg::kTokenMean) return std::max(1.0, mask.sum().item<double>());
+  return static_cast<double>(mask.size(0));
+}
+
+at::Tensor aggregate(const at::Tensor& values, const at::Tensor& mask, LossAgg agg) {
+  return aggregate_numerator(values, mask, agg) / aggregate_denominator(mask, agg);
 }
 
 }  // namespace hpcrl::algo

@@ -40,21 +40,21 @@ PolicyLossOutput policy_loss(const PolicyLossInputs& in, const PolicyLossConfig&
   at::Tensor pg = at::maximum(pg1, pg2);
 
   PolicyLossOutput out;
-  at::Tensor pg_loss = aggregate(pg, m, cfg.agg);
-  at::Tensor loss = pg_loss;
-  out.pg_loss = pg_loss.item<double>();
+  at::Tensor per_token = pg;
+  out.pg_loss = aggregate(pg.detach(), m, cfg.agg).item<double>();
   out.clip_frac = masked_mean((pg2 > pg1).to(m.scalar_type()), m).item<double>();
   out.ratio_mean = masked_mean(ratio.detach(), m).item<double>();
   if (in.ref_logp.defined()) {
     at::Tensor kl = kl_estimate(in.logp, in.ref_logp, cfg.kl_estimator);
     out.kl = masked_mean(kl.detach(), m).item<double>();
-    if (cfg.kl_coef != 0.0) loss = loss + cfg.kl_coef * aggregate(kl, m, cfg.agg);
+    if (cfg.kl_coef != 0.0) per_token = per_token + cfg.kl_coef * kl;
   }
   if (in.entropy.defined()) {
     out.entropy = masked_mean(in.entropy.detach(), m).item<double>();
-    if (cfg.entropy_coef != 0.0) loss = loss - cfg.entropy_coef * aggregate(in.entropy, m, cfg.agg);
+    if (cfg.entropy_coef != 0.0) per_token = per_token - cfg.entropy_coef * in.entropy;
   }
-  out.loss = loss;
+  out.per_token = per_token;
+  out.loss = aggregate(per_token, m, cfg.agg);
   return out;
 }
 

@@ -13,7 +13,7 @@ double global_grad_norm(const ParamSet& params, const parallel::ParallelContext&
   for (const auto& p : params) {
     at::Tensor g = p.tensor.grad();
     if (!g.defined()) continue;
-    double s = g.detach().to(at::kDouble).pow(2).sum().item<double>();
+    double s = g.detach().to(at::kDouble).pow(2).sum().item<double>() / double(p.replicas);
     sq[static_cast<int>(p.sharding)] += s;
   }
   at::Tensor tp_part = sq.slice(0, 1, 2).clone();

@@ -20,4 +20,10 @@ DistillLoss parse_distill_loss(const std::string& name);  // forward_kl | revers
 at::Tensor distill_divergence(const at::Tensor& student_logits, const at::Tensor& teacher_logits,
                               DistillLoss kind, double beta = 0.5, int64_t top_k = 0);
 
+// The same divergences from log-probabilities on a common support [N, k] (e.g. the
+// teacher's top-k tokens, gathered from vocab-parallel shards); both sides are
+// renormalised over the support first.
+at::Tensor distill_divergence_on_support(const at::Tensor& student_logp, const at::Tensor& teacher_logp,
+                                         DistillLoss kind, double beta = 0.5);
+
 }  // namespace hpcrl::algo

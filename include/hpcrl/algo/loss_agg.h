@@ -18,6 +18,13 @@ LossAgg parse_loss_agg(const std::string& name);  // token_mean | seq_mean_token
 // values, mask: [B, T] (mask 1 on response tokens). Returns a scalar.
 at::Tensor aggregate(const at::Tensor& values, const at::Tensor& mask, LossAgg agg);
 
+// The aggregate as numerator / denominator, so a batch split over micro-batches
+// and dp ranks can divide by the global denominator: the sum of masked values
+// (token_mean), of per-row sums (seq_mean_token_sum) or of per-row means
+// (seq_mean_token_mean); the denominator counts tokens or rows accordingly.
+at::Tensor aggregate_numerator(const at::Tensor& values, const at::Tensor& mask, LossAgg agg);
+double aggregate_denominator(const at::Tensor& mask, LossAgg agg);
+
 // Mean of `values` over the masked tokens (a scalar).
 at::Tensor masked_mean(const at::Tensor& values, const at::Tensor& mask);
 

@@ -39,6 +39,7 @@ struct PolicyLossConfig {
 
 struct PolicyLossOutput {
   at::Tensor loss;       // scalar, differentiable
+  at::Tensor per_token;  // [B, T] pg + kl_coef·kl - entropy_coef·entropy (aggregate it with a global denominator)
   double pg_loss = 0;    // surrogate part
   double clip_frac = 0;  // fraction of tokens where the clipped branch was active
   double kl = 0;         // masked mean KL estimate (0 without ref_logp)

@@ -21,6 +21,9 @@ struct Param {
   std::string name;   // HF tensor name (checkpoint key)
   at::Tensor tensor;  // requires_grad leaf
   Sharding sharding = Sharding::kReplicated;
+  // Identical copies of this shard inside its group (e.g. kv-head chunks fewer
+  // than tp ranks): the norm divides its squared sum by this.
+  int64_t replicas = 1;
 };
 
 using ParamSet = std::vector<Param>;

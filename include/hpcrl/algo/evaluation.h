@@ -1,0 +1,43 @@
+// Held-out evaluation shared by every stage: mean token loss of the reference
+// responses (teacher forcing) and accuracy of the model's own answers under the
+// stage's evaluation sampling (greedy by default), scored by the reward's
+// verifier. Examples are split over the role's dp ranks and the totals summed.
+#pragma once
+
+#include <cstdint>
+
+#include "hpcrl/algo/prompting.h"
+#include "hpcrl/algo/role.h"
+#include "hpcrl/io/dataset.h"
+#include "hpcrl/reward/verifiable.h"
+
+namespace hpcrl::algo {
+
+struct EvalResult {
+  double loss = 0;       // mean NLL per response token (reference responses)
+  double accuracy = 0;   // fraction of samples the verifier marks correct
+  double response_len = 0;
+  int64_t examples = 0;
+  double seconds = 0;
+};
+
+struct EvalOptions {
+  int64_t prompts = 0;   // 0 = the whole split
+  int64_t n = 1;
+  double temperature = 0.0;
+  double top_p = 1.0;
+  int64_t max_new_tokens = 256;
+  int64_t batch = 64;
+  uint64_t seed = 0;
+  bool loss = true;      // also compute teacher-forced loss (needs responses)
+};
+
+// Collective over the role's ranks.
+EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& prompts,
+                    const reward::VerifiableReward& verifier, const EvalOptions& options);
+
+// Sum of masked NLL and token count of a batch (no grad); used by eval and tests.
+std::pair<double, int64_t> batch_nll(Role& role, const std::vector<std::vector<int32_t>>& prompt_ids,
+                                     const std::vector<std::vector<int32_t>>& response_ids);
+
+}  // namespace hpcrl::algo

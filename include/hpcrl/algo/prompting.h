@@ -1,0 +1,34 @@
+// Turning a dataset example into the token ids a model sees: the prompt (with
+// the dataset's chat template and system prompt) and, for supervised targets,
+// the response followed by the tokenizer's EOS. Every stage builds prompts
+// here, so SFT, RL and evaluation agree on the exact prompt tokens.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpcrl/config/pipeline_config.h"
+#include "hpcrl/io/dataset.h"
+#include "hpcrl/io/tokenizer.h"
+
+namespace hpcrl::algo {
+
+class PromptBuilder {
+ public:
+  // `data` may be null (synthetic data: no template, BOS + raw prompt).
+  PromptBuilder(const io::Tokenizer& tokenizer, const config::DatasetConfig* data);
+
+  std::string prompt_text(const io::Example& ex) const;
+  std::vector<int32_t> prompt_ids(const io::Example& ex) const;
+  // Response tokens + EOS (the supervised target).
+  std::vector<int32_t> response_ids(const io::Example& ex) const;
+  // Every id that ends a generation (EOS, and the template's end-of-turn token).
+  std::vector<int32_t> stop_ids() const;
+
+ private:
+  const io::Tokenizer& tok_;
+  const config::DatasetConfig* data_;
+};
+
+}  // namespace hpcrl::algo

@@ -1,0 +1,88 @@
+// What GRPO and PPO share: drawing prompts, rolling out, scoring (with DAPO's
+// overlong penalty and dynamic sampling), behaviour/reference log-probs, the
+// clipped-surrogate policy update over mini-batches with globally normalised
+// losses, metrics, evaluation, checkpoints and resume. The stage loops only add
+// their advantage estimator (group-relative for GRPO, GAE with a critic for PPO).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hpcrl/algo/policy_loss.h"
+#include "hpcrl/algo/prompting.h"
+#include "hpcrl/algo/reward_fn.h"
+#include "hpcrl/algo/rollout_batch.h"
+#include "hpcrl/algo/stage_env.h"
+#include "hpcrl/algo/train_checkpoint.h"
+#include "hpcrl/algo/train_step.h"
+#include "hpcrl/io/dataset_cursor.h"
+
+namespace hpcrl::algo {
+
+struct RlMetrics {
+  double reward_mean = 0, reward_std = 0, accuracy = 0;
+  double response_len_mean = 0, response_len_max = 0;
+  double clip_frac = 0, kl = 0, entropy = 0, grad_norm = 0, loss = 0;
+  double kept_groups = 0;       // after dynamic sampling
+  double sampling_rounds = 0;
+  double tokens = 0;            // prompt + response tokens processed this iteration
+  double seconds = 0;
+  std::vector<std::pair<std::string, double>> seconds_by_span;
+  std::vector<std::pair<std::string, double>> extra;  // stage-specific (critic loss, values, ...)
+};
+
+// The sampled responses of some prompts, before they become an Experience.
+struct RolloutSamples {
+  std::vector<std::vector<int32_t>> prompt_ids, response_ids;
+  std::vector<std::vector<float>> logprobs;  // behaviour log-probs from the engine
+  std::vector<size_t> example;               // dataset index of each sample's prompt
+  std::vector<double> scores;
+  std::vector<bool> correct, truncated;
+  void append(const RolloutSamples& o, size_t first, size_t count);  // samples [first, first+count) of o
+  size_t size() const { return scores.size(); }
+};
+
+class RlLoop {
+ public:
+  RlLoop(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* reference, const DataSplits& data,
+         std::string stage_name);
+
+  int64_t minibatches_per_epoch() const;
+  // Loads the checkpoint env.resume_from (if any); returns the iteration to start at.
+  int64_t resume(const std::vector<TrainedRole>& saved);
+  void checkpoint(int64_t iteration, const std::vector<TrainedRole>& saved);
+
+  // Rollout + rewards (+ dynamic sampling) + old and reference log-probs.
+  Experience collect(int64_t iteration, RlMetrics& m);
+  // Clipped-surrogate updates: cfg.epochs passes over minibatches_per_epoch() mini-batches.
+  void update(const Experience& exp, Trainer& trainer, const PolicyLossConfig& pl, int64_t iteration,
+              RlMetrics& m);
+
+  void evaluate(int64_t step, StageResult& result);
+  void write_metrics(int64_t step, const RlMetrics& m, double lr);
+
+  const PromptBuilder& prompts() const { return *prompts_; }
+  // Sum over the policy's dp group (a copy when dp = 1).
+  at::Tensor dp_sum(at::Tensor t) const;
+
+ private:
+  // One round of rollouts for `rows`, scored (all samples go into `stats`).
+  RolloutSamples rollout_round(const std::vector<size_t>& rows, int64_t iteration, int64_t round, RlMetrics& m,
+                               at::Tensor& stats);
+  double timed(const std::string& span, RlMetrics& m, const std::function<void()>& fn);
+
+  StageEnv& env_;
+  const config::RlStage& cfg_;
+  Role& policy_;
+  Role* reference_;
+  const DataSplits& data_;
+  std::string name_;
+  RewardFunction rewards_;
+  std::unique_ptr<PromptBuilder> prompts_;
+  std::unique_ptr<io::DataSampler> sampler_;
+  std::unique_ptr<rollout::Engine> engine_;
+};
+
+}  // namespace hpcrl::algo

@@ -1,0 +1,34 @@
+// One model role (policy, reference, critic, student, teacher, ...) as this rank
+// sees it: the model shard it holds, the communicators of its mesh, its data-
+// parallel coordinates and tokenizer. Ranks outside the role's rank set hold no
+// model (member() is false) and skip the role's work.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "hpcrl/config/pipeline_config.h"
+#include "hpcrl/io/tokenizer.h"
+#include "hpcrl/model/decoder_model.h"
+#include "hpcrl/optim/param_set.h"
+#include "hpcrl/parallel/parallel_context.h"
+
+namespace hpcrl::algo {
+
+struct Role {
+  std::string name;
+  const config::ModelConfig* config = nullptr;
+  std::shared_ptr<model::DecoderModel> model;  // null on ranks outside the role
+  parallel::ParallelContext ctx;
+  int dp_rank = 0, dp_size = 1;                // batch sharding coordinates
+  bool writer = false;                         // the one rank that writes this role's files
+  std::shared_ptr<io::Tokenizer> tokenizer;
+
+  bool member() const { return model != nullptr; }
+  // Trainable parameters with their sharding, in registration order.
+  optim::ParamSet param_set() const;
+  // Per-rank share of a global batch; InputError naming `what` when dp does not divide it.
+  int64_t local_batch(int64_t global, const std::string& what) const;
+};
+
+}  // namespace hpcrl::algo

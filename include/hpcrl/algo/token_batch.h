@@ -1,0 +1,42 @@
+// Prompt+response token sequences as the training forward wants them: one
+// right-padded [B, T] batch with next-token targets and a loss mask that is 1
+// exactly where the target is a response token. Shared by SFT, the RL updates
+// (log-probs of sampled responses) and distillation, so every stage scores
+// the same positions the same way.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace hpcrl::algo {
+
+struct TokenBatch {
+  at::Tensor ids;             // [B, T] int64, right-padded with pad_id
+  at::Tensor targets;         // [B, T] int64: ids[:, t+1] (pad past the end)
+  at::Tensor loss_mask;       // [B, T] float32: 1 where targets[:, t] is a response token
+  at::Tensor attention_mask;  // [B, T] int64: 1 on real tokens
+  std::vector<int64_t> prompt_lens, response_lens;
+
+  int64_t rows() const { return ids.size(0); }
+  int64_t response_tokens() const;
+};
+
+// prompts[i] + responses[i] for each row; T = longest row, rounded up to a
+// multiple of `multiple` (sequence parallelism splits T evenly).
+TokenBatch make_token_batch(const std::vector<std::vector<int32_t>>& prompts,
+                            const std::vector<std::vector<int32_t>>& responses, int32_t pad_id,
+                            int64_t multiple = 1);
+
+// Rows [begin, end) of a batch.
+TokenBatch slice_rows(const TokenBatch& b, int64_t begin, int64_t end);
+
+// This sp rank's contiguous chunk of the time axis (T % sp == 0).
+TokenBatch sequence_shard(const TokenBatch& b, int sp_rank, int sp_size);
+
+// Per-response-token values [B, T] (aligned with loss_mask) → a list of each row's
+// response values, e.g. the log-probs of each sampled response.
+std::vector<std::vector<float>> response_values(const TokenBatch& b, const at::Tensor& values);
+
+}  // namespace hpcrl::algo

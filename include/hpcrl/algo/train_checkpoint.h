@@ -1,0 +1,45 @@
+// Checkpoints of a training stage: everything needed to continue exactly.
+//   <stage dir>/step-NNNNNN/
+//     <role>/config.json, model.safetensors   the HF model (full tensors, any layout can load it)
+//     <role>/optimizer-rank-NNNNN.safetensors  this rank's optimizer state (same layout to resume)
+//     state.json                               step, data cursors, torch RNG, layout, world size
+// A step directory is assembled as step-NNNNNN.partial and renamed when every
+// rank has written its part, so a crash mid-save never damages the previous one;
+// older complete ones beyond keep_last are pruned.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hpcrl/algo/role.h"
+#include "hpcrl/dist/communicator.h"
+#include "hpcrl/optim/adamw.h"
+
+namespace hpcrl::algo {
+
+struct TrainedRole {
+  Role* role;
+  optim::AdamW* optimizer;  // null for roles saved without optimizer state
+};
+
+// Collective over `world`. `state` is stage-specific JSON (cursor, step, ...) that
+// rank 0 writes; returns the step directory.
+std::string save_train_checkpoint(const std::string& stage_dir, int64_t step, const std::vector<TrainedRole>& roles,
+                                  const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last);
+
+// Restores models and optimizers from `step_dir`; returns state.json. InputError
+// naming the file when it is missing or was written with another layout/world size.
+nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vector<TrainedRole>& roles,
+                                     const dist::CommPtr& world);
+
+// The newest complete step directory of a stage ("" when none).
+std::string latest_checkpoint(const std::string& stage_dir);
+
+// Torch's default CPU generator state as a JSON array of bytes, and back.
+nlohmann::json rng_state();
+void set_rng_state(const nlohmann::json& state);
+
+}  // namespace hpcrl::algo

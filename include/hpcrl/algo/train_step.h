@@ -1,0 +1,42 @@
+// The pieces of one optimizer step that every training stage shares: a role's
+// optimizer, LR schedule and gradient sync built from the stage's hyper-
+// parameters, and "finish the step" (wait for the dp sync, clip, check for
+// NaN/inf, update) — so SFT, GRPO, PPO and distillation step identically.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "hpcrl/algo/role.h"
+#include "hpcrl/config/pipeline_config.h"
+#include "hpcrl/optim/adamw.h"
+#include "hpcrl/optim/grad_sync.h"
+#include "hpcrl/optim/lr_schedule.h"
+
+namespace hpcrl::algo {
+
+class Trainer {
+ public:
+  // total_steps: optimizer steps of the stage (for the schedule).
+  Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps, double lr_override = 0.0);
+
+  // Call before each micro-batch's backward; `last` on the final one of the step.
+  void begin_micro_batch(bool last) { sync_->prepare(last); }
+  // Finishes the step: dp sync, clipping, update. Returns the pre-clip grad norm.
+  // RuntimeError naming `stage`, `step` and the rank when the norm is NaN/inf.
+  double finish_step(const std::string& stage, int64_t step, int world_rank);
+
+  double lr(int64_t step) const { return schedule_.at(step); }
+  optim::AdamW& optimizer() { return *optimizer_; }
+  Role& role() { return role_; }
+
+ private:
+  Role& role_;
+  optim::ParamSet params_;
+  std::unique_ptr<optim::AdamW> optimizer_;
+  std::unique_ptr<optim::GradSync> sync_;
+  optim::LrSchedule schedule_;
+  double grad_clip_;
+};
+
+}  // namespace hpcrl::algo

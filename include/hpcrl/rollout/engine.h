@@ -1,0 +1,77 @@
+// The rollout engine: batched generation with a KV cache for GRPO/PPO rollouts,
+// evaluation and `hpcrl generate`. Prompts of different lengths share a batch
+// (left-padded, positions and masks per row); the n samples of a prompt share
+// its prefill; each sample draws from its own seeded generator, so what a sample
+// produces does not depend on which other sequences share the batch; with
+// continuous batching a finished sequence's slot takes the next waiting one.
+// The log-prob returned for each token is the one the training forward computes
+// for the same sequence (same model, same code path), within fp32 rounding.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hpcrl/model/decoder_model.h"
+
+namespace hpcrl::io {
+class Tokenizer;
+}
+
+namespace hpcrl::rollout {
+
+struct SamplingParams {
+  double temperature = 1.0;   // 0 = greedy (argmax)
+  double top_p = 1.0;         // nucleus; 1 = off
+  int64_t top_k = 0;          // 0 = off
+  int64_t max_new_tokens = 256;
+  std::vector<std::string> stop;     // stop strings (need a tokenizer); the stop string is kept in the text
+  std::vector<int32_t> eos_ids;      // any of these ends a sample (the EOS token is part of the response)
+  uint64_t seed = 0;                 // sample (p, i) uses a generator seeded from (seed, prompt_offset + p, i)
+  int64_t prompt_offset = 0;         // global index of prompts[0]: data-parallel ranks pass their slice's
+                                     // offset so every sample's randomness is independent of the layout
+};
+
+struct EngineOptions {
+  int64_t max_batch = 64;            // sequences decoded together (slots)
+  bool continuous_batching = true;   // refill finished slots from the queue
+};
+
+struct Sample {
+  int64_t prompt_index = 0;
+  int64_t sample_index = 0;
+  std::vector<int32_t> tokens;       // generated ids (EOS included when it stopped on one)
+  std::vector<float> logprobs;       // log p(token) under the (untempered) model, one per token
+  std::string finish_reason;         // "stop" (EOS or stop string) | "length"
+};
+
+struct GenerateStats {
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  int64_t forward_calls = 0;
+  double seconds = 0;
+};
+
+class Engine {
+ public:
+  // `tokenizer` may be null when no stop strings are used.
+  Engine(std::shared_ptr<model::DecoderModel> model, const io::Tokenizer* tokenizer, EngineOptions options = {});
+
+  // n samples for each prompt, ordered by (prompt_index, sample_index).
+  // InputError when a prompt is empty, n < 1, or prompt + max_new_tokens exceeds
+  // the model's context.
+  std::vector<Sample> generate(const std::vector<std::vector<int32_t>>& prompts, int64_t n,
+                               const SamplingParams& params);
+
+  const GenerateStats& last_stats() const { return stats_; }
+  model::DecoderModel& model() { return *model_; }
+
+ private:
+  std::shared_ptr<model::DecoderModel> model_;
+  const io::Tokenizer* tokenizer_;
+  EngineOptions options_;
+  GenerateStats stats_;
+};
+
+}  // namespace hpcrl::rollout

@@ -1,0 +1,82 @@
+// Held-out loss and accuracy (see evaluation.h).
+#include "hpcrl/algo/evaluation.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+
+#include "hpcrl/algo/token_batch.h"
+#include "hpcrl/rollout/engine.h"
+#include "hpcrl/trace/trace.h"
+
+namespace hpcrl::algo {
+
+std::pair<double, int64_t> batch_nll(Role& role, const std::vector<std::vector<int32_t>>& prompt_ids,
+                                     const std::vector<std::vector<int32_t>>& response_ids) {
+  torch::NoGradGuard no_grad;
+  const int sp = role.ctx.sp_size();
+  TokenBatch b = sequence_shard(make_token_batch(prompt_ids, response_ids, std::max(0, role.tokenizer->pad_id()), sp),
+                                role.ctx.sp_rank(), sp);
+  auto out = role.model->forward(b.ids);
+  auto lp = role.model->token_logprobs(out.hidden, b.targets, /*with_entropy=*/false);
+  // [nll, tokens] of this sp rank's chunk; the sequence's totals are the sum over sp.
+  at::Tensor sums = at::stack({-(lp.logprobs * b.loss_mask).sum(), b.loss_mask.sum()}).to(at::kDouble);
+  if (sp > 1) role.ctx.sp->all_reduce(sums);
+  return {sums[0].item<double>(), static_cast<int64_t>(sums[1].item<double>())};
+}
+
+EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& prompts,
+                    const reward::VerifiableReward& verifier, const EvalOptions& options) {
+  trace::ScopedSpan span("eval");
+  auto t0 = std::chrono::steady_clock::now();
+  const int64_t total = options.prompts > 0 ? std::min<int64_t>(options.prompts, eval.size()) : eval.size();
+  // This dp rank's examples: a contiguous block, so the union over dp is [0, total).
+  const int64_t lo = total * role.dp_rank / role.dp_size, hi = total * (role.dp_rank + 1) / role.dp_size;
+
+  rollout::Engine engine(role.model, role.tokenizer.get(), {options.batch, true});
+  rollout::SamplingParams sp;
+  sp.temperature = options.temperature;
+  sp.top_p = options.top_p;
+  sp.max_new_tokens = options.max_new_tokens;
+  sp.eos_ids = prompts.stop_ids();
+  sp.seed = options.seed;
+
+  // [nll, loss tokens, correct, samples, response tokens]
+  at::Tensor sums = at::zeros({5}, at::kDouble);
+  auto acc = sums.accessor<double, 1>();
+  bool was_training = role.model->is_training();
+  role.model->eval();
+  for (int64_t start = lo; start < hi; start += options.batch) {
+    const int64_t end = std::min(hi, start + options.batch);
+    std::vector<std::vector<int32_t>> p_ids, r_ids;
+    for (int64_t i = start; i < end; ++i) {
+      p_ids.push_back(prompts.prompt_ids(eval[i]));
+      r_ids.push_back(prompts.response_ids(eval[i]));
+    }
+    if (options.loss) {
+      auto [nll, tokens] = batch_nll(role, p_ids, r_ids);
+      acc[0] += nll;
+      acc[1] += tokens;
+    }
+    sp.seed = options.seed + static_cast<uint64_t>(start);
+    auto samples = engine.generate(p_ids, options.n, sp);
+    for (const auto& s : samples) {
+      std::string text = role.tokenizer->decode(s.tokens, /*skip_special=*/true);
+      acc[2] += verifier.score(text, eval[start + s.prompt_index].answer).correct ? 1.0 : 0.0;
+      acc[3] += 1.0;
+      acc[4] += static_cast<double>(s.tokens.size());
+    }
+  }
+  if (was_training) role.model->train();
+  // Rows were split over dp only; tp/sp ranks of one dp slot computed the same sums.
+  if (role.ctx.dp && role.ctx.dp->size() > 1) role.ctx.dp->all_reduce(sums);
+  EvalResult r;
+  r.loss = acc[1] > 0 ? acc[0] / acc[1] : 0.0;
+  r.accuracy = acc[3] > 0 ? acc[2] / acc[3] : 0.0;
+  r.response_len = acc[3] > 0 ? acc[4] / acc[3] : 0.0;
+  r.examples = total;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace hpcrl::algo

@@ -1,0 +1,82 @@
+// The GRPO stage loop (see grpo_stage.h).
+#include "hpcrl/algo/grpo_stage.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <chrono>
+
+#include "hpcrl/algo/advantages.h"
+#include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/policy_loss.h"
+#include "hpcrl/algo/prompting.h"
+#include "hpcrl/algo/reward_fn.h"
+#include "hpcrl/algo/rl_common.h"
+#include "hpcrl/algo/rollout_batch.h"
+#include "hpcrl/algo/train_checkpoint.h"
+#include "hpcrl/algo/train_step.h"
+#include "hpcrl/io/dataset_cursor.h"
+#include "hpcrl/trace/trace.h"
+#include "hpcrl/util/progress.h"
+
+namespace hpcrl::algo {
+
+StageResult run_grpo(StageEnv& env) {
+  const config::GrpoStage& cfg = env.stage->grpo;
+  const auto& pipeline = *env.pipeline;
+  Role& policy = env.role(cfg.policy);
+  Role* reference = cfg.reference.empty() ? nullptr : &env.role(cfg.reference);
+  const DataSplits& data = env.data(cfg.data);
+  const int world_rank = env.world->rank();
+  StageResult result;
+
+  RlLoop loop(env, cfg, policy, reference, data, "grpo");
+  const int64_t n_mini = loop.minibatches_per_epoch();
+  Trainer trainer(policy, cfg.train, cfg.iterations * cfg.epochs * n_mini);
+  std::vector<TrainedRole> saved{{&policy, &trainer.optimizer()}};
+  int64_t start = loop.resume(saved);
+
+  PolicyLossConfig pl;
+  pl.clip_low = cfg.clip_low;
+  pl.clip_high = cfg.clip_high;
+  pl.agg = parse_loss_agg(config::to_string(cfg.loss_agg));
+  pl.kl_coef = cfg.kl.in_reward ? 0.0 : cfg.kl.coef;
+  pl.kl_estimator = parse_kl_estimator(config::to_string(cfg.kl.estimator));
+  pl.entropy_coef = cfg.entropy_coef;
+
+  if (start == 0 && pipeline.run.eval_before_train) loop.evaluate(0, result);
+  Progress progress("grpo", cfg.iterations, env.progress && world_rank == 0, "iter");
+  for (int64_t it = start; it < cfg.iterations; ++it) {
+    if (env.should_stop && env.should_stop()) {
+      loop.checkpoint(it, saved);
+      result.stopped = true;
+      result.steps_done = it;
+      return result;
+    }
+    trace::ScopedSpan iter_span("grpo/iteration", {{"step", double(it)}});
+    auto t0 = std::chrono::steady_clock::now();
+    RlMetrics m;
+    Experience exp = loop.collect(it, m);  // rollout, reward, old/ref log-probs
+
+    {
+      trace::ScopedSpan span("grpo/advantage");
+      at::Tensor seq_adv = group_advantages(exp.scores, cfg.group, cfg.std_norm);  // [B]
+      exp.advantages = seq_adv.unsqueeze(1) * exp.batch.loss_mask;               // [B, T]
+    }
+    loop.update(exp, trainer, pl, it, m);
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    loop.write_metrics(it + 1, m, trainer.lr(it * cfg.epochs * n_mini));
+    progress.update(it + 1, "reward " + std::to_string(m.reward_mean).substr(0, 5));
+    result.steps_done = it + 1;
+
+    const bool last = it + 1 == cfg.iterations;
+    if (cfg.eval_every > 0 && (it + 1) % cfg.eval_every == 0 && !last) loop.evaluate(it + 1, result);
+    if (env.checkpoint_every > 0 && (it + 1) % env.checkpoint_every == 0 && !last) loop.checkpoint(it + 1, saved);
+  }
+  progress.finish();
+  loop.evaluate(cfg.iterations, result);
+  loop.checkpoint(cfg.iterations, saved);
+  return result;
+}
+
+}  // namespace hpcrl::algo

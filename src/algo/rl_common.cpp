@@ -1,0 +1,322 @@
+// Shared GRPO/PPO machinery (see rl_common.h).
+#include "hpcrl/algo/rl_common.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <chrono>
+
+#include "hpcrl/algo/evaluation.h"
+#include "hpcrl/trace/trace.h"
+
+namespace hpcrl::algo {
+
+namespace {
+constexpr int64_t kMaxSamplingRounds = 4;  // dynamic sampling: 1 + up to 3 refills
+
+at::Tensor shard_cols(const at::Tensor& t, const Role& r) {
+  const int sp = r.ctx.sp_size();
+  if (sp == 1 || !t.defined()) return t;
+  const int64_t chunk = t.size(1) / sp;
+  return t.slice(1, r.ctx.sp_rank() * chunk, (r.ctx.sp_rank() + 1) * chunk);
+}
+}  // namespace
+
+void RolloutSamples::append(const RolloutSamples& o, size_t first, size_t count) {
+  for (size_t k = first; k < first + count; ++k) {
+    prompt_ids.push_back(o.prompt_ids[k]);
+    response_ids.push_back(o.response_ids[k]);
+    logprobs.push_back(o.logprobs[k]);
+    example.push_back(o.example[k]);
+    scores.push_back(o.scores[k]);
+    correct.push_back(o.correct[k]);
+    truncated.push_back(o.truncated[k]);
+  }
+}
+
+RlLoop::RlLoop(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* reference, const DataSplits& data,
+               std::string stage_name)
+    : env_(env), cfg_(cfg), policy_(policy), reference_(reference), data_(data), name_(std::move(stage_name)),
+      rewards_(*env.pipeline, cfg.rewards) {
+  HPCRL_CHECK_INPUT(policy.member(), env.stage->path << ": every rank must hold the policy in this build "
+                    "(disaggregated RL placement is not available yet); use placement.mode: colocated");
+  prompts_ = std::make_unique<PromptBuilder>(*policy.tokenizer, env.pipeline->find_data(cfg.data));
+  sampler_ = std::make_unique<io::DataSampler>(data.train.size(),
+                                               static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
+                                               env.pipeline->find_data(cfg.data)->shuffle);
+  engine_ = std::make_unique<rollout::Engine>(policy.model, policy.tokenizer.get(),
+                                              rollout::EngineOptions{policy.config->rollout.max_batch, true});
+}
+
+int64_t RlLoop::minibatches_per_epoch() const {
+  const int64_t total = cfg_.prompts * cfg_.group;
+  const int64_t mini = cfg_.mini_batch > 0 ? cfg_.mini_batch : total;
+  return std::max<int64_t>(1, total / mini);
+}
+
+at::Tensor RlLoop::dp_sum(at::Tensor t) const {
+  t = t.clone();
+  if (policy_.ctx.dp && policy_.ctx.dp->size() > 1) policy_.ctx.dp->all_reduce(t);
+  return t;
+}
+
+double RlLoop::timed(const std::string& span, RlMetrics& m, const std::function<void()>& fn) {
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    trace::ScopedSpan s(name_ + "/" + span);
+    fn();
+  }
+  double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& [k, v] : m.seconds_by_span)
+    if (k == span) return v += sec, sec;
+  m.seconds_by_span.emplace_back(span, sec);
+  return sec;
+}
+
+int64_t RlLoop::resume(const std::vector<TrainedRole>& saved) {
+  if (!env_.resume_from) return 0;
+  auto state = load_train_checkpoint(*env_.resume_from, saved, env_.world);
+  sampler_->restore(io::DataCursor::from_json(state.at("cursor"), *env_.resume_from + "/state.json"),
+                    *env_.resume_from);
+  int64_t it = state.at("step").get<int64_t>();
+  spdlog::info("{}: resumed at iteration {} from {}", name_, it, *env_.resume_from);
+  return it;
+}
+
+void RlLoop::checkpoint(int64_t iteration, const std::vector<TrainedRole>& saved) {
+  trace::ScopedSpan span(name_ + "/checkpoint");
+  save_train_checkpoint(env_.checkpoint_dir, iteration, saved, {{"cursor", sampler_->cursor().to_json()}},
+                        env_.world, env_.keep_last);
+}
+
+RolloutSamples RlLoop::rollout_round(const std::vector<size_t>& rows, int64_t iteration, int64_t round,
+                                     RlMetrics& m, at::Tensor& stats) {
+  RolloutSamples out;
+  std::vector<std::vector<int32_t>> p_ids;
+  for (size_t i : rows) p_ids.push_back(prompts_->prompt_ids(data_.train[i]));
+  rollout::SamplingParams sp;
+  sp.temperature = cfg_.sampling.temperature;
+  sp.top_p = cfg_.sampling.top_p;
+  sp.top_k = cfg_.sampling.top_k;
+  sp.max_new_tokens = cfg_.sampling.max_new_tokens;
+  sp.stop = cfg_.sampling.stop;
+  sp.eos_ids = prompts_->stop_ids();
+  sp.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(iteration) * 101u +
+            static_cast<uint64_t>(round);
+  sp.prompt_offset = static_cast<int64_t>(policy_.dp_rank * rows.size());
+  std::vector<rollout::Sample> samples;
+  timed("rollout", m, [&] {
+    torch::NoGradGuard no_grad;
+    policy_.model->eval();
+    samples = engine_->generate(p_ids, cfg_.group, sp);
+    policy_.model->train();
+  });
+  timed("reward", m, [&] {
+    auto acc = stats.accessor<double, 1>();
+    const auto& ol = cfg_.overlong;
+    for (const auto& s : samples) {
+      const auto& ex = data_.train[rows[s.prompt_index]];
+      std::string text = policy_.tokenizer->decode(s.tokens, /*skip_special=*/true);
+      ScoredResponse r = rewards_.score(ex.prompt, text, ex.answer);
+      const int64_t len = static_cast<int64_t>(s.tokens.size());
+      const bool truncated = s.finish_reason == "length";
+      double score = r.score;
+      // DAPO soft overlong punishment: ramps from 0 to -penalty over the last `buffer` tokens.
+      if (ol.penalty > 0) {
+        const int64_t limit = cfg_.sampling.max_new_tokens, start = limit - ol.buffer;
+        if (ol.buffer > 0 && len > start) score -= ol.penalty * double(len - start) / double(ol.buffer);
+        else if (ol.buffer == 0 && truncated) score -= ol.penalty;
+      }
+      out.prompt_ids.push_back(p_ids[s.prompt_index]);
+      out.response_ids.push_back(s.tokens);
+      out.logprobs.push_back(s.logprobs);
+      out.example.push_back(rows[s.prompt_index]);
+      out.scores.push_back(score);
+      out.correct.push_back(r.correct);
+      out.truncated.push_back(truncated);
+      acc[0] += score;
+      acc[1] += score * score;
+      acc[2] += 1;
+      acc[3] += r.correct ? 1 : 0;
+      acc[4] += double(len);
+      acc[5] += double(len + p_ids[s.prompt_index].size());
+      acc[6] = std::max(acc[6], double(len));
+    }
+  });
+  return out;
+}
+
+Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
+  const int64_t local_prompts = policy_.local_batch(cfg_.prompts, env_.stage->path + ".prompts");
+  const size_t G = static_cast<size_t>(cfg_.group);
+  // [Σscore, Σscore², samples, Σcorrect, Σlen, Σtokens, max len]
+  at::Tensor stats = at::zeros({7}, at::kDouble);
+  RolloutSamples kept;
+  int64_t kept_groups = 0, rounds = 0;
+  while (true) {
+    auto rows = sampler_->next_batch(cfg_.prompts, policy_.dp_rank, policy_.dp_size);
+    RolloutSamples round = rollout_round(rows, iteration, rounds, m, stats);
+    ++rounds;
+    for (size_t g = 0; g * G < round.size() && kept_groups < local_prompts; ++g) {
+      bool all_equal = true;
+      for (size_t k = 1; k < G; ++k) all_equal &= round.scores[g * G + k] == round.scores[g * G];
+      if (cfg_.dynamic_sampling && all_equal) continue;  // no learning signal in this group
+      kept.append(round, g * G, G);
+      ++kept_groups;
+    }
+    if (!cfg_.dynamic_sampling) break;
+    double global_kept = dp_sum(at::full({1}, double(kept_groups), at::kDouble)).item<double>();
+    if (global_kept >= double(cfg_.prompts) || rounds >= kMaxSamplingRounds) break;
+  }
+  // Metrics over every sample drawn (before dynamic-sampling filtering).
+  at::Tensor maxlen = stats.slice(0, 6, 7).clone();
+  if (policy_.ctx.dp && policy_.ctx.dp->size() > 1) policy_.ctx.dp->all_reduce(maxlen, dist::ReduceOp::kMax);
+  at::Tensor tot = dp_sum(stats.slice(0, 0, 6));
+  auto t = tot.accessor<double, 1>();
+  const double n = std::max(1.0, t[2]);
+  m.reward_mean = t[0] / n;
+  m.reward_std = std::sqrt(std::max(0.0, t[1] / n - m.reward_mean * m.reward_mean));
+  m.accuracy = t[3] / n;
+  m.response_len_mean = t[4] / n;
+  m.response_len_max = maxlen.item<double>();
+  m.tokens = t[5];
+  m.sampling_rounds = double(rounds);
+  m.kept_groups = dp_sum(at::full({1}, double(kept_groups), at::kDouble)).item<double>();
+
+  Experience e;
+  const int32_t pad = std::max(0, policy_.tokenizer->pad_id());
+  if (kept.size() == 0) {
+    kept.prompt_ids.push_back({pad});  // an empty batch still needs a shape; its mask is all zero
+    kept.response_ids.push_back({});
+  }
+  e.batch = make_token_batch(kept.prompt_ids, kept.response_ids, pad, policy_.ctx.sp_size());
+  if (kept.size() == 0) {
+    e.batch = slice_rows(e.batch, 0, 0);
+    e.old_logp = e.batch.loss_mask.clone();
+    e.scores = at::zeros({0}, at::kFloat);
+    return e;
+  }
+  e.scores = at::tensor(std::vector<float>(kept.scores.begin(), kept.scores.end()));
+  e.correct = kept.correct;
+  e.truncated = kept.truncated;
+  const int64_t micro = cfg_.train.micro_batch;
+  if (cfg_.recompute_old_logprobs)
+    timed("old_logprob", m, [&] { e.old_logp = forward_logprobs(policy_, e.batch, micro); });
+  else
+    e.old_logp = scatter_response_values(e.batch, kept.logprobs);
+  if (reference_) timed("ref_logprob", m, [&] { e.ref_logp = forward_logprobs(*reference_, e.batch, micro); });
+  if (reference_ && cfg_.kl.in_reward && cfg_.kl.coef != 0.0) {
+    at::Tensor kl = kl_estimate(e.old_logp, e.ref_logp, parse_kl_estimator(config::to_string(cfg_.kl.estimator)));
+    e.scores = e.scores - cfg_.kl.coef * (kl * e.batch.loss_mask).sum(1);
+  }
+  return e;
+}
+
+void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossConfig& pl, int64_t iteration,
+                    RlMetrics& m) {
+  timed("actor_update", m, [&] {
+    const int64_t B = exp.batch.rows();
+    const int64_t n_mini = minibatches_per_epoch();
+    const double grad_group = policy_.ctx.grad ? policy_.ctx.grad->size() : 1;
+    at::Tensor keep = at::ones({B}, at::kFloat);
+    if (cfg_.overlong.filter)
+      for (int64_t i = 0; i < B; ++i)
+        if (exp.truncated[i]) keep[i] = 0.0f;
+    at::Tensor mask = exp.batch.loss_mask * keep.unsqueeze(1);
+    // [Σ clip·tok, Σ kl·tok, Σ ent·tok, Σ tok, Σ loss numerators / den]
+    at::Tensor sums = at::zeros({5}, at::kDouble);
+    double norm_sum = 0;
+    int64_t step = iteration * cfg_.epochs * n_mini;
+    for (int64_t epoch = 0; epoch < cfg_.epochs; ++epoch) {
+      for (int64_t k = 0; k < n_mini; ++k, ++step) {
+        const int64_t lo = k * B / n_mini, hi = (k + 1) * B / n_mini;
+        at::Tensor mk = mask.slice(0, lo, hi);
+        double den_local = pl.agg == LossAgg::kTokenMean ? mk.sum().item<double>() : double(hi - lo);
+        const double den = std::max(1.0, dp_sum(at::full({1}, den_local, at::kDouble)).item<double>());
+        const int64_t micro = cfg_.train.micro_batch > 0 ? cfg_.train.micro_batch : std::max<int64_t>(1, hi - lo);
+        if (hi == lo) trainer.begin_micro_batch(true);
+        for (int64_t a = lo; a < hi; a += micro) {
+          const int64_t b = std::min(hi, a + micro);
+          trainer.begin_micro_batch(b >= hi);
+          Experience mb = slice_experience(exp, a, b);
+          TokenBatch sb = sequence_shard(mb.batch, policy_.ctx.sp_rank(), policy_.ctx.sp_size());
+          at::Tensor msk = shard_cols(mask.slice(0, a, b), policy_);
+          auto out = policy_.model->forward(sb.ids);
+          auto lp = policy_.model->token_logprobs(out.hidden, sb.targets, /*with_entropy=*/true);
+          PolicyLossInputs in{lp.logprobs, shard_cols(mb.old_logp, policy_), shard_cols(mb.advantages, policy_), msk,
+                              shard_cols(mb.ref_logp, policy_), lp.entropy};
+          PolicyLossOutput po = policy_loss(in, pl);
+          at::Tensor loss = aggregate_numerator(po.per_token, msk, pl.agg) * (grad_group / den);
+          loss.backward();
+          const double tok = msk.sum().item<double>();
+          auto acc = sums.accessor<double, 1>();
+          acc[0] += po.clip_frac * tok;
+          acc[1] += po.kl * tok;
+          acc[2] += po.entropy * tok;
+          acc[3] += tok;
+          acc[4] += loss.item<double>() / grad_group;
+        }
+        norm_sum += trainer.finish_step(name_, step, env_.world->rank());
+      }
+    }
+    at::Tensor tot = sums;
+    if (policy_.ctx.grad && policy_.ctx.grad->size() > 1) {
+      tot = sums.clone();
+      policy_.ctx.grad->all_reduce(tot);
+    }
+    auto t = tot.accessor<double, 1>();
+    const double tok = std::max(1.0, t[3]);
+    m.clip_frac = t[0] / tok;
+    m.kl = t[1] / tok;
+    m.entropy = t[2] / tok;
+    m.loss = t[4] / double(cfg_.epochs * n_mini);
+    m.grad_norm = norm_sum / double(cfg_.epochs * n_mini);
+  });
+}
+
+void RlLoop::evaluate(int64_t step, StageResult& result) {
+  if (data_.eval.size() == 0) return;
+  const auto& es = env_.pipeline->run.eval_sampling;
+  EvalOptions o;
+  o.prompts = es.prompts;
+  o.n = es.n;
+  o.temperature = es.temperature;
+  o.top_p = es.top_p;
+  o.max_new_tokens = es.max_new_tokens;
+  o.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 7919u;
+  auto r = algo::evaluate(policy_, data_.eval, *prompts_, rewards_.verifier(), o);
+  result.eval_accuracy = r.accuracy;
+  result.eval_loss = r.loss;
+  spdlog::info("{} iteration {}: eval accuracy {:.3f}, loss {:.4f} ({} examples, {:.1f}s)", name_, step, r.accuracy,
+               r.loss, r.examples, r.seconds);
+  if (env_.metrics)
+    env_.metrics->write(name_, env_.stage_index, step,
+                        {{"eval/accuracy", r.accuracy}, {"eval/loss", r.loss},
+                         {"eval/response_len", r.response_len}, {"seconds/eval", r.seconds}});
+}
+
+void RlLoop::write_metrics(int64_t step, const RlMetrics& m, double lr) {
+  if (!env_.metrics) return;
+  trace::Metrics out{{"loss", m.loss},
+                     {"lr", lr},
+                     {"grad_norm", m.grad_norm},
+                     {"tokens_per_s", m.tokens / std::max(1e-9, m.seconds)},
+                     {"reward/mean", m.reward_mean},
+                     {"reward/std", m.reward_std},
+                     {"accuracy", m.accuracy},
+                     {"kl", m.kl},
+                     {"entropy", m.entropy},
+                     {"clip_frac", m.clip_frac},
+                     {"response_len/mean", m.response_len_mean},
+                     {"response_len/max", m.response_len_max},
+                     {"seconds/iteration", m.seconds}};
+  if (cfg_.dynamic_sampling) {
+    out.emplace_back("dynamic_sampling/kept_groups", m.kept_groups);
+    out.emplace_back("dynamic_sampling/rounds", m.sampling_rounds);
+  }
+  for (const auto& [k, v] : m.seconds_by_span) out.emplace_back("seconds/" + k, v);
+  for (const auto& kv : m.extra) out.push_back(kv);
+  env_.metrics->write(name_, env_.stage_index, step, out);
+}
+
+}  // namespace hpcrl::algo

@@ -1,0 +1,31 @@
+// Role helpers (see role.h).
+#include "hpcrl/algo/role.h"
+
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::algo {
+
+optim::ParamSet Role::param_set() const {
+  optim::ParamSet out;
+  auto specs = model->shard_specs();
+  for (auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    optim::Param p{name, item.value(), optim::Sharding::kReplicated};
+    if (name.find(".experts.") != std::string::npos && ctx.ep_size() > 1) {
+      p.sharding = optim::Sharding::kExpert;  // each ep rank holds different experts, whole
+    } else if (auto it = specs.find(name); it != specs.end() && !it->second.whole()) {
+      p.sharding = optim::Sharding::kTensor;
+      p.replicas = ctx.tp_size() / it->second.chunks;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+int64_t Role::local_batch(int64_t global, const std::string& what) const {
+  HPCRL_CHECK_INPUT(global % dp_size == 0, what << " = " << global << " is not divisible by the data-parallel size "
+                    << dp_size << " of role '" << name << "'; make it a multiple of " << dp_size);
+  return global / dp_size;
+}
+
+}  // namespace hpcrl::algo

@@ -1,0 +1,147 @@
+// The SFT stage loop (see sft_stage.h).
+#include "hpcrl/algo/sft_stage.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <chrono>
+
+#include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/prompting.h"
+#include "hpcrl/algo/token_batch.h"
+#include "hpcrl/algo/train_checkpoint.h"
+#include "hpcrl/algo/train_step.h"
+#include "hpcrl/io/dataset_cursor.h"
+#include "hpcrl/trace/trace.h"
+#include "hpcrl/util/progress.h"
+
+namespace hpcrl::algo {
+
+namespace {
+EvalOptions eval_options(const config::PipelineConfig& p) {
+  EvalOptions o;
+  o.prompts = p.run.eval_sampling.prompts;
+  o.n = p.run.eval_sampling.n;
+  o.temperature = p.run.eval_sampling.temperature;
+  o.top_p = p.run.eval_sampling.top_p;
+  o.max_new_tokens = p.run.eval_sampling.max_new_tokens;
+  o.seed = static_cast<uint64_t>(p.run.seed) * 7919u;
+  return o;
+}
+
+reward::VerifiableReward default_verifier() { return reward::VerifiableReward(); }
+}  // namespace
+
+StageResult run_sft(StageEnv& env) {
+  const auto& cfg = env.stage->sft;
+  const auto& pipeline = *env.pipeline;
+  Role& role = env.role(cfg.model);
+  const DataSplits& data = env.data(cfg.data);
+  const int world_rank = env.world->rank();
+  StageResult result;
+
+  std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<PromptBuilder> prompts;
+  if (role.member()) {
+    trainer = std::make_unique<Trainer>(role, cfg.train, cfg.steps);
+    prompts = std::make_unique<PromptBuilder>(*role.tokenizer, pipeline.find_data(cfg.data));
+    role.model->train();
+  }
+  io::DataSampler sampler(data.train.size(), static_cast<uint64_t>(pipeline.run.seed) + 17u * env.stage_index,
+                          pipeline.find_data(cfg.data)->shuffle);
+  const int64_t local_batch = role.member() ? role.local_batch(cfg.batch, env.stage->path + ".batch") : 0;
+  const int64_t micro = cfg.train.micro_batch > 0 ? std::min(cfg.train.micro_batch, local_batch) : local_batch;
+
+  std::vector<TrainedRole> saved{{&role, trainer ? &trainer->optimizer() : nullptr}};
+  int64_t start = 0;
+  if (env.resume_from) {
+    auto state = load_train_checkpoint(*env.resume_from, saved, env.world);
+    sampler.restore(io::DataCursor::from_json(state.at("cursor"), *env.resume_from + "/state.json"),
+                    *env.resume_from);
+    start = state.at("step").get<int64_t>();
+    spdlog::info("sft: resumed at step {} from {}", start, *env.resume_from);
+  }
+  auto checkpoint = [&](int64_t step) {
+    save_train_checkpoint(env.checkpoint_dir, step, saved, {{"cursor", sampler.cursor().to_json()}}, env.world,
+                          env.keep_last);
+  };
+  auto run_eval = [&](int64_t step) {
+    if (!role.member() || data.eval.size() == 0) return;
+    auto r = evaluate(role, data.eval, *prompts, default_verifier(), eval_options(pipeline));
+    result.eval_accuracy = r.accuracy;
+    result.eval_loss = r.loss;
+    spdlog::info("sft step {}: eval loss {:.4f}, accuracy {:.3f} ({} examples, {:.1f}s)", step, r.loss, r.accuracy,
+                 r.examples, r.seconds);
+    if (env.metrics)
+      env.metrics->write("sft", env.stage_index, step,
+                         {{"eval/loss", r.loss}, {"eval/accuracy", r.accuracy},
+                          {"eval/response_len", r.response_len}, {"seconds/eval", r.seconds}});
+  };
+
+  Progress progress("sft", cfg.steps, env.progress && world_rank == 0);
+  auto train_step = [&](int64_t step, const std::vector<size_t>& rows) {
+    trace::ScopedSpan step_span("sft/step", {{"step", double(step)}});
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::vector<int32_t>> p_ids, r_ids;
+    for (size_t i : rows) {
+      p_ids.push_back(prompts->prompt_ids(data.train[i]));
+      r_ids.push_back(prompts->response_ids(data.train[i]));
+    }
+    const int sp = role.ctx.sp_size();
+    TokenBatch batch = make_token_batch(p_ids, r_ids, std::max(0, role.tokenizer->pad_id()), sp);
+    // Global response tokens of the step: the loss is a mean over all of them.
+    at::Tensor counts = at::tensor({double(batch.response_tokens())}, at::kDouble);
+    if (role.ctx.dp && role.ctx.dp->size() > 1) role.ctx.dp->all_reduce(counts);
+    const double global_tokens = counts.item<double>();
+    const double grad_group = role.ctx.grad ? role.ctx.grad->size() : 1;
+
+    at::Tensor nll_sum = at::zeros({}, at::kDouble);
+    {
+      trace::ScopedSpan span("sft/forward_backward", {{"tokens", global_tokens}});
+      for (int64_t m = 0; m < local_batch; m += micro) {
+        TokenBatch mb = sequence_shard(slice_rows(batch, m, std::min(local_batch, m + micro)), role.ctx.sp_rank(), sp);
+        trainer->begin_micro_batch(m + micro >= local_batch);
+        auto out = role.model->forward(mb.ids);
+        auto lp = role.model->token_logprobs(out.hidden, mb.targets, /*with_entropy=*/false);
+        at::Tensor nll = -(lp.logprobs * mb.loss_mask).sum();
+        // Gradients are averaged over dp·sp, so scale the local sum back up.
+        at::Tensor loss = nll * (grad_group / global_tokens);
+        if (out.aux_loss.defined()) loss = loss + out.aux_loss * (double(mb.rows()) / local_batch);
+        loss.backward();
+        nll_sum += nll.detach().to(at::kDouble);
+      }
+    }
+    double grad_norm = trainer->finish_step("sft", step, world_rank);
+    at::Tensor nll_total = nll_sum.reshape({1});
+    if (role.ctx.grad && role.ctx.grad->size() > 1) role.ctx.grad->all_reduce(nll_total);
+    const double loss = nll_total.item<double>() / global_tokens;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (env.metrics)
+      env.metrics->write("sft", env.stage_index, step + 1,
+                         {{"loss", loss}, {"lr", trainer->lr(step)}, {"grad_norm", grad_norm},
+                          {"tokens_per_s", global_tokens / seconds}, {"seconds/step", seconds}});
+    progress.update(step + 1, "loss " + std::to_string(loss).substr(0, 6));
+  };
+
+  if (start == 0 && pipeline.run.eval_before_train) run_eval(0);
+  for (int64_t step = start; step < cfg.steps; ++step) {
+    if (env.should_stop && env.should_stop()) {
+      checkpoint(step);
+      result.stopped = true;
+      result.steps_done = step;
+      return result;
+    }
+    auto rows = sampler.next_batch(cfg.batch, role.dp_rank, role.dp_size);
+    if (role.member()) train_step(step, rows);
+    result.steps_done = step + 1;
+    const bool last = step + 1 == cfg.steps;
+    if (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0 && !last) run_eval(step + 1);
+    if (env.checkpoint_every > 0 && (step + 1) % env.checkpoint_every == 0 && !last) checkpoint(step + 1);
+  }
+  progress.finish();
+  run_eval(cfg.steps);
+  checkpoint(cfg.steps);
+  return result;
+}
+
+}  // namespace hpcrl::algo

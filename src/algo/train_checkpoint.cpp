@@ -1,0 +1,151 @@
+// Stage checkpoints: save, load, prune (see train_checkpoint.h).
+#include "hpcrl/algo/train_checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "hpcrl/io/tensor_store.h"
+#include "hpcrl/model/weights.h"
+#include "hpcrl/trace/trace.h"
+#include "hpcrl/util/check.h"
+#include "hpcrl/util/fs.h"
+
+namespace hpcrl::algo {
+namespace stdfs = std::filesystem;
+
+namespace {
+std::string step_name(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step-%06lld", static_cast<long long>(step));
+  return buf;
+}
+
+std::string optimizer_file(const std::string& role_dir, int rank) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "/optimizer-rank-%05d.safetensors", rank);
+  return role_dir + buf;
+}
+
+nlohmann::json layout_of(const Role& r, int world) {
+  return {{"world", world}, {"tp", r.ctx.tp_size()}, {"sp", r.ctx.sp_size()}, {"ep", r.ctx.ep_size()},
+          {"pp", r.ctx.pp_size()}, {"dp", r.dp_size}};
+}
+
+void prune(const std::string& stage_dir, int64_t keep_last) {
+  if (keep_last <= 0) return;
+  std::vector<std::string> steps;
+  for (auto& e : stdfs::directory_iterator(stage_dir)) {
+    std::string n = e.path().filename().string();
+    if (e.is_directory() && n.rfind("step-", 0) == 0 && n.find('.') == std::string::npos) steps.push_back(n);
+  }
+  std::sort(steps.begin(), steps.end());
+  for (size_t i = 0; i + keep_last < steps.size(); ++i) stdfs::remove_all(stdfs::path(stage_dir) / steps[i]);
+}
+}  // namespace
+
+nlohmann::json rng_state() {
+  at::Tensor s = at::detail::getDefaultCPUGenerator().get_state().contiguous();
+  const uint8_t* p = s.data_ptr<uint8_t>();
+  return nlohmann::json(std::vector<uint8_t>(p, p + s.numel()));
+}
+
+void set_rng_state(const nlohmann::json& state) {
+  auto bytes = state.get<std::vector<uint8_t>>();
+  at::Tensor s = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
+  std::copy(bytes.begin(), bytes.end(), s.data_ptr<uint8_t>());
+  at::detail::getDefaultCPUGenerator().set_state(s);
+}
+
+std::string save_train_checkpoint(const std::string& stage_dir, int64_t step, const std::vector<TrainedRole>& roles,
+                                  const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last) {
+  trace::ScopedSpan span("checkpoint/save", {{"step", double(step)}});
+  const int rank = world->rank();
+  const std::string final_dir = stage_dir + "/" + step_name(step);
+  const std::string partial = final_dir + ".partial";
+  if (rank == 0) {
+    stdfs::remove_all(partial);  // left over from a crash mid-save
+    stdfs::create_directories(partial);
+  }
+  world->barrier();
+  nlohmann::json full_state = state;
+  full_state["step"] = step;
+  for (const auto& tr : roles) {
+    Role& r = *tr.role;
+    const std::string role_dir = partial + "/" + r.name;
+    if (r.member()) {
+      if (r.writer) stdfs::create_directories(role_dir);
+      model::save_pretrained(*r.model, role_dir, r.writer);  // collective over the role's tp/ep groups
+      if (tr.optimizer) {
+        stdfs::create_directories(role_dir);
+        io::NamedTensors t;
+        for (auto& [k, v] : tr.optimizer->state()) t.emplace_back(k, v);
+        io::save_tensors(optimizer_file(role_dir, rank), t);
+      }
+    }
+    full_state["layout"][r.name] = layout_of(r, world->size());
+  }
+  full_state["rng"] = rng_state();
+  world->barrier();
+  if (rank == 0) {
+    fs::write_file_atomic(partial + "/state.json", full_state.dump(1));
+    if (stdfs::exists(final_dir)) stdfs::remove_all(final_dir);
+    stdfs::rename(partial, final_dir);
+    prune(stage_dir, keep_last);
+    spdlog::info("checkpoint written: {}", final_dir);
+  }
+  world->barrier();
+  return final_dir;
+}
+
+nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vector<TrainedRole>& roles,
+                                     const dist::CommPtr& world) {
+  const std::string state_path = step_dir + "/state.json";
+  nlohmann::json state;
+  try {
+    state = nlohmann::json::parse(fs::read_file(state_path, "checkpoint state"));
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(state_path + ": not valid JSON (" + e.what() + "); the checkpoint is damaged: resume from an "
+                     "earlier step directory or start without --resume");
+  }
+  for (const auto& tr : roles) {
+    Role& r = *tr.role;
+    auto want = layout_of(r, world->size());
+    HPCRL_CHECK_INPUT(state.contains("layout") && state["layout"].contains(r.name),
+                      state_path << ": no layout recorded for role '" << r.name << "'; the checkpoint belongs to "
+                                    "another pipeline");
+    auto have = state["layout"][r.name];
+    HPCRL_CHECK_INPUT(have == want, state_path << ": role '" << r.name << "' was saved with layout " << have.dump()
+                      << " but this run has " << want.dump()
+                      << "; resume with the same world size and parallel layout (the HF model in " << step_dir << "/"
+                      << r.name << " loads with any layout as a fresh start)");
+    if (!r.member()) continue;
+    model::load_weights(*r.model, io::TensorStore(step_dir + "/" + r.name));
+    if (tr.optimizer) {
+      io::TensorStore opt(optimizer_file(step_dir + "/" + r.name, world->rank()));
+      std::map<std::string, at::Tensor> s;
+      for (const auto& n : opt.names()) s[n] = opt.load_tensor(n);
+      tr.optimizer->load_state(s);
+    }
+  }
+  if (state.contains("rng")) set_rng_state(state["rng"]);
+  return state;
+}
+
+std::string latest_checkpoint(const std::string& stage_dir) {
+  std::error_code ec;
+  if (!stdfs::is_directory(stage_dir, ec)) return "";
+  std::string best;
+  for (auto& e : stdfs::directory_iterator(stage_dir)) {
+    std::string n = e.path().filename().string();
+    if (e.is_directory() && n.rfind("step-", 0) == 0 && n.find('.') == std::string::npos &&
+        stdfs::exists(e.path() / "state.json") && n > best)
+      best = n;
+  }
+  return best.empty() ? "" : stage_dir + "/" + best;
+}
+
+}  // namespace hpcrl::algo

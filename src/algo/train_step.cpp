@@ -1,0 +1,45 @@
+// Shared optimizer-step machinery (see train_step.h).
+#include "hpcrl/algo/train_step.h"
+
+#include <cmath>
+
+#include "hpcrl/optim/grad_clip.h"
+#include "hpcrl/trace/trace.h"
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::algo {
+
+Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps, double lr_override)
+    : role_(role), params_(role.param_set()), grad_clip_(hp.grad_clip) {
+  const auto& oc = role.config->optim;
+  optim::AdamWOptions o;
+  o.lr = lr_override > 0 ? lr_override : hp.lr;
+  o.beta1 = oc.beta1;
+  o.beta2 = oc.beta2;
+  o.eps = oc.eps;
+  o.weight_decay = hp.weight_decay;
+  optimizer_ = std::make_unique<optim::AdamW>(params_, o);
+  sync_ = std::make_unique<optim::GradSync>(params_, role.ctx.grad);
+  schedule_.kind = config::to_string(hp.schedule);
+  schedule_.lr = o.lr;
+  schedule_.warmup_steps = hp.warmup;
+  schedule_.total_steps = total_steps;
+  schedule_.min_lr_ratio = hp.min_lr_ratio;
+}
+
+double Trainer::finish_step(const std::string& stage, int64_t step, int world_rank) {
+  {
+    trace::ScopedSpan span(stage + "/grad_sync");
+    sync_->finish();
+  }
+  trace::ScopedSpan span(stage + "/optimizer");
+  double norm = optim::clip_grad_norm(params_, grad_clip_, role_.ctx);
+  HPCRL_CHECK(std::isfinite(norm), "non-finite gradient norm (" << norm << ") in stage " << stage << " at step "
+              << step << " on rank " << world_rank << " (role " << role_.name
+              << "): lower the learning rate, enable grad_clip, or check the data for empty responses");
+  optimizer_->step(schedule_.at(step));
+  optimizer_->zero_grad();
+  return norm;
+}
+
+}  // namespace hpcrl::algo

@@ -1,4 +1,5 @@
 // The GRPO stage loop (see grpo_stage.h).
+#include "hpcrl/util/check.h"
 #include "hpcrl/algo/grpo_stage.h"
 
 #include <spdlog/spdlog.h>
@@ -60,6 +61,10 @@ StageResult run_grpo(StageEnv& env) {
 
     {
       trace::ScopedSpan span("grpo/advantage");
+      if (exp.ref_logp.defined() && cfg.kl.in_reward && cfg.kl.coef != 0.0) {  // KL folded into the sequence reward
+        at::Tensor kl = kl_estimate(exp.old_logp, exp.ref_logp, pl.kl_estimator);
+        exp.scores = exp.scores - cfg.kl.coef * (kl * exp.batch.loss_mask).sum(1);
+      }
       at::Tensor seq_adv = group_advantages(exp.scores, cfg.group, cfg.std_norm);  // [B]
       exp.advantages = seq_adv.unsqueeze(1) * exp.batch.loss_mask;               // [B, T]
     }

@@ -5,15 +5,6 @@
 
 namespace hpcrl::algo {
 
-namespace {
-// DeepSeek-R1-Zero's plain-text prompt: no chat markup, the model opens its reasoning.
-const char* kR1ZeroPrefix =
-    "A conversation between User and Assistant. The user asks a question, and the Assistant solves it. The "
-    "assistant first thinks about the reasoning process in the mind and then provides the user with the answer. "
-    "The reasoning process and answer are enclosed within <think> </think> and <answer> </answer> tags, "
-    "respectively.\nUser: ";
-}  // namespace
-
 PromptBuilder::PromptBuilder(const io::Tokenizer& tokenizer, const config::DatasetConfig* data)
     : tok_(tokenizer), data_(data) {}
 
@@ -26,12 +17,8 @@ std::string PromptBuilder::prompt_text(const io::Example& ex) const {
   switch (j.chat_template) {
     case config::ChatTemplate::none:
       return (j.system_prompt.empty() ? "" : j.system_prompt + "\n") + ex.prompt;
-    case config::ChatTemplate::r1_zero:
-      return kR1ZeroPrefix + ex.prompt + "\nAssistant: <think>";
     case config::ChatTemplate::qwen3:
-      return io::ChatTemplate::named("qwen3").render(msgs, true, /*enable_thinking=*/false);
-    case config::ChatTemplate::qwen3_thinking:
-      return io::ChatTemplate::named("qwen3").render(msgs, true, /*enable_thinking=*/true);
+      return io::ChatTemplate::named("qwen3").render(msgs, true, j.thinking);
     default:
       return io::ChatTemplate::named(config::to_string(j.chat_template)).render(msgs, true);
   }
@@ -42,8 +29,7 @@ std::vector<int32_t> PromptBuilder::prompt_ids(const io::Example& ex) const {
   std::string text = prompt_text(ex);
   // Templates that write their own BOS (llama3) must not get a second one.
   bool templated = data_ && data_->kind == config::DataKind::jsonl &&
-                   data_->jsonl.chat_template != config::ChatTemplate::none &&
-                   data_->jsonl.chat_template != config::ChatTemplate::r1_zero;
+                   data_->jsonl.chat_template != config::ChatTemplate::none;
   if (!templated && tok_.bos_id() >= 0) ids.push_back(tok_.bos_id());
   auto body = tok_.encode(text);
   ids.insert(ids.end(), body.begin(), body.end());

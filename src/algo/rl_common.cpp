@@ -1,4 +1,5 @@
 // Shared GRPO/PPO machinery (see rl_common.h).
+#include "hpcrl/util/check.h"
 #include "hpcrl/algo/rl_common.h"
 
 #include <spdlog/spdlog.h>
@@ -205,10 +206,6 @@ Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
   else
     e.old_logp = scatter_response_values(e.batch, kept.logprobs);
   if (reference_) timed("ref_logprob", m, [&] { e.ref_logp = forward_logprobs(*reference_, e.batch, micro); });
-  if (reference_ && cfg_.kl.in_reward && cfg_.kl.coef != 0.0) {
-    at::Tensor kl = kl_estimate(e.old_logp, e.ref_logp, parse_kl_estimator(config::to_string(cfg_.kl.estimator)));
-    e.scores = e.scores - cfg_.kl.coef * (kl * e.batch.loss_mask).sum(1);
-  }
   return e;
 }
 

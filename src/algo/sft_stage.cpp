@@ -1,4 +1,5 @@
 // The SFT stage loop (see sft_stage.h).
+#include "hpcrl/util/check.h"
 #include "hpcrl/algo/sft_stage.h"
 
 #include <spdlog/spdlog.h>

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 
 #include "hpcrl/io/tensor_store.h"
 #include "hpcrl/model/weights.h"
@@ -57,7 +58,10 @@ void set_rng_state(const nlohmann::json& state) {
   auto bytes = state.get<std::vector<uint8_t>>();
   at::Tensor s = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
   std::copy(bytes.begin(), bytes.end(), s.data_ptr<uint8_t>());
-  at::detail::getDefaultCPUGenerator().set_state(s);
+  // The default generator is handed out const; setting its state is what torch.set_rng_state does too.
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(s);
 }
 
 std::string save_train_checkpoint(const std::string& stage_dir, int64_t step, const std::vector<TrainedRole>& roles,
@@ -133,6 +137,15 @@ nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vec
   }
   if (state.contains("rng")) set_rng_state(state["rng"]);
   return state;
+}
+
+int64_t checkpoint_step(const std::string& step_dir) {
+  const std::string path = step_dir + "/state.json";
+  try {
+    return nlohmann::json::parse(fs::read_file(path, "checkpoint state")).at("step").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": no readable step (" + e.what() + "); the checkpoint is damaged");
+  }
 }
 
 std::string latest_checkpoint(const std::string& stage_dir) {

@@ -17,15 +17,10 @@ algo::DataSplits load_data_splits(const config::DatasetConfig& data, const confi
     io::SyntheticConfig sc;
     sc.digits = static_cast<int>(s.digits);
     sc.terms = static_cast<int>(s.terms);
-    sc.ops.clear();
-    for (auto op : s.ops) {
-      HPCRL_CHECK_INPUT(op != config::ArithOp::mul, "data." << data.name
-                        << ".synthetic.ops: multiplication is not part of the arithmetic task; use add and/or sub");
-      sc.ops += op == config::ArithOp::add ? '+' : '-';
-    }
+    sc.ops = s.ops;
     sc.train = static_cast<size_t>(s.train);
     sc.eval = static_cast<size_t>(s.eval);
-    sc.seed = static_cast<uint64_t>(run.seed);
+    sc.seed = static_cast<uint64_t>(s.seed != 0 ? s.seed : run.seed);
     auto splits = io::make_synthetic(sc);
     out.train = std::move(splits.train);
     out.eval = std::move(splits.eval);
@@ -34,10 +29,12 @@ algo::DataSplits load_data_splits(const config::DatasetConfig& data, const confi
     io::JsonlOptions o;
     o.prompt_key = j.prompt;
     o.answer_key = j.answer;
+    o.response_key = j.response;
+    o.answer_marker = j.answer_marker;
     o.limits.max_prompt_tokens = static_cast<size_t>(j.max_prompt_len);
     o.limits.max_response_tokens = static_cast<size_t>(j.max_response_len);
-    o.limits.long_response = j.overflow == config::PromptOverflow::truncate ? io::LongResponsePolicy::kTruncate
-                                                                            : io::LongResponsePolicy::kFilter;
+    o.limits.long_response = j.long_response == config::LongResponse::truncate ? io::LongResponsePolicy::kTruncate
+                                                                               : io::LongResponsePolicy::kFilter;
     o.limits.length = [&tokenizer](const std::string& text) { return tokenizer.encode(text).size(); };
     out.train = io::load_jsonl(j.path, o);
     if (!j.eval_path.empty()) {

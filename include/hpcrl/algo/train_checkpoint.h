@@ -35,6 +35,9 @@ std::string save_train_checkpoint(const std::string& stage_dir, int64_t step, co
 nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vector<TrainedRole>& roles,
                                      const dist::CommPtr& world);
 
+// The step recorded in `step_dir`/state.json.
+int64_t checkpoint_step(const std::string& step_dir);
+
 // The newest complete step directory of a stage ("" when none).
 std::string latest_checkpoint(const std::string& stage_dir);
 

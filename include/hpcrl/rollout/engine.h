@@ -1,14 +1,22 @@
 // The rollout engine: batched generation with a KV cache for GRPO/PPO rollouts,
-// evaluation and `hpcrl generate`. Prompts of different lengths share a batch
-// (left-padded, positions and masks per row); the n samples of a prompt share
-// its prefill; each sample draws from its own seeded generator, so what a sample
+// evaluation and `hpcrl generate`. Sequences of different lengths share a batch
+// of slots in a preallocated cache (kv_slots.h: positions and masks per row, no
+// padding seen by any real token); the n samples of a prompt share its
+// prefill; each sample draws from its own seeded generator, so what a sample
 // produces does not depend on which other sequences share the batch; with
 // continuous batching a finished sequence's slot takes the next waiting one.
 // The log-prob returned for each token is the one the training forward computes
-// for the same sequence (same model, same code path), within fp32 rounding.
+// for the same sequence (same weights and modules), within fp32 rounding.
+//
+// The engine runs on the trainer's model object itself (colocated, same layout:
+// no weight copy). Under tp every rank of the tp group calls generate() with the
+// same prompts; sp ranks decode independently (like dp ranks); with expert
+// parallelism the ranks of an ep group step together (idle ranks run an empty
+// step) because every MoE layer is a collective over ep.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +44,8 @@ struct SamplingParams {
 struct EngineOptions {
   int64_t max_batch = 64;            // sequences decoded together (slots)
   bool continuous_batching = true;   // refill finished slots from the queue
+  // Called on rank-local progress: (finished sequences, all sequences of this call).
+  std::function<void(int64_t, int64_t)> progress;
 };
 
 struct Sample {
@@ -49,7 +59,9 @@ struct Sample {
 struct GenerateStats {
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
-  int64_t forward_calls = 0;
+  int64_t forward_calls = 0;     // prefill and decode steps (idle ep steps not counted)
+  int64_t decode_steps = 0;
+  int64_t cache_bytes = 0;       // the preallocated KV slots
   double seconds = 0;
 };
 
@@ -59,8 +71,9 @@ class Engine {
   Engine(std::shared_ptr<model::DecoderModel> model, const io::Tokenizer* tokenizer, EngineOptions options = {});
 
   // n samples for each prompt, ordered by (prompt_index, sample_index).
-  // InputError when a prompt is empty, n < 1, or prompt + max_new_tokens exceeds
-  // the model's context.
+  // InputError when a prompt is empty or holds an id outside the vocabulary,
+  // n < 1, a sampling parameter is out of range, or prompt + max_new_tokens
+  // exceeds the model's context.
   std::vector<Sample> generate(const std::vector<std::vector<int32_t>>& prompts, int64_t n,
                                const SamplingParams& params);
 

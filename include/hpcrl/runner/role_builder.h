@@ -1,0 +1,39 @@
+// Builds every model role of a pipeline on this rank: its rank set (whole world
+// when colocated, its range when disaggregated), its mesh groups (dense order
+// tp-sp-dp-pp, experts tp-ep-edp-pp, DESIGN §4) as communicators, its model
+// shard (preset with seeded weights, an HF checkpoint directory, or an empty
+// shell for `init: {from: role}` that is filled when first used), and its
+// tokenizer. Collective over the world: every rank takes part in creating
+// every group, members or not.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "hpcrl/algo/role.h"
+#include "hpcrl/config/pipeline_config.h"
+
+namespace hpcrl::runner {
+
+class Roles {
+ public:
+  Roles(const config::PipelineConfig& cfg, int world_rank, int world_size);
+
+  algo::Role& get(const std::string& name);
+  // Copies the weights of `init.from` sources into roles that are first used by
+  // `stage` and not yet initialised (collective over the source's groups).
+  void snapshot_for(const config::StageConfig& stage);
+  // Marks roles as initialised (e.g. restored from a checkpoint on resume).
+  void mark_initialised(const std::string& name) { initialised_.insert(name); }
+
+ private:
+  void ensure_initialised(const std::string& name);
+
+  const config::PipelineConfig& cfg_;
+  std::map<std::string, algo::Role> roles_;
+  std::set<std::string> initialised_;
+};
+
+}  // namespace hpcrl::runner

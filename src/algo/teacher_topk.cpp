@@ -1,0 +1,42 @@
+// Vocab-parallel top-k and log-probs at ids (see teacher_topk.h).
+#include "hpcrl/algo/teacher_topk.h"
+
+#include "hpcrl/parallel/tensor/vocab_logprobs.h"
+
+namespace hpcrl::algo {
+
+TopK vocab_parallel_topk(Role& role, const at::Tensor& hidden, int64_t k, double temperature) {
+  at::Tensor local = role.model->local_logits(hidden).to(at::kFloat) / temperature;  // [B, T, V/tp]
+  const auto& tp = role.ctx.tp;
+  // log Σ exp over the whole vocabulary from each shard's max and sum.
+  at::Tensor mx = std::get<0>(local.max(-1, true));
+  if (tp && tp->size() > 1) tp->all_reduce(mx, dist::ReduceOp::kMax);
+  at::Tensor sum = (local - mx).exp().sum(-1, true);
+  if (tp && tp->size() > 1) tp->all_reduce(sum);
+  at::Tensor lse = mx + sum.log();  // [B, T, 1]
+
+  const int64_t kk = std::min<int64_t>(k, local.size(-1));
+  auto [vals, idx] = local.topk(kk, -1);  // [B, T, kk]
+  idx = idx + role.model->vocab_start();
+  if (tp && tp->size() > 1) {
+    vals = tp->all_gather(vals.contiguous(), 2);  // [B, T, kk·tp]
+    idx = tp->all_gather(idx.contiguous(), 2);
+    auto [v2, pos] = vals.topk(k, -1);
+    vals = v2;
+    idx = idx.gather(-1, pos);
+  }
+  return {idx, vals - lse};
+}
+
+at::Tensor logprobs_at(Role& role, const at::Tensor& hidden, const at::Tensor& ids, double temperature) {
+  at::Tensor local = role.model->local_logits(hidden) / temperature;  // [B, T, V/tp]
+  if (role.ctx.tp_size() == 1) return local.to(at::kFloat).log_softmax(-1).gather(-1, ids);
+  std::vector<at::Tensor> cols;
+  for (int64_t j = 0; j < ids.size(-1); ++j)
+    cols.push_back(parallel::tensor::vocab_parallel_logprobs(local, ids.select(-1, j), role.ctx.tp,
+                                                              role.model->vocab_start(), false)
+                       .logprobs);
+  return at::stack(cols, -1);
+}
+
+}  // namespace hpcrl::algo

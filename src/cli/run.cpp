@@ -1,0 +1,43 @@
+// `hpcrl run PIPELINE.yaml [--set k=v]... [--out DIR] [--resume | --force]`:
+// run a pipeline under whatever launched us (plain, mpirun, srun). Any rank's
+// failure ends the whole job (exit 2 bad input, 1 runtime); a preempted run
+// exits 75 after its checkpoint.
+#include <memory>
+
+#include "cli/command.h"
+#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/runner/pipeline_runner.h"
+#include "hpcrl/util/log.h"
+
+namespace {
+
+struct RunArgs {
+  hpcrl::runner::RunOptions options;
+  bool resume = false, force = false;
+};
+
+hpcrl::cli::Registration reg{"run", 10, [](CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  auto* sub = app.add_subcommand("run", "Run a pipeline (SFT -> GRPO/PPO -> distillation) into its run directory");
+  sub->add_option("pipeline", args->options.config_path, "Pipeline YAML file")->required();
+  sub->add_option("--set", args->options.overrides, "Override a key: --set a.b.c=value (repeatable; value is YAML)")
+      ->allow_extra_args(false);
+  sub->add_option("--out", args->options.out, "Run directory (default: run.out, i.e. runs/<name>)");
+  auto* resume = sub->add_flag("--resume", args->resume, "Continue the run in the run directory from its last checkpoint");
+  auto* force = sub->add_flag("--force", args->force, "Replace an existing run directory");
+  resume->excludes(force);
+  return [args] {
+    return hpcrl::dist::run_or_abort([&] {
+      const auto& w = hpcrl::dist::init(nullptr, nullptr);
+      hpcrl::log::init(w.rank, w.size, hpcrl::cli::global_options().log_level);
+      args->options.mode = args->resume  ? hpcrl::runner::RunDirMode::kResume
+                           : args->force ? hpcrl::runner::RunDirMode::kForce
+                                         : hpcrl::runner::RunDirMode::kFresh;
+      int rc = hpcrl::runner::run_pipeline(args->options);
+      hpcrl::dist::finalize();
+      return rc;
+    });
+  };
+}};
+
+}  // namespace

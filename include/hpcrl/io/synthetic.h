@@ -1,0 +1,67 @@
+// The built-in reasoning task of the quickstart: multi-term column arithmetic
+// with a worked solution that writes out every column, least-significant
+// first, with its carry or borrow, then the answer in \boxed{}:
+//   prompt   "47+85="
+//   response "7+5=12;4+8+1=13;\boxed{132}"
+//   answer   "132"
+// Each step is one column: that column's digits (with the problem's signs),
+// plus the carry from the previous step ("+1"; a borrow is "-1"), "=" the
+// column total. A negative total is brought into range on the spot
+// ("2-8=-6+10=4", then "-1" is carried). The last character of every step but
+// the last is a digit of the answer, and the last step's total is the
+// answer's leading part, so the boxed answer is read back from the steps:
+// total of the last step, then the other steps' last digits in reverse.
+// The model does local work (add a handful of digits) instead of recalling a
+// whole sum — that is what makes the task a reasoning task and learnable by a
+// tiny model (DESIGN.md §9).
+//
+// YAML: `synthetic: {task: arithmetic, digits: 2, terms: 2, ops: "+", train: 20000, eval: 500}`
+// (seed: the run seed unless given). Difficulty: digits per operand (exactly
+// that many, leading digit non-zero), terms per problem, ops "+", "-" or "+-"
+// (subtraction problems are drawn only with a non-negative result).
+// Splits: eval problems are distinct and never appear in train. When train
+// asks for more problems than exist (2-digit addition has 8100), train
+// cycles through all non-eval problems, reshuffled each pass, and the report
+// says so. Everything is a pure function of the config.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpcrl/io/dataset.h"
+
+namespace hpcrl::io {
+
+struct SyntheticConfig {
+  std::string task = "arithmetic";
+  int digits = 2;          // 1..9
+  int terms = 2;           // 2..6
+  std::string ops = "+";   // "+", "-" or "+-"
+  size_t train = 20000;    // ≥ 1
+  size_t eval = 500;       // ≥ 0
+  uint64_t seed = 1;
+};
+
+// InputError naming `where` + ".digits" etc. and the valid range.
+void validate_synthetic(const SyntheticConfig& cfg, const std::string& where);
+
+struct ArithmeticProblem {
+  std::vector<long long> operands;  // [terms], all positive
+  std::vector<char> ops;            // [terms - 1]: ops[i] is '+' or '-' before operands[i + 1]
+  long long result() const;
+};
+
+std::string arithmetic_prompt(const ArithmeticProblem& p);    // "47+85="
+std::string arithmetic_solution(const ArithmeticProblem& p);  // "7+5=12;4+8+1=13;\boxed{132}"
+
+struct SyntheticSplits {
+  Dataset train;
+  Dataset eval;
+};
+
+// Validates (where = "synthetic"), then generates both splits.
+SyntheticSplits make_synthetic(const SyntheticConfig& cfg);
+
+}  // namespace hpcrl::io

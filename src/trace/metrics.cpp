@@ -1,0 +1,90 @@
+// metrics.jsonl writer (metrics.h). Lines are built with nlohmann's
+// ordered_json so the fixed keys come first in DESIGN §10 order, then the
+// metrics in the order the stage reported them; each goes out in one
+// O_APPEND write, which is what makes a line either fully there or not at all.
+#include "hpcrl/trace/metrics.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "hpcrl/util/check.h"
+#include "hpcrl/util/fs.h"
+#include "hpcrl/util/strings.h"
+
+namespace hpcrl::trace {
+
+MetricsWriter::MetricsWriter(std::string path, int rank) : path_(std::move(path)) {
+  if (rank == 0) open_append();
+}
+
+MetricsWriter::~MetricsWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MetricsWriter::open_append() {
+  std::filesystem::path p(path_);
+  std::error_code ec;
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw RuntimeError("cannot open " + path_ + " for appending: " + std::strerror(errno) +
+                       " (check that the run directory is writable)");
+}
+
+void MetricsWriter::write(const std::string& stage, int stage_index, int64_t step, const Metrics& metrics) {
+  if (fd_ < 0) return;
+  nlohmann::ordered_json line;
+  line["stage"] = stage;
+  line["stage_index"] = stage_index;
+  line["step"] = step;
+  line["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const auto& [key, value] : metrics) {
+    HPCRL_CHECK(!line.contains(key), "metric \"" << key << "\" repeats a key of the " << stage << " step " << step
+                                                 << " line; give each metric a distinct name");
+    line[key] = value;  // NaN/inf are dumped as null
+  }
+  std::string text = line.dump() + "\n";
+  ssize_t n;
+  do {
+    n = ::write(fd_, text.data(), text.size());
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(text.size()))
+    throw RuntimeError("cannot append to " + path_ + ": " + (n < 0 ? std::strerror(errno) : "short write") +
+                       " (disk full?)");
+}
+
+void MetricsWriter::truncate_after(int stage_index, int64_t step) {
+  if (fd_ < 0) return;
+  std::string text = fs::read_file(path_, "metrics file");
+  std::string kept;
+  size_t begin = 0;
+  for (int line_no = 1; begin < text.size(); ++line_no) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) break;  // a line cut off by a crash: dropped
+    std::string line = text.substr(begin, end - begin);
+    begin = end + 1;
+    if (str::trim(line).empty()) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    std::string where = path_ + ":" + std::to_string(line_no);
+    HPCRL_CHECK_INPUT(!j.is_discarded() && j.is_object(),
+                      where << ": not a JSON object; metrics.jsonl holds one object per line (fix or remove the line)");
+    HPCRL_CHECK_INPUT(j.contains("stage_index") && j["stage_index"].is_number_integer() && j.contains("step") &&
+                          j["step"].is_number_integer(),
+                      where << ": metrics line without integer \"stage_index\" and \"step\" (fix or remove the line)");
+    int si = j["stage_index"].get<int>();
+    int64_t st = j["step"].get<int64_t>();
+    if (si < stage_index || (si == stage_index && st <= step)) kept += line + "\n";
+  }
+  ::close(fd_);
+  fd_ = -1;
+  fs::write_file_atomic(path_, kept);
+  open_append();
+}
+
+}  // namespace hpcrl::trace

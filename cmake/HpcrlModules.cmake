@@ -40,6 +40,7 @@ function(hpcrl_module name)
 endfunction()
 
 set(HPCRL_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+    OMPI_MCA_mpi_yield_when_idle=1
     OMPI_MCA_rmaps_base_oversubscribe=1)
 
 function(hpcrl_test name)

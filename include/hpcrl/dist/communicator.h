@@ -43,6 +43,12 @@ class Communicator {
   virtual at::Tensor all_gather(const at::Tensor& t, int64_t dim = 0) = 0;
   // Reduces `t` over ranks, returns this rank's chunk along `dim` (size(dim) % size() == 0).
   virtual at::Tensor reduce_scatter(const at::Tensor& t, ReduceOp op = ReduceOp::kSum, int64_t dim = 0) = 0;
+  // Into preallocated buffers (persistent flat buffers, e.g. sharded optimizer
+  // state): dim 0 only, no allocation. all_gather_into: `out` holds
+  // size()·t.numel() elements laid out as all_gather(t, 0). reduce_scatter_into:
+  // `out` receives this rank's t.numel()/size() elements of the reduction.
+  virtual void all_gather_into(at::Tensor& out, const at::Tensor& t) = 0;
+  virtual void reduce_scatter_into(at::Tensor& out, const at::Tensor& t, ReduceOp op = ReduceOp::kSum) = 0;
   // In place: after the call every rank holds root's `t`.
   virtual void broadcast(at::Tensor& t, int root) = 0;
   // Equal splits: chunk i of `t` along dim 0 goes to rank i; result chunk j came from rank j.

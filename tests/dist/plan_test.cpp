@@ -1,0 +1,177 @@
+// `hpcrl plan` as a library: rank map, groups, node placement, cross-node
+// warnings and the memory estimate of the tiny preset (worked out by hand in
+// the comments), for colocated and disaggregated pipelines. No MPI.
+#include <gtest/gtest.h>
+
+#include "hpcrl/config/loader.h"
+#include "hpcrl/dist/plan.h"
+#include "hpcrl/util/error.h"
+
+namespace hpcrl::dist {
+namespace {
+
+const char* kColocated = R"(
+run: {name: plantest, device: cpu}
+models:
+  policy: {init: {preset: tiny}, parallel: {tp: 2, pp: 2}, rollout: {parallel: {tp: 1}}}
+rewards:
+  math: {type: verifiable}
+data:
+  arith: {synthetic: {task: arithmetic, digits: 2, train: 100, eval: 10}}
+stages:
+  - sft: {model: policy, data: arith, steps: 1, batch: 8}
+  - grpo: {policy: policy, reward: math, data: arith, iterations: 1, prompts: 4, group: 2}
+)";
+
+const char* kDisaggregated = R"(
+run: {name: plantest, device: cpu}
+models:
+  policy: {init: {preset: tiny}, parallel: {tp: 2}}
+rewards:
+  math: {type: verifiable}
+data:
+  arith: {synthetic: {task: arithmetic, digits: 2, train: 100, eval: 10}}
+placement: {mode: disaggregated, ranges: {policy: [0, 3], policy.rollout: [4, 7]}}
+stages:
+  - grpo: {policy: policy, reward: math, data: arith, iterations: 1, prompts: 4, group: 2}
+)";
+
+config::PipelineConfig load(const char* yaml, int world) {
+  config::ValidateOptions opt;
+  opt.world = world;
+  config::LoadResult res = config::check_pipeline_text(yaml, "plan_test.yaml", {}, opt);
+  std::string errors;
+  for (const auto& e : res.diagnostics.errors) errors += e.str() + "\n";
+  EXPECT_TRUE(res.ok()) << errors;
+  return res.config;
+}
+
+TEST(Plan, ColocatedRankMapGroupsAndJsonShape) {
+  Plan plan = make_plan(load(kColocated, 8), 8, 4);
+  ASSERT_EQ(plan.roles.size(), 2u);
+  EXPECT_EQ(plan.roles[0].name, "policy");
+  EXPECT_EQ(plan.roles[1].name, "policy.rollout");
+  EXPECT_TRUE(plan.warnings.empty());
+  nlohmann::json j = plan_json(plan);
+  EXPECT_EQ(j["world"], 8);
+  EXPECT_EQ(j["gpus_per_node"], 4);
+  const auto& p = j["roles"]["policy"];
+  EXPECT_EQ(p["parallel"], nlohmann::json({{"tp", 2}, {"sp", 1}, {"ep", 1}, {"dp", 2}, {"pp", 2}, {"edp", 2}}));
+  ASSERT_EQ(p["ranks"].size(), 8u);
+  EXPECT_EQ(p["ranks"][5], nlohmann::json({{"rank", 5}, {"node", 1}, {"local_device", 1}, {"tp", 1}, {"sp", 0},
+                                           {"ep", 0}, {"dp", 0}, {"pp", 1}, {"edp", 0}}));
+  EXPECT_EQ(p["groups"]["tp"], nlohmann::json({{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  EXPECT_EQ(p["groups"]["dp"], nlohmann::json({{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(p["groups"]["pp"], nlohmann::json({{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(p["groups"]["tp_pp"], nlohmann::json({{0, 1, 4, 5}, {2, 3, 6, 7}}));
+  // The rollout layout sets tp=1 and inherits pp=2: dp = 8 / 2 = 4.
+  const auto& r = j["roles"]["policy.rollout"];
+  EXPECT_EQ(r["parallel"]["tp"], 1);
+  EXPECT_EQ(r["parallel"]["pp"], 2);
+  EXPECT_EQ(r["parallel"]["dp"], 4);
+  EXPECT_EQ(r["groups"]["pp"], nlohmann::json({{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(j["warnings"], nlohmann::json::array());
+}
+
+TEST(Plan, MemoryOfTheTinyPresetByHand) {
+  // tiny: vocab 272, hidden 128, ffn 384, 4 layers, 4 heads, 2 kv heads, head_dim 32, tied, 2048 positions.
+  Plan plan = make_plan(load(kColocated, 8), 8, 4);
+  // policy, tp=2 pp=2, float32, trained. Per layer: q,o 2·128·2·32 = 16384; k,v (1 kv head per
+  // rank) 2·128·32 = 8192; norms 256; ffn 3·128·384/2 = 73728 -> 98560. Vocab shard 272·128/2 = 17408.
+  // Stage 0: 2·98560 + 17408 = 214528; stage 1: 197120 + 128 (norm) + 17408 (tied head, pp > 1) = 214656.
+  const MemoryEstimate& m = *plan.roles[0].memory;
+  EXPECT_EQ(m.parameters, 214656);
+  EXPECT_EQ(m.weights, 214656 * 4);
+  EXPECT_EQ(m.grads, 214656 * 4);
+  EXPECT_EQ(m.optimizer, 214656 * 8);
+  // 2 layers · (1 · 2048 tokens) · 128 · (10 + 24/2) · 4/2 bytes.
+  EXPECT_EQ(m.activations, 2 * 2048 * 128 * 22 * 2);
+  EXPECT_EQ(m.kv_cache, 0);
+  EXPECT_EQ(m.seq_len, 2048);
+  EXPECT_EQ(m.micro_batch, 1);
+  // policy.rollout, tp=1 pp=2, not trained, 64 sequences of KV cache.
+  // Per layer 2·128·4·32 + 2·128·2·32 + 256 + 3·128·384 = 196864; stage 1: 393728 + 128 + 34816 = 428672.
+  const MemoryEstimate& g = *plan.roles[1].memory;
+  EXPECT_EQ(g.parameters, 428672);
+  EXPECT_EQ(g.weights, 428672 * 4);
+  EXPECT_EQ(g.grads + g.optimizer + g.activations, 0);
+  // 2 (k, v) · 2 layers · 2 kv heads · 32 · 4 bytes · 64 sequences · 2048 tokens.
+  EXPECT_EQ(g.kv_cache, 2ll * 2 * 2 * 32 * 4 * 64 * 2048);
+  EXPECT_EQ(g.total(), g.weights + g.kv_cache);
+}
+
+TEST(Plan, SequenceLengthFromTheDataAndCheckpointedActivations) {
+  const std::string yaml = std::string(R"(
+run: {name: plantest, device: cpu}
+models:
+  policy: {init: {preset: tiny}, activation_checkpointing: true}
+rewards:
+  math: {type: verifiable}
+data:
+  gsm8k: {jsonl: {path: )") + HPCRL_FIXTURES_DIR + R"(/gsm8k/train.jsonl, max_prompt_len: 256, max_response_len: 512}}
+stages:
+  - grpo: {policy: policy, reward: math, data: gsm8k, iterations: 1, prompts: 4, group: 2, max_new_tokens: 100,
+           micro_batch: 4}
+)";
+  Plan plan = make_plan(load(yaml.c_str(), 2), 2, 4);
+  ASSERT_EQ(plan.roles.size(), 2u);
+  // GRPO sequences: 256 prompt + 100 new tokens; 4 per micro-batch.
+  const MemoryEstimate& m = *plan.roles[0].memory;
+  EXPECT_EQ(m.seq_len, 356);
+  EXPECT_EQ(m.micro_batch, 4);
+  // Checkpointed: 4 layers keep their input (1424 tokens · 128 · 4 B) + one layer in full ((10 + 24)·1424·128·4/2).
+  EXPECT_EQ(m.activations, 4 * 1424 * 128 * 4 + 34 * 1424 * 128 * 2);
+  const MemoryEstimate& g = *plan.roles[1].memory;
+  EXPECT_EQ(g.seq_len, 356);
+  EXPECT_EQ(g.kv_sequences, 64);
+  EXPECT_EQ(g.kv_cache, 2ll * 4 * 2 * 32 * 4 * 64 * 356);  // k and v · layers · kv heads · head_dim · 4 B
+}
+
+TEST(Plan, DisaggregatedRolesSitOnTheirRanges) {
+  Plan plan = make_plan(load(kDisaggregated, 8), 8, 4);
+  nlohmann::json j = plan_json(plan);
+  const auto& p = j["roles"]["policy"];
+  EXPECT_EQ(p["first_rank"], 0);
+  EXPECT_EQ(p["last_rank"], 3);
+  EXPECT_EQ(p["groups"]["tp"], nlohmann::json({{0, 1}, {2, 3}}));
+  const auto& r = j["roles"]["policy.rollout"];
+  EXPECT_EQ(r["first_rank"], 4);
+  EXPECT_EQ(r["ranks"][0]["rank"], 4);
+  EXPECT_EQ(r["ranks"][0]["node"], 1);
+  EXPECT_EQ(r["ranks"][0]["local_device"], 0);
+  EXPECT_EQ(r["groups"]["tp"], nlohmann::json({{4, 5}, {6, 7}}));  // rollout inherits tp=2
+  EXPECT_EQ(r["groups"]["dp"], nlohmann::json({{4, 6}, {5, 7}}));
+}
+
+TEST(Plan, TensorGroupsAcrossNodesAreWarnedAbout) {
+  Plan plan = make_plan(load(kColocated, 8), 8, 1);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_EQ(plan.warnings[0],
+            "policy: 4 of 4 tp groups span nodes (e.g. ranks 0-1 on nodes 0-1 with 1 GPUs per node); tensor "
+            "parallelism all-reduces every layer and wants NVLink: keep tp within a node (tp <= gpus per node, "
+            "dividing it)");
+  EXPECT_EQ(plan_json(plan)["roles"]["policy"]["ranks"][3]["node"], 3);
+}
+
+TEST(Plan, LayoutThatDoesNotFitTheWorldIsAnInputError) {
+  config::PipelineConfig cfg = load(kColocated, 8);
+  try {
+    make_plan(cfg, 6, 4);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "role 'policy' has 6 ranks (ranks 0-5), which tp=2 × sp=1 × pp=2 = 4 does not divide; "
+                           "dp = ranks / (tp·sp·pp) must be whole: choose tp·sp·pp among 1, 2, 3, 6");
+  }
+}
+
+TEST(Plan, TextListsEveryRoleWithItsLayoutAndMemory) {
+  std::string text = plan_text(make_plan(load(kColocated, 8), 8, 4));
+  EXPECT_NE(text.find("world 8 ranks, 4 per node (2 nodes)"), std::string::npos) << text;
+  EXPECT_NE(text.find("policy: tp=2 sp=1 ep=1 dp=2 pp=2 on ranks 0-7 (edp=2)"), std::string::npos) << text;
+  EXPECT_NE(text.find("policy.rollout: tp=1 sp=1 ep=1 dp=4 pp=2 on ranks 0-7"), std::string::npos) << text;
+  EXPECT_NE(text.find("  tp    [0,1] [2,3] [4,5] [6,7]"), std::string::npos) << text;
+  EXPECT_NE(text.find("214656 parameters"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace hpcrl::dist

@@ -1,6 +1,8 @@
 // Shared optimizer-step machinery (see train_step.h).
 #include "hpcrl/algo/train_step.h"
 
+#include <torch/torch.h>
+
 #include <cmath>
 
 #include "hpcrl/optim/grad_clip.h"
@@ -19,7 +21,13 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
   o.eps = oc.eps;
   o.weight_decay = hp.weight_decay;
   optimizer_ = std::make_unique<optim::AdamW>(params_, o);
-  sync_ = std::make_unique<optim::GradSync>(params_, role.ctx.grad);
+  // Expert weights differ across the ep group: their gradients (already summed
+  // over ep by the token exchange) are reduced only over edp replicas.
+  optim::ParamSet dense, experts;
+  for (const auto& p : params_) (p.sharding == optim::Sharding::kExpert ? experts : dense).push_back(p);
+  sync_ = std::make_unique<optim::GradSync>(dense, role.ctx.grad);
+  expert_sync_ = std::make_unique<optim::GradSync>(experts, role.edp);
+  expert_params_ = experts;
   schedule_.kind = config::to_string(hp.schedule);
   schedule_.lr = o.lr;
   schedule_.warmup_steps = hp.warmup;
@@ -31,6 +39,13 @@ double Trainer::finish_step(const std::string& stage, int64_t step, int world_ra
   {
     trace::ScopedSpan span(stage + "/grad_sync");
     sync_->finish();
+    expert_sync_->finish();
+    // Averaged over edp so far; the dense parameters' denominator is dp·sp = ep·edp.
+    if (role_.ctx.ep_size() > 1) {
+      torch::NoGradGuard no_grad;
+      for (auto& p : expert_params_)
+        if (p.tensor.grad().defined()) p.tensor.mutable_grad().div_(double(role_.ctx.ep_size()));
+    }
   }
   trace::ScopedSpan span(stage + "/optimizer");
   double norm = optim::clip_grad_norm(params_, grad_clip_, role_.ctx);

@@ -51,6 +51,7 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size) 
     role.ctx.grad = group_comm(dense.get("sp-dp"), n + "/dp-sp");
     role.ctx.pp = group_comm(dense.get("pp"), n + "/pp");
     role.ctx.ep = group_comm(expert.get("ep"), n + "/ep");
+    role.edp = group_comm(expert.get("edp"), n + "/edp");
     const bool member = world_rank >= first && world_rank < first + span.count;
     role.dp_rank = member ? std::max(0, position_in(dense.get("dp"), world_rank)) : 0;
     role.dp_size = dp;

@@ -20,6 +20,7 @@ struct Role {
   const config::ModelConfig* config = nullptr;
   std::shared_ptr<model::DecoderModel> model;  // null on ranks outside the role
   parallel::ParallelContext ctx;
+  dist::CommPtr edp;                           // replicas of this rank's experts (sp·dp / ep ranks)
   int dp_rank = 0, dp_size = 1;                // batch sharding coordinates
   bool writer = false;                         // the one rank that writes this role's files
   std::shared_ptr<io::Tokenizer> tokenizer;

@@ -21,7 +21,10 @@ class Trainer {
   Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps, double lr_override = 0.0);
 
   // Call before each micro-batch's backward; `last` on the final one of the step.
-  void begin_micro_batch(bool last) { sync_->prepare(last); }
+  void begin_micro_batch(bool last) {
+    sync_->prepare(last);
+    expert_sync_->prepare(last);
+  }
   // Finishes the step: dp sync, clipping, update. Returns the pre-clip grad norm.
   // RuntimeError naming `stage`, `step` and the rank when the norm is NaN/inf.
   double finish_step(const std::string& stage, int64_t step, int world_rank);
@@ -33,8 +36,10 @@ class Trainer {
  private:
   Role& role_;
   optim::ParamSet params_;
+  optim::ParamSet expert_params_;
   std::unique_ptr<optim::AdamW> optimizer_;
-  std::unique_ptr<optim::GradSync> sync_;
+  std::unique_ptr<optim::GradSync> sync_;         // dense parameters over dp·sp
+  std::unique_ptr<optim::GradSync> expert_sync_;  // this rank's experts over their edp replicas
   optim::LrSchedule schedule_;
   double grad_clip_;
 };

@@ -1,0 +1,75 @@
+// Child-process helpers for end-to-end tests (see run_util.h).
+#include "run_util.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace hpcrl::test {
+
+Proc run_shell(const std::string& cmd) {
+  Proc p;
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (!f) return p;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) p.output.append(buf.data(), n);
+  int status = pclose(f);
+  p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return p;
+}
+
+static std::string command(const std::string& args, int np) {
+  std::string bin = HPCRL_BINARY;
+  if (np <= 1) return bin + " " + args;
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 mpirun -np " +
+         std::to_string(np) + " --oversubscribe --bind-to none " + bin + " " + args;
+}
+
+Proc run_hpcrl(const std::string& args, int np) { return run_shell("cd " HPCRL_SOURCE_DIR " && " + command(args, np)); }
+
+int spawn_hpcrl(const std::string& args, int np, const std::string& log_path) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::string cmd = "cd " HPCRL_SOURCE_DIR " && exec " + command(args, np) + " >" + log_path + " 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(int pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<nlohmann::json> read_metrics(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+std::vector<nlohmann::json> lines_with(const std::vector<nlohmann::json>& m, const std::string& stage,
+                                       const std::string& key) {
+  std::vector<nlohmann::json> out;
+  for (const auto& j : m)
+    if (j.value("stage", "") == stage && j.contains(key)) out.push_back(j);
+  return out;
+}
+
+std::string scratch_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("hpcrl-e2e-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+}  // namespace hpcrl::test

@@ -1,0 +1,35 @@
+// Helpers for end-to-end tests: run the hpcrl binary (optionally under mpirun)
+// as a child process, capture its output and exit code, read metrics.jsonl.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace hpcrl::test {
+
+struct Proc {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+};
+
+// Runs `cmd` through /bin/sh, output captured.
+Proc run_shell(const std::string& cmd);
+
+// `hpcrl ARGS` (np > 1: under mpirun -np np --oversubscribe).
+Proc run_hpcrl(const std::string& args, int np = 1);
+
+// Starts `hpcrl ARGS` in the background (np ranks); returns the shell pid.
+int spawn_hpcrl(const std::string& args, int np, const std::string& log_path);
+// Waits for the background run; returns its exit code.
+int wait_exit(int pid);
+
+std::vector<nlohmann::json> read_metrics(const std::string& path);
+// The lines of one stage that carry `key`, in file order.
+std::vector<nlohmann::json> lines_with(const std::vector<nlohmann::json>& m, const std::string& stage,
+                                       const std::string& key);
+// A fresh empty directory under /tmp for one test.
+std::string scratch_dir(const std::string& name);
+
+}  // namespace hpcrl::test

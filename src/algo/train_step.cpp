@@ -14,6 +14,8 @@ namespace hpcrl::algo {
 Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps, double lr_override)
     : role_(role), params_(role.param_set()), grad_clip_(hp.grad_clip) {
   const auto& oc = role.config->optim;
+  HPCRL_CHECK_INPUT(!oc.zero1, "models." << role.name << ".optim.zero1: optimizer-state sharding is not available "
+                    "in this build; set zero1: false");
   optim::AdamWOptions o;
   o.lr = lr_override > 0 ? lr_override : hp.lr;
   o.beta1 = oc.beta1;

@@ -46,7 +46,7 @@ void Progress::update(long done, const std::string& extra) {
     std::fflush(stderr);
     return;
   }
-  if (std::chrono::duration<double>(now - last_print_).count() >= period_s_ || done == total_) {
+  if (std::chrono::duration<double>(now - last_print_).count() >= period_s_ && done < total_) {
     last_print_ = now;
     spdlog::info("{}", line(done, extra));
   }

@@ -26,7 +26,7 @@ Proc run_shell(const std::string& cmd) {
 static std::string command(const std::string& args, int np) {
   std::string bin = HPCRL_BINARY;
   if (np <= 1) return bin + " " + args;
-  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 mpirun -np " +
+  return "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 mpirun -np " +
          std::to_string(np) + " --oversubscribe --bind-to none " + bin + " " + args;
 }
 

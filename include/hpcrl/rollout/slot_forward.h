@@ -30,13 +30,14 @@ class SlotForward {
 
   // Prefills prompts[prompt_of[f]] into slot first + f for f in [0, F): the
   // distinct prompts run once (right-padded to a common length), and the n
-  // samples of a prompt copy its keys/values. Returns [F, V] float32 logits of
-  // each sequence's first generated token (full vocabulary on every tp rank).
+  // samples of a prompt copy its keys/values. Returns [F, V] logits (float32, or
+  // float64 for a float64 model) of each sequence's first generated token (full
+  // vocabulary on every tp rank).
   at::Tensor prefill(KvSlots& slots, int64_t first, const std::vector<const std::vector<int32_t>*>& prompts,
                      const std::vector<int64_t>& prompt_of);
 
   // One step for slots [0, rows): tokens[r] is appended at position length(r).
-  // Returns [rows, V] float32 logits of the next token.
+  // Returns [rows, V] logits of the next token (dtype as for prefill).
   at::Tensor decode(KvSlots& slots, int64_t rows, const std::vector<int64_t>& tokens);
 
   // A one-token forward that touches no cache and whose result is dropped:
@@ -52,7 +53,7 @@ class SlotForward {
   // x: [N, T, C] embeddings -> [N, T, C] after the final norm.
   at::Tensor run_layers(at::Tensor x, const at::Tensor& positions, const at::Tensor& allowed,
                         const at::Tensor& token_mask, const KvStore& store);
-  // hidden: [N, C] -> [N, V] float32, gathered over tp.
+  // hidden: [N, C] -> [N, V] (at least float32), gathered over tp.
   at::Tensor full_logits(const at::Tensor& hidden);
 
   model::DecoderModel& model_;

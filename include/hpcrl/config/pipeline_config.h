@@ -1,0 +1,298 @@
+// The typed pipeline: what a YAML file (DESIGN §2, docs/config.md) becomes after
+// loading, overrides and validation. Everything later in the program reads
+// these structs and never the YAML: values are already range-checked, names
+// already resolved (every model/dataset/reward a stage names exists), defaults
+// already filled in, inherited values (a stage's eval_every, a role's rollout
+// layout, its tokenizer) already resolved. Defaults below are the documented
+// ones. `PipelineConfig::pos(key_path)` gives any value's source position, so a
+// consumer that finds a problem late (a missing weight file at run time) can
+// still name file:line:col.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hpcrl/config/diagnostics.h"
+#include "hpcrl/config/enums.h"
+#include "hpcrl/config/model_arch.h"
+
+namespace hpcrl::config {
+
+// --- run ---------------------------------------------------------------------
+
+// Sampling settings of the periodic held-out evaluation (every stage).
+struct EvalSampling {
+  int64_t prompts = 0;           // held-out prompts per evaluation; 0 = the whole eval split
+  int64_t n = 1;                 // samples per prompt (pass@1 averaged over n)
+  double temperature = 0.0;      // 0 = greedy
+  double top_p = 1.0;
+  int64_t max_new_tokens = 256;
+};
+
+struct RunConfig {
+  std::string name;              // default: the pipeline file's stem
+  std::string out;               // run directory; default "runs/<name>"
+  int64_t seed = 1;
+  Device device = Device::cpu;
+  DType dtype = DType::float32;
+  int64_t checkpoint_every = 0;  // steps between checkpoints inside a stage; 0 = only at stage end
+  int64_t keep_last = 2;         // checkpoints kept per stage
+  int64_t eval_every = 0;        // steps between evaluations; 0 = only at stage end
+  bool eval_before_train = true; // evaluate before each stage's first step
+  EvalSampling eval_sampling;
+};
+
+// --- models ------------------------------------------------------------------
+
+// Degrees of parallelism of one role; dp is derived (ranks / (tp·sp·pp)).
+struct ParallelConfig {
+  int64_t tp = 1, sp = 1, ep = 1, pp = 1;
+  PpSchedule pp_schedule = PpSchedule::_1f1b;
+  int64_t pp_virtual = 1;              // virtual stages per rank (interleaved schedule)
+  std::vector<int64_t> pp_layers;      // explicit layers per pp stage; empty = balanced
+};
+
+struct InitConfig {
+  InitKind kind = InitKind::preset;
+  std::string preset;                  // kind == preset: built-in architecture, random weights
+  std::string path;                    // kind == path: HF model directory (config.json [+ weights])
+  std::string from;                    // kind == from: another role, snapshotted when first used
+};
+
+struct RolloutConfig {
+  ParallelConfig parallel;             // generation layout; unset degrees inherit the training layout
+  int64_t max_batch = 64;              // continuous-batching slots per rollout engine
+};
+
+struct OptimConfig {
+  double beta1 = 0.9, beta2 = 0.999;   // YAML: betas: [0.9, 0.999]
+  double eps = 1e-8;
+  bool zero1 = false;                  // shard optimizer state over dp (ZeRO-1)
+};
+
+struct ModelConfig {
+  std::string name;                    // the role: policy, reference, critic, ...
+  InitConfig init;
+  ParallelConfig parallel;
+  RolloutConfig rollout;
+  bool frozen = false;                 // no stage may train it
+  Head head = Head::lm;
+  bool activation_checkpointing = false;
+  OptimConfig optim;
+  // Resolved: "byte" (built-in byte-level tokenizer) or a directory holding
+  // tokenizer.json. Default: the init.path directory, "byte" for presets, the
+  // source role's tokenizer for init.from.
+  std::string tokenizer;
+
+  // Resolved by validation: the architecture (preset, config.json, or the
+  // source role's), absent only when it could not be read (then an error was reported).
+  std::optional<ModelArch> arch;
+  // Resolved: for init.path, whether weights (model.safetensors or its index) exist.
+  bool weights_present = false;
+};
+
+// --- rewards -----------------------------------------------------------------
+
+struct RewardConfig {
+  std::string name;
+  RewardType type = RewardType::verifiable;
+  // Tried in order (reward/answer_extract.h's default: explicit markers first,
+  // GSM8K's "####" before free-text "the answer is", the last number as fallback).
+  std::vector<Extractor> extract{Extractor::boxed, Extractor::answer_tag, Extractor::hash,
+                                 Extractor::answer_is, Extractor::last_number};
+  double format_bonus = 0.0;           // added when the response is <think>…</think> then an answer
+  std::string model;                   // type == model: a role with head: value
+  std::vector<std::string> command;    // type == command: argv of the scoring program
+  double timeout_s = 30.0;             // type == command: seconds per sample before it is an error
+};
+
+// --- data --------------------------------------------------------------------
+
+// The built-in task (io/synthetic.h): column arithmetic with worked solutions.
+struct SyntheticData {
+  SyntheticTask task = SyntheticTask::arithmetic;
+  int64_t digits = 2;                  // digits per operand (exactly; leading digit non-zero), 1..9
+  int64_t terms = 2;                   // operands per problem, 2..6
+  std::string ops = "+";               // "+", "-" or "+-"
+  int64_t train = 20000;               // training problems (cycles when fewer exist)
+  int64_t eval = 500;                  // held-out problems, distinct and never in train
+  int64_t seed = 0;                    // resolved: run.seed when not given
+};
+
+// A JSONL file (io/dataset_jsonl.h); the defaults read GSM8K as it is.
+struct JsonlData {
+  std::string path;                    // training rows
+  std::string eval_path;               // held-out rows; "" = hold out `eval_holdout` rows of path
+  int64_t eval_holdout = 0;
+  std::string prompt = "question";     // key of the prompt text
+  std::string answer = "answer";       // key of the answer field
+  std::string response;                // key of the SFT target; "" = the whole answer field
+  std::string answer_marker = "####";  // gold answer = text after the last marker; "" = whole field
+  ChatTemplate chat_template = ChatTemplate::none;
+  std::string system_prompt;
+  bool thinking = true;                // qwen3 template: enable_thinking
+  int64_t max_prompt_len = 0;          // tokens; longer prompts are dropped (counted); 0 = no limit
+  int64_t max_response_len = 0;        // tokens; 0 = no limit
+  LongResponse long_response = LongResponse::filter;  // longer SFT targets: dropped or truncated
+};
+
+struct DatasetConfig {
+  std::string name;
+  DataKind kind = DataKind::synthetic;
+  SyntheticData synthetic;
+  JsonlData jsonl;
+  bool shuffle = true;                 // reshuffled each epoch, from run.seed
+};
+
+// --- placement ---------------------------------------------------------------
+
+struct RankRange {
+  std::string target;                  // a role ("policy") or a role's rollout engine ("policy.rollout")
+  int64_t first = 0, last = 0;         // inclusive
+  int64_t size() const { return last - first + 1; }
+};
+
+struct PlacementConfig {
+  PlacementMode mode = PlacementMode::colocated;
+  std::vector<RankRange> ranges;       // disaggregated only
+};
+
+// --- stages ------------------------------------------------------------------
+
+// Optimizer schedule and batching knobs every training stage shares (flat keys in YAML).
+struct TrainHparams {
+  double lr = 1e-5;
+  int64_t warmup = 0;                  // linear warm-up steps
+  LrSchedule schedule = LrSchedule::constant;
+  double min_lr_ratio = 0.0;           // floor of linear/cosine decay, as a fraction of lr
+  double weight_decay = 0.0;
+  double grad_clip = 1.0;              // global grad-norm clip; 0 = off
+  int64_t micro_batch = 0;             // sequences per micro-batch per rank; 0 = the whole per-rank batch
+  int64_t micro_batch_tokens = 0;      // token budget per micro-batch; 0 = off (micro_batch decides)
+};
+
+struct SamplingConfig {
+  int64_t max_new_tokens = 256;
+  double temperature = 1.0;            // 0 = greedy
+  double top_p = 1.0;
+  int64_t top_k = 0;                   // 0 = off
+  std::vector<std::string> stop;       // stop strings (EOS ids always stop)
+};
+
+struct SftStage {
+  std::string model, data;
+  int64_t steps = 0;                   // required
+  int64_t batch = 0;                   // required; global sequences per step
+  TrainHparams train;
+  bool packing = false;
+  int64_t eval_every = 0;              // resolved from run.eval_every when not given
+};
+
+struct KlConfig {
+  double coef = 0.0;
+  KlEstimator estimator = KlEstimator::k3;
+  bool in_reward = false;              // fold into the reward instead of a loss term
+};
+
+struct OverlongConfig {
+  bool filter = false;                 // mask truncated responses out of the loss
+  double penalty = 0.0;                // DAPO soft overlong penalty at max_new_tokens (≥ 0)
+  int64_t buffer = 0;                  // tokens before max_new_tokens where the penalty ramps in
+};
+
+// What GRPO and PPO share.
+struct RlStage {
+  std::string policy, reference, data; // reference "" = none
+  std::vector<std::string> rewards;    // YAML: reward: name | [names] (summed)
+  int64_t iterations = 0;              // required
+  int64_t prompts = 0;                 // required; prompts per iteration (global)
+  int64_t group = 1;                   // responses per prompt (GRPO default 8)
+  SamplingConfig sampling;             // YAML: flat keys max_new_tokens, temperature, top_p, top_k, stop
+  TrainHparams train;
+  double clip_low = 0.2, clip_high = 0.2;   // YAML: clip: 0.2 | [low, high]
+  KlConfig kl;
+  LossAgg loss_agg = LossAgg::token_mean;
+  bool std_norm = true;                // divide advantages by the group std (false = Dr.GRPO)
+  int64_t epochs = 1;                  // passes over each rollout batch
+  int64_t mini_batch = 0;              // sequences per optimizer step; 0 = prompts·group
+  bool dynamic_sampling = false;       // drop groups with equal rewards and refill (DAPO)
+  OverlongConfig overlong;
+  double entropy_coef = 0.0;
+  bool recompute_old_logprobs = false; // recompute instead of reusing the rollout's
+  int64_t eval_every = 0;              // resolved from run.eval_every when not given
+};
+
+struct GrpoStage : RlStage {
+  GrpoStage() { group = 8; }
+};
+
+struct PpoStage : RlStage {
+  std::string critic;                  // a role with head: value
+  double gamma = 1.0, lam = 0.95;
+  double value_clip = 0.2;             // 0 = off
+  int64_t critic_warmup = 0;           // iterations training only the critic
+  double critic_lr = 0.0;              // resolved: the stage lr when not given
+};
+
+struct DistillStage {
+  std::string teacher, student, data;
+  DistillLoss loss = DistillLoss::forward_kl;
+  double beta = 0.5;                   // JSD mixture weight
+  int64_t top_k = 0;                   // teacher's top-k logits only; 0 = full vocabulary
+  bool on_policy = false;              // train on the student's own generations
+  bool sequence_level = false;         // teacher generates, student trains with the SFT loss
+  SamplingConfig sampling;             // generation when on_policy or sequence_level (no top_k: see above)
+  int64_t steps = 0;                   // required
+  int64_t batch = 0;                   // required
+  TrainHparams train;
+  int64_t eval_every = 0;              // resolved from run.eval_every when not given
+};
+
+struct StageConfig {
+  StageKind kind = StageKind::sft;
+  std::string path;                    // "stages[1].grpo", for messages and pos()
+  SftStage sft;                        // the member matching `kind` is the one set
+  GrpoStage grpo;
+  PpoStage ppo;
+  DistillStage distill;
+
+  // Roles the stage updates / only reads, and the dataset it draws from.
+  std::vector<std::string> trained_roles() const;
+  std::vector<std::string> used_roles() const;
+  const std::string& data() const;
+};
+
+// --- trace -------------------------------------------------------------------
+
+struct TraceConfig {
+  bool chrome = true;                  // trace/rank-NNNNN.json
+  bool metrics = true;                 // metrics.jsonl
+  bool comm = true;                    // time and bytes of every collective
+};
+
+// --- the pipeline ------------------------------------------------------------
+
+struct PipelineConfig {
+  std::string file;                    // the pipeline file as given
+  RunConfig run;
+  std::vector<ModelConfig> models;     // in file order
+  std::vector<RewardConfig> rewards;
+  std::vector<DatasetConfig> data;
+  PlacementConfig placement;
+  std::vector<StageConfig> stages;
+  TraceConfig trace;
+  std::map<std::string, SourcePos> positions;  // key path -> where its value was written
+
+  const ModelConfig* find_model(const std::string& role) const;
+  const RewardConfig* find_reward(const std::string& name) const;
+  const DatasetConfig* find_data(const std::string& name) const;
+  // InputError naming the unknown name (validated configs never hit it).
+  const ModelConfig& model(const std::string& role) const;
+  // Position of `key_path` or of its nearest ancestor that has one (the file itself otherwise).
+  SourcePos pos(const std::string& key_path) const;
+};
+
+}  // namespace hpcrl::config

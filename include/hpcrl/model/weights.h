@@ -1,0 +1,47 @@
+// A DecoderModel's weights as HF tensors: seeded initialisation, loading a
+// checkpoint (each rank reads only its slice of every tensor, as the layers'
+// ShardSpecs say), and gathering the slices back into full HF tensors for
+// saving — so what hpcrl saves is an ordinary HF checkpoint (same names,
+// shapes, dtypes, config.json) and any layout can load it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+
+#include "hpcrl/io/tensor_store.h"
+#include "hpcrl/model/decoder_model.h"
+
+namespace hpcrl::model {
+
+// Matrices and embeddings ~ N(0, 0.02²), norms 1, biases 0. Each full tensor is
+// drawn from its own generator seeded by (seed, HF name) and then sliced, so the
+// weights do not depend on the layout. `only`: initialise just these names.
+// MoE experts and routers are initialised by their block (from the same seed).
+void init_weights(DecoderModel& model, uint64_t seed, const std::set<std::string>* only = nullptr);
+
+// Loads every parameter from an HF checkpoint, converting dtypes. InputError
+// naming the checkpoint, the tensor and the fix on a missing tensor or a shape
+// that disagrees with config.json. A missing value head ("score.weight": a critic
+// started from a causal LM) keeps its seeded initial value. Tensors the model
+// does not use are listed in a warning.
+void load_weights(DecoderModel& model, const io::TensorStore& checkpoint);
+
+// The same from full tensors in memory (name → full HF tensor), e.g. a snapshot
+// of another role or a reference model in tests. `source` names them in errors.
+void load_weights(DecoderModel& model, const std::map<std::string, at::Tensor>& full,
+                  const std::string& source = "in-memory weights");
+
+// Collective over the model's tp and ep groups: every parameter as the full HF
+// tensor (CPU or the parameters' device, their dtype), on every rank. Tied
+// models have no lm_head.weight (HF does not store it either).
+io::NamedTensors gather_full_weights(DecoderModel& model);
+
+// Writes an HF checkpoint into `dir`: config.json and model.safetensors (or
+// shards + index above max_shard_bytes). Collective (it gathers); only ranks with
+// `writer` = true write. Files are written atomically.
+void save_pretrained(DecoderModel& model, const std::string& dir, bool writer,
+                     uint64_t max_shard_bytes = 5'000'000'000ULL);
+
+}  // namespace hpcrl::model

@@ -1,0 +1,61 @@
+// Megatron's column- and row-parallel linear layers (weights in HF's
+// [out_features, in_features] layout).
+//
+// ColumnParallelLinear splits the output features: rank r holds rows
+// [r·out/tp, (r+1)·out/tp) of the weight and bias and produces that slice of the
+// output. A column layer may also be cut into fewer chunks than tp ranks (GQA
+// key/value projections when tp > kv heads): ranks r·chunks/tp then share a
+// chunk, and their weight gradients are summed over the sharing ranks.
+//
+// RowParallelLinear splits the input features: rank r holds columns
+// [r·in/tp, ...) and multiplies its slice of the input; the partial outputs are
+// summed over tp (reduce_from_tp). A bias is added once, after the sum.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include "hpcrl/dist/communicator.h"
+#include "hpcrl/parallel/tensor/shard_spec.h"
+
+namespace hpcrl::parallel::tensor {
+
+class ColumnParallelLinear : public torch::nn::Module, public ShardedModule {
+ public:
+  // `chunks` = 0 means one chunk per tp rank.
+  ColumnParallelLinear(int64_t in_features, int64_t out_features, bool bias, dist::CommPtr tp, int64_t chunks = 0);
+
+  // x: [..., in] replicated over tp -> [..., out / chunks]
+  at::Tensor forward(const at::Tensor& x);
+  // Same, for an input that already went through copy_to_tp (several column
+  // layers reading one activation need only one backward all-reduce).
+  at::Tensor forward_copied(const at::Tensor& x);
+
+  std::map<std::string, ShardSpec> shard_specs() const override;
+  int64_t local_out_features() const { return weight.size(0); }
+
+  at::Tensor weight;  // [out / chunks, in]
+  at::Tensor bias;    // [out / chunks] or undefined
+
+ private:
+  dist::CommPtr tp_;
+  ShardSpec spec_;
+};
+
+class RowParallelLinear : public torch::nn::Module, public ShardedModule {
+ public:
+  RowParallelLinear(int64_t in_features, int64_t out_features, bool bias, dist::CommPtr tp);
+
+  // x: [..., in / tp] (this rank's slice) -> [..., out], summed over tp
+  at::Tensor forward(const at::Tensor& x);
+
+  std::map<std::string, ShardSpec> shard_specs() const override;
+
+  at::Tensor weight;  // [out, in / tp]
+  at::Tensor bias;    // [out] (whole) or undefined
+
+ private:
+  dist::CommPtr tp_;
+  ShardSpec spec_;
+};
+
+}  // namespace hpcrl::parallel::tensor

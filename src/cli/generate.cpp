@@ -1,0 +1,218 @@
+// `hpcrl generate`: batch generation from a checkpoint or preset with the
+// rollout engine — the tool for looking at what a policy writes, and the same
+// code path GRPO/PPO rollouts take.
+//   hpcrl generate --model DIR|preset:NAME --prompts FILE.jsonl [--n K] [--temperature T]
+//       [--top-p P] [--top-k K] [--max-new-tokens N] [--seed S] [--stop TEXT]...
+//       [--chat-template auto|NAME|none] [--tokenizer DIR|builtin] [--max-batch B]
+//       [--out FILE.jsonl] [--tp N --sp N --ep N --pp N] [--dtype float32|bfloat16]
+// Input lines and output objects follow DESIGN §10 (rollout/prompt_file.h).
+// Under mpirun the model is split with the layout flags; the prompts are
+// divided between the sp × dp generation replicas (sample randomness depends
+// only on the global prompt index, so the output does not depend on the
+// layout), and rank 0 writes every sample, in (prompt, sample) order, to --out
+// atomically or to stdout.
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "cli/command.h"
+#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/dist/mesh.h"
+#include "hpcrl/dist/mesh_comms.h"
+#include "hpcrl/io/tokenizer.h"
+#include "hpcrl/model/pretrained.h"
+#include "hpcrl/rollout/engine.h"
+#include "hpcrl/rollout/prompt_file.h"
+#include "hpcrl/util/check.h"
+#include "hpcrl/util/fs.h"
+#include "hpcrl/util/log.h"
+#include "hpcrl/util/progress.h"
+#include "hpcrl/util/strings.h"
+
+namespace {
+
+using namespace hpcrl;
+
+struct Options {
+  std::string model, prompts, out, tokenizer, chat_template = "auto", dtype = "float32";
+  std::vector<std::string> stop;
+  int64_t n = 1, top_k = 0, max_new_tokens = 256, max_batch = 64;
+  double temperature = 1.0, top_p = 1.0;
+  uint64_t seed = 0;
+  int tp = 1, sp = 1, ep = 1, pp = 1;
+};
+
+// --tokenizer, else the built-in one for presets, else the model directory's tokenizer.json.
+std::unique_ptr<io::Tokenizer> tokenizer_for(const Options& o) {
+  if (!o.tokenizer.empty()) return io::load_tokenizer(o.tokenizer);
+  if (str::starts_with(o.model, "preset:")) return io::load_tokenizer("builtin");
+  if (std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json")) return io::load_tokenizer(o.model);
+  throw InputError("'" + o.model + "' has no tokenizer.json, and generate needs one to read prompts and write "
+                   "responses as text: pass --tokenizer DIR (or --tokenizer builtin for byte-level ids)");
+}
+
+// Unknown options reach us as CLI11 "extras": name the closest real one.
+void reject_extras(const std::vector<std::string>& extras, const CLI::App& sub) {
+  if (extras.empty()) return;
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : sub.get_options())
+    for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
+  const std::string& bad = extras.front();
+  std::string hint = str::closest(bad.substr(0, bad.find('=')), names);
+  throw InputError("unknown option '" + bad + "' for hpcrl generate" +
+                   (hint.empty() ? std::string("") : "; did you mean " + hint + "?") +
+                   " (hpcrl generate --help lists the options)");
+}
+
+void check_options(const Options& o) {
+  HPCRL_CHECK_INPUT(o.pp == 1, "--pp " << o.pp << ": pipeline parallelism is not available in this build; "
+                                       << "split the model with --tp/--sp/--ep and use --pp 1");
+  HPCRL_CHECK_INPUT(o.n >= 1, "--n " << o.n << ": the number of samples per prompt must be at least 1");
+  HPCRL_CHECK_INPUT(o.max_new_tokens >= 1, "--max-new-tokens " << o.max_new_tokens << ": must be at least 1");
+  HPCRL_CHECK_INPUT(o.max_batch >= 1, "--max-batch " << o.max_batch << ": must be at least 1");
+  HPCRL_CHECK_INPUT(o.temperature >= 0, "--temperature " << o.temperature << ": must be >= 0 (0 = greedy)");
+  HPCRL_CHECK_INPUT(o.top_p > 0 && o.top_p <= 1, "--top-p " << o.top_p << ": must be in (0, 1] (1 = off)");
+  HPCRL_CHECK_INPUT(o.top_k >= 0, "--top-k " << o.top_k << ": must be >= 0 (0 = off)");
+  HPCRL_CHECK_INPUT(o.dtype == "float32" || o.dtype == "bfloat16",
+                    "--dtype must be float32 or bfloat16, got '" << o.dtype << "'");
+}
+
+std::string sample_line(const rollout::PromptRequest& req, int64_t prompt_index, const rollout::Sample& s,
+                        const io::Tokenizer& tok) {
+  nlohmann::ordered_json j;
+  j["prompt_index"] = prompt_index;
+  j["sample_index"] = s.sample_index;
+  j["prompt"] = req.text;
+  j["prompt_ids"] = req.ids;
+  j["response"] = tok.decode(s.tokens, /*skip_special=*/true);
+  j["response_ids"] = s.tokens;
+  j["logprobs"] = s.logprobs;
+  j["finish_reason"] = s.finish_reason;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+// Every rank's `text`, concatenated in world-rank order, on every rank.
+std::string gather_text(const std::string& text) {
+  dist::CommPtr world = dist::world_comm();
+  if (world->size() == 1) return text;
+  at::Tensor len = world->all_gather(at::tensor({static_cast<int64_t>(text.size())}, at::kLong));
+  const int64_t longest = len.max().item<int64_t>();
+  at::Tensor mine = at::zeros({longest}, at::kByte);
+  std::memcpy(mine.data_ptr(), text.data(), text.size());
+  at::Tensor all = world->all_gather(mine);  // [size · longest]
+  std::string out;
+  for (int r = 0; r < world->size(); ++r)
+    out.append(static_cast<const char*>(all.data_ptr()) + r * longest, static_cast<size_t>(len[r].item<int64_t>()));
+  return out;
+}
+
+int run(const Options& o, const std::vector<std::string>& extras, const CLI::App& sub) {
+  const dist::WorldInfo& world = dist::init(nullptr, nullptr);
+  log::init(world.rank, world.size, cli::global_options().log_level);
+  int code = dist::run_or_abort([&] {
+    reject_extras(extras, sub);
+    check_options(o);
+    ModelArch arch = model::resolve_model_arch(o.model);
+    std::unique_ptr<io::Tokenizer> tok = tokenizer_for(o);
+    rollout::PromptFile file = rollout::read_prompt_file(o.prompts, *tok, arch.vocab_size, o.chat_template);
+    for (const auto& r : file.prompts)
+      HPCRL_CHECK_INPUT(int64_t(r.ids.size()) + o.max_new_tokens <= arch.max_position_embeddings,
+                        o.prompts << ":" << r.line << ": the prompt has " << r.ids.size() << " tokens; with "
+                                  << "--max-new-tokens " << o.max_new_tokens << " it exceeds the model's context of "
+                                  << arch.max_position_embeddings
+                                  << " tokens: shorten the prompt or lower --max-new-tokens");
+
+    dist::ParallelSizes sizes;
+    sizes.tp = o.tp;
+    sizes.sp = o.sp;
+    sizes.ep = o.ep;
+    sizes.pp = o.pp;
+    dist::Mesh mesh(sizes, 0, world.size, "generate");
+    mesh.check_model(arch.dims());
+    dist::MeshComms comms = dist::create_mesh_comms(mesh);
+    parallel::ParallelContext ctx{comms.tp, comms.sp, comms.ep, comms.dp, comms.dp_sp, comms.pp};
+    model::ModelOptions mo;
+    mo.seed = o.seed;
+    auto m = model::load_model(o.model, ctx, mo);
+    if (o.dtype == "bfloat16") m->to(at::kBFloat16);
+    m->eval();
+
+    // This rank's generation replica (sp and dp ranks decode independently) and its prompts.
+    const dist::MeshCoord c = mesh.coord(world.rank);
+    const int64_t replicas = int64_t(mesh.sp()) * mesh.dp(), replica = int64_t(c.dp) * mesh.sp() + c.sp;
+    const int64_t P = int64_t(file.prompts.size());
+    const int64_t first = replica * P / replicas, last = (replica + 1) * P / replicas;
+    std::vector<std::vector<int32_t>> prompts;
+    for (int64_t p = first; p < last; ++p) prompts.push_back(file.prompts[p].ids);
+
+    rollout::SamplingParams sp;
+    sp.temperature = o.temperature;
+    sp.top_p = o.top_p;
+    sp.top_k = o.top_k;
+    sp.max_new_tokens = o.max_new_tokens;
+    sp.stop = o.stop;
+    sp.eos_ids = rollout::stop_token_ids(*tok, file.chat);
+    sp.seed = o.seed;
+    sp.prompt_offset = first;
+    Progress progress("generate", long(prompts.size() * o.n), world.rank == 0, "seq", 10.0);
+    rollout::EngineOptions eo;
+    eo.max_batch = o.max_batch;
+    eo.progress = [&](int64_t done, int64_t) { progress.update(long(done)); };
+    rollout::Engine engine(m, tok.get(), eo);
+    std::vector<rollout::Sample> samples = engine.generate(prompts, o.n, sp);
+    const auto& st = engine.last_stats();
+    progress.finish(std::to_string(st.generated_tokens) + " tokens, " +
+                    std::to_string(int64_t(st.generated_tokens / std::max(st.seconds, 1e-9))) + " tok/s");
+
+    std::string mine;
+    if (c.tp == 0)
+      for (const auto& s : samples)
+        mine += sample_line(file.prompts[first + s.prompt_index], first + s.prompt_index, s, *tok);
+    std::string all = gather_text(mine);
+    if (world.rank != 0) return 0;
+    if (o.out.empty()) {
+      std::fwrite(all.data(), 1, all.size(), stdout);
+    } else {
+      fs::write_file_atomic(o.out, all);
+      spdlog::info("wrote {} samples of {} prompts to {} ({})", P * o.n, P, o.out, mesh.describe());
+    }
+    return 0;
+  });
+  dist::finalize();
+  return code;
+}
+
+hpcrl::cli::Registration reg{"generate", 60, [](CLI::App& app) {
+  static Options o;
+  auto* sub = app.add_subcommand("generate", "Sample responses to a JSONL file of prompts with the rollout engine");
+  sub->allow_extras();
+  sub->add_option("--model", o.model, "HF model directory (config.json + safetensors) or preset:NAME")->required();
+  sub->add_option("--prompts", o.prompts, "JSONL: {\"prompt\": ..} | {\"messages\": [..]} | {\"prompt_ids\": [..]}")
+      ->required();
+  sub->add_option("--out", o.out, "Output JSONL, one object per sample (default: stdout)");
+  sub->add_option("--n", o.n, "Samples per prompt")->capture_default_str();
+  sub->add_option("--temperature", o.temperature, "Sampling temperature (0 = greedy)")->capture_default_str();
+  sub->add_option("--top-p", o.top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
+  sub->add_option("--top-k", o.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
+  sub->add_option("--max-new-tokens", o.max_new_tokens, "Longest response")->capture_default_str();
+  sub->add_option("--seed", o.seed, "Sampling seed (and initial weights of presets)")->capture_default_str();
+  sub->add_option("--stop", o.stop, "Stop string (repeatable); kept in the response");
+  sub->add_option("--chat-template", o.chat_template, "For \"messages\" lines: auto (the tokenizer's), chatml, "
+                                                       "qwen3, llama3 or none")->capture_default_str();
+  sub->add_option("--tokenizer", o.tokenizer, "Tokenizer directory or builtin (default: the model's own)");
+  sub->add_option("--max-batch", o.max_batch, "Sequences decoded together")->capture_default_str();
+  sub->add_option("--tp", o.tp, "Tensor-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--sp", o.sp, "Sequence-parallel size (its ranks decode separately)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--ep", o.ep, "Expert-parallel size (MoE models)")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--pp", o.pp, "Pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--dtype", o.dtype, "float32 or bfloat16")->capture_default_str();
+  return [sub] { return run(o, sub->remaining(), *sub); };
+}};
+
+}  // namespace

@@ -1,0 +1,157 @@
+// `hpcrl score`: per-token log-probabilities of a token sequence under a model —
+// the tool to reach for when a run's numbers look wrong (does the checkpoint
+// load? does tp=2 give what tp=1 gives?).
+//   hpcrl score --model DIR|preset:NAME (--ids 1,2,3 | --text "...") [--tokenizer DIR]
+//               [--json] [--tp N --sp N --ep N --pp N] [--dtype float32|bfloat16] [--seed N]
+// logprobs[t-1] = log p(ids[t] | ids[<t]) for t ≥ 1; --json prints exactly
+// {"ids": [..], "logprobs": [..]} (DESIGN §10) from world rank 0. Under mpirun
+// the model is split with the layout flags; ranks beyond tp·sp·pp are data-
+// parallel replicas that compute the same numbers.
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "cli/command.h"
+#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/dist/mesh.h"
+#include "hpcrl/dist/mesh_comms.h"
+#include "hpcrl/io/tokenizer.h"
+#include "hpcrl/model/pretrained.h"
+#include "hpcrl/parallel/sequence/ulysses.h"
+#include "hpcrl/util/check.h"
+#include "hpcrl/util/log.h"
+#include "hpcrl/util/strings.h"
+
+namespace {
+
+using namespace hpcrl;
+
+struct Options {
+  std::string model, ids, text, tokenizer, dtype = "float32";
+  bool json = false;
+  int tp = 1, sp = 1, ep = 1, pp = 1;
+  uint64_t seed = 0;
+};
+
+// --tokenizer, else the model directory's tokenizer.json, else the built-in one for presets.
+std::unique_ptr<io::Tokenizer> tokenizer_for(const Options& o) {
+  if (!o.tokenizer.empty()) return io::load_tokenizer(o.tokenizer);
+  if (str::starts_with(o.model, "preset:")) return io::load_tokenizer("builtin");
+  if (std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json")) return io::load_tokenizer(o.model);
+  throw InputError("--text needs a tokenizer: '" + o.model + "' has no tokenizer.json; pass --tokenizer DIR or use --ids");
+}
+
+std::vector<int64_t> input_ids(const Options& o, const ModelArch& arch, const io::Tokenizer* tok) {
+  HPCRL_CHECK_INPUT(o.ids.empty() != o.text.empty(), "give exactly one of --ids and --text");
+  std::vector<int64_t> ids;
+  if (!o.ids.empty()) {
+    for (long long v : str::parse_int_list(o.ids, "--ids")) ids.push_back(v);
+  } else {
+    for (int32_t v : tok->encode(o.text, /*add_special=*/true)) ids.push_back(v);
+  }
+  HPCRL_CHECK_INPUT(!ids.empty(), "no tokens to score");
+  for (size_t i = 0; i < ids.size(); ++i)
+    HPCRL_CHECK_INPUT(ids[i] >= 0 && ids[i] < arch.vocab_size, "token id " << ids[i] << " at position " << i
+                                                                           << " is outside the model's vocabulary [0, "
+                                                                           << arch.vocab_size << ")");
+  return ids;
+}
+
+int run(const Options& o) {
+  const dist::WorldInfo& world = dist::init(nullptr, nullptr);
+  log::init(world.rank, world.size, cli::global_options().log_level);
+  int code = dist::run_or_abort([&] {
+    HPCRL_CHECK_INPUT(o.pp == 1, "--pp " << o.pp << ": pipeline parallelism is not available in this build; "
+                                         << "split the model with --tp/--sp/--ep and use --pp 1");
+    HPCRL_CHECK_INPUT(o.dtype == "float32" || o.dtype == "bfloat16",
+                      "--dtype must be float32 or bfloat16, got '" << o.dtype << "'");
+    ModelArch arch = model::resolve_model_arch(o.model);
+    std::unique_ptr<io::Tokenizer> tok = o.text.empty() ? nullptr : tokenizer_for(o);
+    std::vector<int64_t> ids = input_ids(o, arch, tok.get());
+    const int64_t n = static_cast<int64_t>(ids.size());
+    const int64_t padded = (n + o.sp - 1) / o.sp * o.sp;  // Ulysses needs T % sp == 0
+
+    dist::ParallelSizes sizes;
+    sizes.tp = o.tp;
+    sizes.sp = o.sp;
+    sizes.ep = o.ep;
+    sizes.pp = o.pp;
+    dist::Mesh mesh(sizes, 0, world.size, "score");
+    mesh.check_model(arch.dims(padded));
+    dist::MeshComms comms = dist::create_mesh_comms(mesh);
+    parallel::ParallelContext ctx{comms.tp, comms.sp, comms.ep, comms.dp, comms.dp_sp, comms.pp};
+
+    model::ModelOptions mo;
+    mo.seed = o.seed;
+    auto m = model::load_model(o.model, ctx, mo);
+    if (o.dtype == "bfloat16") m->to(at::kBFloat16);
+    m->eval();
+
+    torch::NoGradGuard no_grad;
+    at::Tensor full = torch::zeros({1, padded}, torch::kLong), targets = torch::zeros({1, padded}, torch::kLong);
+    at::Tensor mask = torch::zeros({1, padded}, torch::kLong);
+    for (int64_t t = 0; t < n; ++t) {
+      full[0][t] = ids[t];
+      mask[0][t] = 1;
+      if (t + 1 < n) targets[0][t] = ids[t + 1];
+    }
+    auto chunk = [&](const at::Tensor& x) { return parallel::sequence::sequence_chunk(x, ctx.sp).contiguous(); };
+    auto out = m->forward(chunk(full), {}, chunk(mask));
+    at::Tensor lp = m->token_logprobs(out.hidden, chunk(targets), /*with_entropy=*/false).logprobs;
+    lp = parallel::sequence::gather_sequence(lp.contiguous(), ctx.sp)[0].slice(0, 0, n - 1);  // [n - 1]
+
+    if (world.rank != 0) return 0;
+    std::vector<double> logprobs(lp.data_ptr<float>(), lp.data_ptr<float>() + lp.numel());
+    if (o.json) {
+      nlohmann::ordered_json doc;
+      doc["ids"] = ids;
+      doc["logprobs"] = logprobs;
+      std::printf("%s\n", doc.dump().c_str());
+      return 0;
+    }
+    double total = 0;
+    std::vector<std::string> pieces;
+    if (tok) pieces = tok->pieces(std::vector<int32_t>(ids.begin(), ids.end()));
+    std::printf("%6s %8s %12s %s\n", "pos", "id", "logprob", tok ? "piece" : "");
+    for (int64_t t = 0; t < n; ++t) {
+      std::string piece = tok ? nlohmann::json(pieces[t]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                              : "";
+      if (t == 0) {
+        std::printf("%6d %8lld %12s %s\n", 0, static_cast<long long>(ids[0]), "", piece.c_str());
+      } else {
+        total += logprobs[t - 1];
+        std::printf("%6lld %8lld %12.6f %s\n", static_cast<long long>(t), static_cast<long long>(ids[t]),
+                    logprobs[t - 1], piece.c_str());
+      }
+    }
+    if (n > 1)
+      std::printf("%lld scored tokens: sum %.6f, mean %.6f, perplexity %.4f (%s)\n", static_cast<long long>(n - 1),
+                  total, total / (n - 1), std::exp(-total / (n - 1)), mesh.describe().c_str());
+    return 0;
+  });
+  dist::finalize();
+  return code;
+}
+
+hpcrl::cli::Registration reg{"score", 55, [](CLI::App& app) {
+  static Options o;
+  auto* sub = app.add_subcommand("score", "Per-token log-probs of a token sequence under a model");
+  sub->add_option("--model", o.model, "HF model directory (config.json + safetensors) or preset:NAME")->required();
+  sub->add_option("--ids", o.ids, "Token ids, comma-separated: 1,2,3");
+  sub->add_option("--text", o.text, "Text to tokenize and score (special tokens are added as the tokenizer declares)");
+  sub->add_option("--tokenizer", o.tokenizer, "Tokenizer for --text (default: the model's own, builtin for presets)");
+  sub->add_flag("--json", o.json, "Print {\"ids\": [..], \"logprobs\": [..]} on stdout");
+  sub->add_option("--tp", o.tp, "Tensor-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--sp", o.sp, "Sequence-parallel (Ulysses) size")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--ep", o.ep, "Expert-parallel size (MoE models)")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--pp", o.pp, "Pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--dtype", o.dtype, "float32 or bfloat16")->capture_default_str();
+  sub->add_option("--seed", o.seed, "Initial-weight seed for preset models")->capture_default_str();
+  return [] { return run(o); };
+}};
+
+}  // namespace

@@ -1,0 +1,77 @@
+// Lookups on a loaded pipeline (pipeline_config.h): roles, rewards and
+// datasets by name, the roles a stage trains or reads, and the source position
+// of any key path.
+#include "hpcrl/config/pipeline_config.h"
+
+#include "hpcrl/util/error.h"
+
+namespace hpcrl::config {
+
+std::vector<std::string> StageConfig::trained_roles() const {
+  switch (kind) {
+    case StageKind::sft: return {sft.model};
+    case StageKind::grpo: return {grpo.policy};
+    case StageKind::ppo: return {ppo.policy, ppo.critic};
+    case StageKind::distill: return {distill.student};
+  }
+  return {};
+}
+
+std::vector<std::string> StageConfig::used_roles() const {
+  std::vector<std::string> roles = trained_roles();
+  auto add = [&](const std::string& r) {
+    if (!r.empty()) roles.push_back(r);
+  };
+  switch (kind) {
+    case StageKind::sft: break;
+    case StageKind::grpo: add(grpo.reference); break;
+    case StageKind::ppo: add(ppo.reference); break;
+    case StageKind::distill: add(distill.teacher); break;
+  }
+  return roles;
+}
+
+const std::string& StageConfig::data() const {
+  switch (kind) {
+    case StageKind::sft: return sft.data;
+    case StageKind::grpo: return grpo.data;
+    case StageKind::ppo: return ppo.data;
+    case StageKind::distill: break;
+  }
+  return distill.data;
+}
+
+namespace {
+template <class T>
+const T* find_named(const std::vector<T>& items, const std::string& name) {
+  for (const auto& item : items)
+    if (item.name == name) return &item;
+  return nullptr;
+}
+}  // namespace
+
+const ModelConfig* PipelineConfig::find_model(const std::string& role) const { return find_named(models, role); }
+const RewardConfig* PipelineConfig::find_reward(const std::string& name) const { return find_named(rewards, name); }
+const DatasetConfig* PipelineConfig::find_data(const std::string& name) const { return find_named(data, name); }
+
+const ModelConfig& PipelineConfig::model(const std::string& role) const {
+  const ModelConfig* m = find_model(role);
+  if (!m) throw InputError(file + ": no model role '" + role + "' under models; define it or fix the name");
+  return *m;
+}
+
+SourcePos PipelineConfig::pos(const std::string& key_path) const {
+  std::string p = key_path;
+  while (!p.empty()) {
+    auto it = positions.find(p);
+    if (it != positions.end()) return it->second;
+    size_t cut = p.find_last_of(".[");
+    if (cut == std::string::npos) break;
+    p = p.substr(0, cut);
+  }
+  SourcePos whole;
+  whole.file = file;
+  return whole;
+}
+
+}  // namespace hpcrl::config

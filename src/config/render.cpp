@@ -1,0 +1,123 @@
+// A loaded pipeline shown back (render.h): resolved YAML through the same
+// schema that read it (so what is written reads back identically), and the
+// summary `hpcrl validate` prints.
+#include "hpcrl/config/render.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "config/schema_sections.h"
+#include "hpcrl/config/layout.h"
+#include "hpcrl/util/strings.h"
+
+namespace hpcrl::config {
+
+std::string to_yaml(const PipelineConfig& config) {
+  std::string head = "# " + config.file + " with defaults and --set overrides resolved (written by hpcrl)\n";
+  return head + emit_yaml(schema::pipeline_codec().write(config));
+}
+
+namespace {
+
+std::string count(double n) {
+  char buf[32];
+  if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.2fB", n / 1e9);
+  else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
+  else if (n >= 1e3) std::snprintf(buf, sizeof buf, "%.1fK", n / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.0f", n);
+  return buf;
+}
+
+std::string layout(const ParallelConfig& p, int64_t ranks) {
+  std::string s = "tp" + std::to_string(p.tp) + " sp" + std::to_string(p.sp) + " ep" + std::to_string(p.ep) + " pp" +
+                  std::to_string(p.pp);
+  int64_t dp = data_parallel_degree(p, ranks);
+  return s + (dp > 0 ? " dp" + std::to_string(dp) : "");
+}
+
+std::string source(const ModelConfig& m) {
+  switch (m.init.kind) {
+    case InitKind::preset: return "preset " + m.init.preset;
+    case InitKind::path: return m.init.path + (m.weights_present ? "" : " (no weights yet)");
+    case InitKind::from: return "from " + m.init.from;
+  }
+  return "";
+}
+
+std::string arch(const ModelConfig& m) {
+  if (!m.arch) return "";
+  const ModelArch& a = *m.arch;
+  std::string s = a.family + " " + std::to_string(a.num_layers) + "L d" + std::to_string(a.hidden_size) + " " +
+                  std::to_string(a.num_heads) + "/" + std::to_string(a.num_kv_heads) + " heads";
+  if (a.num_experts > 0) s += " " + std::to_string(a.num_experts) + " experts";
+  return s + ", " + count(static_cast<double>(a.num_parameters())) + " params";
+}
+
+std::string stage_line(const StageConfig& st) {
+  std::ostringstream os;
+  switch (st.kind) {
+    case StageKind::sft: {
+      const auto& s = st.sft;
+      os << s.model << " on " << s.data << ": " << s.steps << " steps x batch " << s.batch << ", lr "
+         << schema::format_number(s.train.lr);
+      break;
+    }
+    case StageKind::grpo:
+    case StageKind::ppo: {
+      const RlStage& s = st.kind == StageKind::grpo ? static_cast<const RlStage&>(st.grpo) : st.ppo;
+      std::vector<std::string> with;
+      if (!s.reference.empty()) with.push_back("reference: " + s.reference);
+      if (st.kind == StageKind::ppo) with.push_back("critic: " + st.ppo.critic);
+      os << s.policy << (with.empty() ? "" : " (" + str::join(with, ", ") + ")") << " on " << s.data << ", reward " << str::join(s.rewards, "+") << ": " << s.iterations << " iterations x "
+         << s.prompts << " prompts x " << s.group << ", max " << s.sampling.max_new_tokens << " new tokens";
+      break;
+    }
+    case StageKind::distill: {
+      const auto& s = st.distill;
+      os << s.teacher << " -> " << s.student << " on " << s.data << ": " << to_string(s.loss) << ", " << s.steps
+         << " steps x batch " << s.batch << (s.on_policy ? ", on-policy" : "");
+      break;
+    }
+  }
+  return os.str();
+}
+
+}  // namespace
+
+std::string summarize(const PipelineConfig& c, const ValidateOptions& opt) {
+  std::ostringstream os;
+  os << c.file << ": valid\n";
+  os << "run: " << c.run.name << " -> " << c.run.out << " (" << to_string(c.run.device) << ", "
+     << to_string(c.run.dtype) << ", seed " << c.run.seed << ")\n";
+  size_t w = 4;
+  for (const auto& m : c.models) w = std::max(w, m.name.size());
+  os << "models:\n";
+  for (const auto& m : c.models) {
+    int64_t ranks = ranks_of(c, m.name, opt.world).count;
+    int64_t rollout_ranks = ranks_of(c, m.name + ".rollout", opt.world).count;
+    os << "  " << m.name << std::string(w - m.name.size() + 2, ' ') << source(m);
+    std::string a = arch(m);
+    if (!a.empty()) os << " [" << a << "]";
+    const ParallelConfig &t = m.parallel, &g = m.rollout.parallel;
+    bool same = t.tp == g.tp && t.sp == g.sp && t.ep == g.ep && t.pp == g.pp && ranks == rollout_ranks;
+    os << "; " << (same ? "" : "train ") << layout(t, ranks);
+    if (!same) os << ", rollout " << layout(g, rollout_ranks);
+    if (m.head == Head::value) os << ", value head";
+    if (m.frozen) os << ", frozen";
+    os << "\n";
+  }
+  os << "stages:\n";
+  for (size_t i = 0; i < c.stages.size(); ++i) {
+    std::string kind = to_string(c.stages[i].kind);
+    os << "  " << i << ". " << kind << std::string(9 - kind.size(), ' ') << stage_line(c.stages[i]) << "\n";
+  }
+  RankNeeds needs = ranks_needed(c);
+  os << "placement: " << to_string(c.placement.mode) << "; ranks needed: "
+     << (needs.exact ? "exactly " : "a multiple of ") << needs.count;
+  if (opt.world > 0) os << " (checked for --world " << opt.world << ")";
+  os << "\n";
+  return os.str();
+}
+
+}  // namespace hpcrl::config

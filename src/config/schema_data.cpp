@@ -1,0 +1,117 @@
+// Schema of the `data` section: each dataset is either the built-in synthetic
+// arithmetic task (worked, step-by-step solutions with the answer in \boxed{})
+// or a JSONL file with prompt/answer keys (GSM8K's `question`/`answer` by
+// default) and the prompt-building settings a real tokenizer needs.
+#include <cmath>
+
+#include "config/schema_sections.h"
+
+namespace hpcrl::config::schema {
+
+namespace {
+
+// "+", "-" or "+-" ("-+" is read as "+-").
+Codec<std::string> ops_codec() {
+  Codec<std::string> c = text();
+  c.type = "\"+\", \"-\" or \"+-\"";
+  c.read = [type = c.type](const YNode& n, const std::string& path, Ctx& ctx, std::string& out) {
+    if (n.is_scalar() && (n.scalar == "+" || n.scalar == "-" || n.scalar == "+-" || n.scalar == "-+")) {
+      out = n.scalar == "-+" ? "+-" : n.scalar;
+      return true;
+    }
+    ctx.error(n.pos, path, "expected " + type + ", got " + n.describe(),
+              "write ops: \"+\" (addition), \"-\" (subtraction) or \"+-\" (both)");
+    return false;
+  };
+  return c;
+}
+
+Codec<SyntheticData> synthetic_codec() {
+  using S = SyntheticData;
+  StructSpec<S> spec{"a synthetic dataset", {
+      field<S>("task", [](auto& s) -> auto& { return s.task; }, enumeration<SyntheticTask>()),
+      field<S>("digits", [](auto& s) -> auto& { return s.digits; }, integer(1, 9)),
+      field<S>("terms", [](auto& s) -> auto& { return s.terms; }, integer(2, 6)),
+      field<S>("ops", [](auto& s) -> auto& { return s.ops; }, ops_codec()),
+      field<S>("train", [](auto& s) -> auto& { return s.train; }, integer(1, 100000000)),
+      field<S>("eval", [](auto& s) -> auto& { return s.eval; }, integer(0, 100000000)),
+      field<S>("seed", [](auto& s) -> auto& { return s.seed; }, integer(0)),
+  }};
+  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+    // Eval problems are distinct and train must keep at least one: bound by the operand tuples.
+    double per_operand = 9 * std::pow(10.0, static_cast<double>(s.digits - 1));
+    double space = std::pow(per_operand, static_cast<double>(s.terms));
+    if (static_cast<double>(s.eval) >= space)
+      error_at_key(ctx, n, path, "eval",
+                   "asks for " + std::to_string(s.eval) + " distinct held-out problems, but " + std::to_string(s.terms) +
+                       " terms of " + std::to_string(s.digits) + " digit(s) give at most " + format_number(space) +
+                       " problems and train needs some",
+                   "lower eval or raise digits/terms");
+  };
+  return structure<S>(std::move(spec));
+}
+
+Codec<JsonlData> jsonl_codec() {
+  using S = JsonlData;
+  StructSpec<S> spec{"a JSONL dataset", {
+      field<S>("path", [](auto& s) -> auto& { return s.path; }, text(), kRequired),
+      field<S>("eval_path", [](auto& s) -> auto& { return s.eval_path; }, text(true)),
+      field<S>("eval_holdout", [](auto& s) -> auto& { return s.eval_holdout; }, integer(0)),
+      field<S>("prompt", [](auto& s) -> auto& { return s.prompt; }, text()),
+      field<S>("answer", [](auto& s) -> auto& { return s.answer; }, text()),
+      field<S>("response", [](auto& s) -> auto& { return s.response; }, text(true)),
+      field<S>("answer_marker", [](auto& s) -> auto& { return s.answer_marker; }, text(true)),
+      field<S>("chat_template", [](auto& s) -> auto& { return s.chat_template; }, enumeration<ChatTemplate>()),
+      field<S>("system_prompt", [](auto& s) -> auto& { return s.system_prompt; }, text(true)),
+      only_if<S>(field<S>("thinking", [](auto& s) -> auto& { return s.thinking; }, boolean()),
+                 [](const S& s) { return s.chat_template == ChatTemplate::qwen3; }),
+      field<S>("max_prompt_len", [](auto& s) -> auto& { return s.max_prompt_len; }, integer(0)),
+      field<S>("max_response_len", [](auto& s) -> auto& { return s.max_response_len; }, integer(0)),
+      field<S>("long_response", [](auto& s) -> auto& { return s.long_response; }, enumeration<LongResponse>()),
+  }};
+  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+    if (n.find("thinking") && s.chat_template != ChatTemplate::qwen3)
+      error_at_key(ctx, n, path, "thinking", "applies only to chat_template: qwen3", "remove it or use the qwen3 template");
+  };
+  auto inner = structure<S>(std::move(spec));
+  // Shorthand: `jsonl: path/to/file.jsonl`.
+  Codec<S> c = inner;
+  c.read = [inner](const YNode& n, const std::string& path, Ctx& ctx, S& out) {
+    if (n.is_scalar() && !n.scalar.empty()) {
+      out.path = n.scalar;
+      ctx.positions[join_path(path, "path")] = n.pos;
+      return true;
+    }
+    return inner.read(n, path, ctx, out);
+  };
+  return c;
+}
+
+Codec<DatasetConfig> dataset_codec() {
+  using S = DatasetConfig;
+  StructSpec<S> spec{"a dataset", {
+      only_if<S>(field<S>("synthetic", [](auto& s) -> auto& { return s.synthetic; }, synthetic_codec()),
+                 [](const S& s) { return s.kind == DataKind::synthetic; }),
+      only_if<S>(field<S>("jsonl", [](auto& s) -> auto& { return s.jsonl; }, jsonl_codec()),
+                 [](const S& s) { return s.kind == DataKind::jsonl; }),
+      field<S>("shuffle", [](auto& s) -> auto& { return s.shuffle; }, boolean()),
+  }};
+  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+    bool syn = n.find("synthetic") != nullptr, jsonl = n.find("jsonl") != nullptr;
+    if (syn && jsonl) {
+      error_at_key(ctx, n, path, "jsonl", "a dataset is either synthetic or jsonl, not both",
+                   "split it into two datasets with their own names");
+    } else if (!syn && !jsonl && n.entries.size() == (n.find("shuffle") ? 1u : 0u)) {
+      ctx.error(n.pos, path, "names no source",
+                "add `synthetic: {task: arithmetic, digits: 2}` or `jsonl: {path: FILE, prompt: KEY, answer: KEY}`");
+    }
+    s.kind = jsonl && !syn ? DataKind::jsonl : DataKind::synthetic;
+  };
+  return structure<S>(std::move(spec));
+}
+
+}  // namespace
+
+Codec<std::vector<DatasetConfig>> data_codec() { return named_map(dataset_codec(), "dataset", "<dataset>"); }
+
+}  // namespace hpcrl::config::schema

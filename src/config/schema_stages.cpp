@@ -1,0 +1,304 @@
+// Schema of the `stages` list: each item is a one-key mapping naming the stage
+// kind (sft, grpo, ppo, distill) with its parameters. Optimizer and sampling
+// knobs are flat keys in YAML (`lr: 1e-5`, `temperature: 1.0`) but grouped
+// into TrainHparams / SamplingConfig in C++, because the optimizer and the
+// rollout engine take them as one value. Checks that involve only one stage
+// live here; checks against other sections (does the role exist, is it frozen)
+// live in validate.cpp.
+#include <cmath>
+
+#include "config/schema_sections.h"
+
+namespace hpcrl::config::schema {
+
+namespace {
+
+template <class S>
+void add_train_fields(std::vector<Field<S>>& f) {
+  f.push_back(field<S>("lr", [](auto& s) -> auto& { return s.train.lr; }, number(0, 1, Bound::kOpen)));
+  f.push_back(field<S>("warmup", [](auto& s) -> auto& { return s.train.warmup; }, integer(0)));
+  f.push_back(field<S>("schedule", [](auto& s) -> auto& { return s.train.schedule; }, enumeration<LrSchedule>()));
+  f.push_back(field<S>("min_lr_ratio", [](auto& s) -> auto& { return s.train.min_lr_ratio; }, number(0, 1)));
+  f.push_back(field<S>("weight_decay", [](auto& s) -> auto& { return s.train.weight_decay; }, number(0, 10)));
+  f.push_back(field<S>("grad_clip", [](auto& s) -> auto& { return s.train.grad_clip; }, number(0, HUGE_VAL)));
+  f.push_back(field<S>("micro_batch", [](auto& s) -> auto& { return s.train.micro_batch; }, integer(0)));
+  f.push_back(field<S>("micro_batch_tokens", [](auto& s) -> auto& { return s.train.micro_batch_tokens; }, integer(0)));
+}
+
+// Distillation's `top_k` is the teacher's logit top-k, so there `with_top_k` is false.
+template <class S>
+void add_sampling_fields(std::vector<Field<S>>& f, bool with_top_k = true) {
+  f.push_back(field<S>("max_new_tokens", [](auto& s) -> auto& { return s.sampling.max_new_tokens; }, integer(1)));
+  f.push_back(field<S>("temperature", [](auto& s) -> auto& { return s.sampling.temperature; }, number(0, 100)));
+  f.push_back(field<S>("top_p", [](auto& s) -> auto& { return s.sampling.top_p; }, number(0, 1, Bound::kOpen)));
+  if (with_top_k) f.push_back(field<S>("top_k", [](auto& s) -> auto& { return s.sampling.top_k; }, integer(0)));
+  f.push_back(field<S>("stop", [](auto& s) -> auto& { return s.sampling.stop; }, list_of(text(), 0, SIZE_MAX, true)));
+}
+
+// `clip: 0.2` (symmetric) or `clip: [low, high]` (DAPO clip-higher).
+template <class S>
+Field<S> clip_field() {
+  auto one = number(0, 1, Bound::kOpen, Bound::kOpen);
+  auto two = list_of(one, 2, 2);
+  Field<S> f;
+  f.name = "clip";
+  f.type = "a number in (0, 1) or [low, high]";
+  f.read = [=](S& s, const YNode& n, const std::string& p, Ctx& ctx) {
+    if (n.is_scalar()) {
+      double v = 0;
+      if (!one.read(n, p, ctx, v)) return false;
+      s.clip_low = s.clip_high = v;
+      return true;
+    }
+    std::vector<double> v;
+    if (!two.read(n, p, ctx, v)) return false;
+    if (v[1] < v[0]) {
+      ctx.error(n.pos, p, "high clip " + format_number(v[1]) + " is below low clip " + format_number(v[0]),
+                "write [low, high] with low ≤ high, e.g. [0.2, 0.28]");
+      return false;
+    }
+    s.clip_low = v[0];
+    s.clip_high = v[1];
+    return true;
+  };
+  f.write = [two](const S& s) { return two.write({s.clip_low, s.clip_high}); };
+  return f;
+}
+
+Codec<SftStage> sft_codec() {
+  using S = SftStage;
+  std::vector<Field<S>> f{
+      field<S>("model", [](auto& s) -> auto& { return s.model; }, name_ref(), kRequired),
+      field<S>("data", [](auto& s) -> auto& { return s.data; }, name_ref(), kRequired),
+      field<S>("steps", [](auto& s) -> auto& { return s.steps; }, integer(1), kRequired),
+      field<S>("batch", [](auto& s) -> auto& { return s.batch; }, integer(1), kRequired),
+  };
+  add_train_fields(f);
+  f.push_back(field<S>("packing", [](auto& s) -> auto& { return s.packing; }, boolean()));
+  f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
+  return structure<S>({"an sft stage", std::move(f)});
+}
+
+Codec<KlConfig> kl_codec() {
+  using S = KlConfig;
+  return structure<S>({"KL settings", {
+      field<S>("coef", [](auto& s) -> auto& { return s.coef; }, number(0, HUGE_VAL)),
+      field<S>("estimator", [](auto& s) -> auto& { return s.estimator; }, enumeration<KlEstimator>()),
+      field<S>("in_reward", [](auto& s) -> auto& { return s.in_reward; }, boolean()),
+  }});
+}
+
+Codec<OverlongConfig> overlong_codec() {
+  using S = OverlongConfig;
+  return structure<S>({"overlong-response settings", {
+      field<S>("filter", [](auto& s) -> auto& { return s.filter; }, boolean()),
+      field<S>("penalty", [](auto& s) -> auto& { return s.penalty; }, number(0, HUGE_VAL)),
+      field<S>("buffer", [](auto& s) -> auto& { return s.buffer; }, integer(0)),
+  }});
+}
+
+template <class S>
+std::vector<Field<S>> rl_fields() {
+  std::vector<Field<S>> f{
+      field<S>("policy", [](auto& s) -> auto& { return s.policy; }, name_ref(), kRequired),
+      only_if<S>(field<S>("reference", [](auto& s) -> auto& { return s.reference; }, name_ref()),
+                 [](const S& s) { return !s.reference.empty(); }),
+      field<S>("reward", [](auto& s) -> auto& { return s.rewards; }, list_of(name_ref(), 1, SIZE_MAX, true), kRequired),
+      field<S>("data", [](auto& s) -> auto& { return s.data; }, name_ref(), kRequired),
+      field<S>("iterations", [](auto& s) -> auto& { return s.iterations; }, integer(1), kRequired),
+      field<S>("prompts", [](auto& s) -> auto& { return s.prompts; }, integer(1), kRequired),
+      field<S>("group", [](auto& s) -> auto& { return s.group; }, integer(1)),
+  };
+  add_sampling_fields(f);
+  add_train_fields(f);
+  f.push_back(clip_field<S>());
+  f.push_back(field<S>("kl", [](auto& s) -> auto& { return s.kl; }, kl_codec()));
+  f.push_back(field<S>("loss_agg", [](auto& s) -> auto& { return s.loss_agg; }, enumeration<LossAgg>()));
+  f.push_back(field<S>("std_norm", [](auto& s) -> auto& { return s.std_norm; }, boolean()));
+  f.push_back(field<S>("epochs", [](auto& s) -> auto& { return s.epochs; }, integer(1)));
+  f.push_back(field<S>("mini_batch", [](auto& s) -> auto& { return s.mini_batch; }, integer(0)));
+  f.push_back(field<S>("dynamic_sampling", [](auto& s) -> auto& { return s.dynamic_sampling; }, boolean()));
+  f.push_back(field<S>("overlong", [](auto& s) -> auto& { return s.overlong; }, overlong_codec()));
+  f.push_back(field<S>("entropy_coef", [](auto& s) -> auto& { return s.entropy_coef; }, number(0, 1)));
+  f.push_back(field<S>("recompute_old_logprobs", [](auto& s) -> auto& { return s.recompute_old_logprobs; }, boolean()));
+  f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
+  return f;
+}
+
+// Checks that GRPO and PPO share.
+void check_rl(RlStage& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  int64_t batch = s.prompts * s.group;
+  if (s.mini_batch > 0 && batch % s.mini_batch != 0)
+    error_at_key(ctx, n, path, "mini_batch",
+                 "prompts·group = " + std::to_string(s.prompts) + "·" + std::to_string(s.group) + " = " +
+                     std::to_string(batch) + " sequences is not a multiple of mini_batch " + std::to_string(s.mini_batch),
+                 "use a mini_batch that divides " + std::to_string(batch));
+  if (s.overlong.buffer >= s.sampling.max_new_tokens && s.overlong.buffer > 0)
+    ctx.error(ctx.value_pos(join_path(path, "overlong.buffer"), n.pos), join_path(path, "overlong.buffer"),
+              "overlong buffer " + std::to_string(s.overlong.buffer) + " is not below max_new_tokens " +
+                  std::to_string(s.sampling.max_new_tokens),
+              "use a buffer smaller than max_new_tokens (DAPO uses max_new_tokens/4)");
+  if (s.kl.coef > 0 && s.reference.empty())
+    ctx.error(ctx.value_pos(join_path(path, "kl.coef"), n.pos), join_path(path, "kl.coef"),
+              "KL coefficient " + format_number(s.kl.coef) + " needs a reference model",
+              "add `reference: ROLE` (e.g. a role with `init: {from: policy}, frozen: true`) or set kl.coef: 0");
+  if (s.kl.coef == 0 && !s.reference.empty())
+    ctx.diag.warning(ctx.key_pos(join_path(path, "reference"), n.pos), join_path(path, "reference"),
+                     "is loaded but unused: kl.coef is 0", "remove `reference` or set kl.coef > 0");
+}
+
+Codec<GrpoStage> grpo_codec() {
+  using S = GrpoStage;
+  StructSpec<S> spec{"a grpo stage", rl_fields<S>()};
+  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+    if (s.group < 2)
+      error_at_key(ctx, n, path, "group",
+                   "GRPO normalises rewards within a group, so group must be ≥ 2 (got " + std::to_string(s.group) + ")",
+                   "use group: 8 (or a ppo stage with a critic for one response per prompt)");
+    check_rl(s, n, path, ctx);
+  };
+  return structure<S>(std::move(spec));
+}
+
+Codec<PpoStage> ppo_codec() {
+  using S = PpoStage;
+  StructSpec<S> spec{"a ppo stage", rl_fields<S>()};
+  auto& f = spec.fields;
+  f.push_back(field<S>("critic", [](auto& s) -> auto& { return s.critic; }, name_ref(), kRequired));
+  f.push_back(field<S>("gamma", [](auto& s) -> auto& { return s.gamma; }, number(0, 1)));
+  f.push_back(field<S>("lam", [](auto& s) -> auto& { return s.lam; }, number(0, 1)));
+  f.push_back(field<S>("value_clip", [](auto& s) -> auto& { return s.value_clip; }, number(0, HUGE_VAL)));
+  f.push_back(field<S>("critic_warmup", [](auto& s) -> auto& { return s.critic_warmup; }, integer(0)));
+  f.push_back(field<S>("critic_lr", [](auto& s) -> auto& { return s.critic_lr; }, number(0, 1, Bound::kOpen)));
+  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+    if (s.critic_warmup >= s.iterations)
+      error_at_key(ctx, n, path, "critic_warmup",
+                   "critic warm-up (" + std::to_string(s.critic_warmup) + ") leaves no policy iterations of " +
+                       std::to_string(s.iterations),
+                   "use fewer warm-up iterations than `iterations`");
+    check_rl(s, n, path, ctx);
+  };
+  return structure<S>(std::move(spec));
+}
+
+Codec<DistillStage> distill_codec() {
+  using S = DistillStage;
+  std::vector<Field<S>> f{
+      field<S>("teacher", [](auto& s) -> auto& { return s.teacher; }, name_ref(), kRequired),
+      field<S>("student", [](auto& s) -> auto& { return s.student; }, name_ref(), kRequired),
+      field<S>("data", [](auto& s) -> auto& { return s.data; }, name_ref(), kRequired),
+      field<S>("loss", [](auto& s) -> auto& { return s.loss; }, enumeration<DistillLoss>()),
+      field<S>("beta", [](auto& s) -> auto& { return s.beta; }, number(0, 1, Bound::kOpen, Bound::kOpen)),
+      field<S>("top_k", [](auto& s) -> auto& { return s.top_k; }, integer(0)),
+      field<S>("on_policy", [](auto& s) -> auto& { return s.on_policy; }, boolean()),
+      field<S>("sequence_level", [](auto& s) -> auto& { return s.sequence_level; }, boolean()),
+      field<S>("steps", [](auto& s) -> auto& { return s.steps; }, integer(1), kRequired),
+      field<S>("batch", [](auto& s) -> auto& { return s.batch; }, integer(1), kRequired),
+  };
+  add_sampling_fields(f, false);
+  add_train_fields(f);
+  f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
+  // `beta` is only meaningful (and only rendered) for the JSD loss.
+  for (auto& field : f)
+    if (field.name == "beta") field.applies = [](const S& s) { return s.loss == DistillLoss::jsd; };
+  StructSpec<S> spec{"a distill stage", std::move(f)};
+  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+    if (!s.teacher.empty() && s.teacher == s.student)
+      error_at_key(ctx, n, path, "student", "teacher and student are the same role '" + s.student + "'",
+                   "distil into a different role (e.g. `student: {init: {preset: tiny-2l}}` under models)");
+    if (s.loss != DistillLoss::jsd && n.find("beta"))
+      error_at_key(ctx, n, path, "beta", "applies only to loss: jsd (this stage uses " + to_string(s.loss) + ")",
+                   "remove beta or set `loss: jsd`");
+    if (s.on_policy && s.sequence_level)
+      error_at_key(ctx, n, path, "sequence_level",
+                   "on_policy (student generates) and sequence_level (teacher generates) exclude each other",
+                   "set one of them to false");
+  };
+  return structure<S>(std::move(spec));
+}
+
+const std::vector<std::string>& kind_names() { return names_of<StageKind>(); }
+
+}  // namespace
+
+Codec<std::vector<StageConfig>> stages_codec() {
+  auto sft = sft_codec();
+  auto grpo = grpo_codec();
+  auto ppo = ppo_codec();
+  auto distill = distill_codec();
+  Codec<std::vector<StageConfig>> c;
+  c.type = "a list of stages (`- sft: {...}`, `- grpo: {...}`, `- ppo: {...}`, `- distill: {...}`)";
+  c.read = [=](const YNode& n, const std::string& path, Ctx& ctx, std::vector<StageConfig>& out) {
+    if (!n.is_seq() || n.items.empty()) {
+      ctx.error(n.pos, path, "expected a non-empty list of stages, got " + n.describe(),
+                "write stages as a list: `- sft: {model: policy, data: arith, steps: 200, batch: 64}`");
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < n.items.size(); ++i) {
+      const YNode& item = n.items[i];
+      std::string ip = path + "[" + std::to_string(i) + "]";
+      if (!item.is_map() || item.entries.empty()) {
+        ctx.error(item.pos, ip, "a stage is a one-key mapping naming its kind, got " + item.describe(),
+                  "write e.g. `- sft: {model: policy, data: arith, steps: 200, batch: 64}`");
+        ok = false;
+        continue;
+      }
+      if (item.entries.size() > 1) {
+        const YEntry& extra = item.entries[1];
+        ctx.error(extra.key_pos, ip + "." + extra.key,
+                  "one list item holds one stage, but this one also has '" + extra.key + "' after '" +
+                      item.entries[0].key + "'",
+                  "indent the stage's parameters under its kind, or start the next stage with its own '- '");
+        ok = false;
+        continue;
+      }
+      const YEntry& e = item.entries[0];
+      std::string kp = ip + "." + e.key;
+      auto kind = parse_enum<StageKind>(e.key);
+      if (!kind) {
+        unknown_word(ctx, e.key_pos, kp, e.key, kind_names(), "stage kind");
+        ok = false;
+        continue;
+      }
+      ctx.positions[kp] = e.value.pos;
+      ctx.key_positions[kp] = e.key_pos;
+      StageConfig st;
+      st.kind = *kind;
+      st.path = kp;
+      switch (st.kind) {
+        case StageKind::sft: ok = sft.read(e.value, kp, ctx, st.sft) && ok; break;
+        case StageKind::grpo: ok = grpo.read(e.value, kp, ctx, st.grpo) && ok; break;
+        case StageKind::ppo: ok = ppo.read(e.value, kp, ctx, st.ppo) && ok; break;
+        case StageKind::distill: ok = distill.read(e.value, kp, ctx, st.distill) && ok; break;
+      }
+      out.push_back(std::move(st));
+    }
+    return ok;
+  };
+  c.write = [=](const std::vector<StageConfig>& stages) {
+    YNode seq = YNode::seq_node();
+    for (const auto& st : stages) {
+      YNode item = YNode::map_node();
+      YNode body;
+      switch (st.kind) {
+        case StageKind::sft: body = sft.write(st.sft); break;
+        case StageKind::grpo: body = grpo.write(st.grpo); break;
+        case StageKind::ppo: body = ppo.write(st.ppo); break;
+        case StageKind::distill: body = distill.write(st.distill); break;
+      }
+      item.entries.push_back({to_string(st.kind), {}, std::move(body)});
+      seq.items.push_back(std::move(item));
+    }
+    return seq;
+  };
+  c.keys = [=](const std::string& prefix, std::vector<std::string>& out) {
+    sft.keys(prefix + "[].sft", out);
+    grpo.keys(prefix + "[].grpo", out);
+    ppo.keys(prefix + "[].ppo", out);
+    distill.keys(prefix + "[].distill", out);
+  };
+  return c;
+}
+
+}  // namespace hpcrl::config::schema

@@ -1,0 +1,232 @@
+// Validation of the stage list against the rest of the file: every role,
+// dataset and reward a stage names exists; roles are used as what they are
+// (a frozen role is never trained, a critic has a value head, a reference is
+// not the policy itself, teacher and student share a vocabulary); global
+// batches split over the data-parallel ranks; and the order makes sense
+// (warnings when a read-only role still has random weights when first used,
+// or when something defined is never used).
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "config/passes.h"
+#include "hpcrl/config/layout.h"
+#include "hpcrl/util/strings.h"
+
+namespace hpcrl::config {
+
+namespace {
+
+struct StageChecker {
+  const PipelineConfig& c;
+  const ValidateOptions& opt;
+  Diagnostics& diag;
+  std::vector<std::string> roles, datasets, rewards;
+
+  // The role named at `path`, or null after reporting that it does not exist.
+  const ModelConfig* role(const std::string& name, const std::string& path) {
+    if (name.empty()) return nullptr;  // missing: already reported by the schema
+    if (const ModelConfig* m = c.find_model(name)) return m;
+    diag.error(c.pos(path), path, "no model role '" + name + "'", name_fix(name, roles, "models"));
+    return nullptr;
+  }
+
+  void trained(const ModelConfig* m, const std::string& path, Head head) {
+    if (!m) return;
+    if (m->frozen)
+      diag.error(c.pos(path), path, "this stage trains '" + m->name + "', which is frozen",
+                 "train another role, or remove `frozen: true` from models." + m->name);
+    expect_head(m, path, head);
+  }
+
+  void expect_head(const ModelConfig* m, const std::string& path, Head head) {
+    if (!m || m->head == head) return;
+    std::string why = head == Head::value ? "it must score states/responses (head: value)"
+                                          : "it must produce token log-probabilities (head: lm)";
+    diag.error(c.pos(path), path, "role '" + m->name + "' has head: " + to_string(m->head) + ", but " + why,
+               "use a role with head: " + to_string(head) + " (e.g. `init: {from: " + m->name + "}, head: " +
+                   to_string(head) + "`)");
+  }
+
+  void same_vocab(const ModelConfig* a, const ModelConfig* b, const std::string& path, const std::string& why) {
+    if (!a || !b || !a->arch || !b->arch || a->arch->vocab_size == b->arch->vocab_size) return;
+    diag.error(c.pos(path), path,
+               "'" + b->name + "' has vocabulary " + std::to_string(b->arch->vocab_size) + " but '" + a->name +
+                   "' has " + std::to_string(a->arch->vocab_size) + "; " + why,
+               "use roles with the same tokenizer and vocabulary");
+  }
+
+  void data(const std::string& name, const std::string& path) {
+    if (name.empty() || c.find_data(name)) return;
+    diag.error(c.pos(path), path, "no dataset '" + name + "'", name_fix(name, datasets, "data"));
+  }
+
+  // Global sequences per optimizer step must split evenly over the role's dp ranks.
+  void batch_split(const ModelConfig* m, int64_t batch, const std::string& path, const std::string& what) {
+    if (!m || opt.world <= 0) return;
+    int64_t ranks = ranks_of(c, m->name, opt.world).count;
+    int64_t dp = data_parallel_degree(m->parallel, ranks);
+    if (dp > 0 && batch % dp != 0)
+      diag.error(c.pos(path), path,
+                 what + " " + std::to_string(batch) + " does not split over the " + std::to_string(dp) +
+                     " data-parallel ranks of '" + m->name + "' (dp = " + std::to_string(ranks) + " ranks / (tp·sp·pp))",
+                 "use a multiple of " + std::to_string(dp));
+  }
+
+  void rl(const RlStage& s, const std::string& p, const ModelConfig* policy) {
+    trained(policy, p + ".policy", Head::lm);
+    if (!s.reference.empty()) {
+      const ModelConfig* ref = role(s.reference, p + ".reference");
+      expect_head(ref, p + ".reference", Head::lm);
+      if (ref && ref == policy)
+        diag.error(c.pos(p + ".reference"), p + ".reference", "the reference is the policy itself, so KL is always 0",
+                   "add a reference role, e.g. `reference: {init: {from: " + policy->name + "}, frozen: true}`");
+      same_vocab(policy, ref, p + ".reference", "KL compares their token distributions");
+    }
+    for (const auto& r : s.rewards)
+      if (!c.find_reward(r)) diag.error(c.pos(p + ".reward"), p + ".reward", "no reward '" + r + "'", name_fix(r, rewards, "rewards"));
+    data(s.data, p + ".data");
+    int64_t per_step = s.mini_batch > 0 ? s.mini_batch : s.prompts * s.group;
+    batch_split(policy, per_step, p + (s.mini_batch > 0 ? ".mini_batch" : ".prompts"), "a step's sequences");
+  }
+
+  void stage(const StageConfig& st) {
+    const std::string& p = st.path;
+    switch (st.kind) {
+      case StageKind::sft: {
+        const ModelConfig* m = role(st.sft.model, p + ".model");
+        trained(m, p + ".model", Head::lm);
+        data(st.sft.data, p + ".data");
+        batch_split(m, st.sft.batch, p + ".batch", "global batch");
+        break;
+      }
+      case StageKind::grpo: rl(st.grpo, p, role(st.grpo.policy, p + ".policy")); break;
+      case StageKind::ppo: {
+        const ModelConfig* policy = role(st.ppo.policy, p + ".policy");
+        rl(st.ppo, p, policy);
+        const ModelConfig* critic = role(st.ppo.critic, p + ".critic");
+        if (critic && critic == policy)
+          diag.error(c.pos(p + ".critic"), p + ".critic", "the critic is the policy itself",
+                     "add a critic role, e.g. `critic: {init: {from: " + policy->name + "}, head: value}`");
+        else
+          trained(critic, p + ".critic", Head::value);
+        break;
+      }
+      case StageKind::distill: {
+        const ModelConfig* teacher = role(st.distill.teacher, p + ".teacher");
+        const ModelConfig* student = role(st.distill.student, p + ".student");
+        expect_head(teacher, p + ".teacher", Head::lm);
+        if (teacher != student) trained(student, p + ".student", Head::lm);
+        same_vocab(teacher, student, p + ".student", "distillation compares their distributions token by token");
+        data(st.distill.data, p + ".data");
+        batch_split(student, st.distill.batch, p + ".batch", "global batch");
+        break;
+      }
+    }
+  }
+
+  void reward_models() {
+    for (const auto& r : c.rewards) {
+      if (r.type != RewardType::model) continue;
+      std::string path = "rewards." + r.name + ".model";
+      expect_head(role(r.model, path), path, Head::value);
+    }
+  }
+
+  // Does `name` still have random weights when stage `at` starts? (preset and
+  // not trained before; init.from snapshots its source at first use.)
+  bool random_at(const std::string& name, size_t at, int depth = 0) {
+    const ModelConfig* m = c.find_model(name);
+    if (!m || depth > 16) return false;
+    for (size_t i = 0; i < at && i < c.stages.size(); ++i)
+      for (const auto& r : c.stages[i].trained_roles())
+        if (r == name) return false;
+    if (m->init.kind == InitKind::path) return false;
+    if (m->init.kind == InitKind::preset) return true;
+    size_t first_use = at;
+    for (size_t i = 0; i < c.stages.size(); ++i) {
+      auto used = c.stages[i].used_roles();
+      if (std::find(used.begin(), used.end(), name) != used.end()) {
+        first_use = i;
+        break;
+      }
+    }
+    return random_at(m->init.from, first_use, depth + 1);
+  }
+
+  void order() {
+    for (size_t i = 0; i < c.stages.size(); ++i) {
+      const StageConfig& st = c.stages[i];
+      auto check = [&](const std::string& name, const std::string& key, const std::string& what) {
+        if (!name.empty() && c.find_model(name) && random_at(name, i))
+          diag.warning(c.pos(st.path + "." + key), st.path + "." + key,
+                       "'" + name + "' still has random weights here (" + what + ")",
+                       "train it in an earlier stage or initialise it from a checkpoint (init.path)");
+      };
+      if (st.kind == StageKind::distill) check(st.distill.teacher, "teacher", "a preset no earlier stage trains");
+      if (st.kind == StageKind::grpo) check(st.grpo.policy, "policy", "RL rarely learns from scratch; add an sft stage first");
+      if (st.kind == StageKind::ppo) check(st.ppo.policy, "policy", "RL rarely learns from scratch; add an sft stage first");
+    }
+  }
+
+  void unused() {
+    std::set<std::string> used_roles, used_data, used_rewards;
+    for (const auto& st : c.stages) {
+      for (const auto& r : st.used_roles()) used_roles.insert(r);
+      used_data.insert(st.data());
+      if (st.kind == StageKind::grpo) used_rewards.insert(st.grpo.rewards.begin(), st.grpo.rewards.end());
+      if (st.kind == StageKind::ppo) used_rewards.insert(st.ppo.rewards.begin(), st.ppo.rewards.end());
+    }
+    for (const auto& r : c.rewards)
+      if (used_rewards.count(r.name) && r.type == RewardType::model) used_roles.insert(r.model);
+    for (const auto& m : c.models)
+      if (m.init.kind == InitKind::from && used_roles.count(m.name)) used_roles.insert(m.init.from);
+    for (const auto& m : c.models)
+      if (!used_roles.count(m.name))
+        diag.warning(c.pos("models." + m.name), "models." + m.name, "no stage uses this role", "remove it or use it in a stage");
+    for (const auto& d : c.data)
+      if (!used_data.count(d.name))
+        diag.warning(c.pos("data." + d.name), "data." + d.name, "no stage uses this dataset", "remove it or use it in a stage");
+    for (const auto& r : c.rewards)
+      if (!used_rewards.count(r.name))
+        diag.warning(c.pos("rewards." + r.name), "rewards." + r.name, "no stage uses this reward", "remove it or use it in a stage");
+  }
+
+  void data_files() {
+    namespace stdfs = std::filesystem;
+    for (const auto& d : c.data) {
+      if (d.kind != DataKind::jsonl) continue;
+      for (const auto& [key, file] : {std::pair<std::string, std::string>{"path", d.jsonl.path}, {"eval_path", d.jsonl.eval_path}}) {
+        if (file.empty()) continue;
+        std::error_code ec;
+        if (stdfs::is_regular_file(file, ec)) continue;
+        std::string path = "data." + d.name + ".jsonl." + key;
+        diag.error(c.pos(path), path,
+                   stdfs::is_directory(file, ec) ? "'" + file + "' is a directory, not a JSONL file"
+                                                 : "file '" + file + "' does not exist",
+                   "give the path of a .jsonl file (relative paths start at the current directory)");
+      }
+      if (!d.jsonl.eval_path.empty() && d.jsonl.eval_holdout > 0) {
+        std::string path = "data." + d.name + ".jsonl.eval_holdout";
+        diag.error(c.pos(path), path, "both eval_path and eval_holdout give a held-out split",
+                   "keep one of them");
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void validate_stages(const PipelineConfig& c, const ValidateOptions& opt, Diagnostics& diag) {
+  StageChecker k{c, opt, diag, {}, {}, {}};
+  for (const auto& m : c.models) k.roles.push_back(m.name);
+  for (const auto& d : c.data) k.datasets.push_back(d.name);
+  for (const auto& r : c.rewards) k.rewards.push_back(r.name);
+  for (const auto& st : c.stages) k.stage(st);
+  k.reward_models();
+  k.data_files();
+  k.order();
+  k.unused();
+}
+
+}  // namespace hpcrl::config

@@ -1,0 +1,257 @@
+// Reading a pipeline file into the position-carrying YNode tree (yaml_node.h):
+// file checks a YAML parser would report badly (missing, a directory, binary,
+// empty), yaml-cpp's parse with its 0-based marks turned into 1-based
+// line:col, duplicate keys (which yaml-cpp accepts silently), and the reverse
+// direction, emitting a tree back to YAML text for config.resolved.yaml.
+#include <yaml-cpp/yaml.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "config/yaml_node.h"
+
+namespace hpcrl::config {
+namespace stdfs = std::filesystem;
+
+const YNode* YNode::find(const std::string& key) const {
+  for (const auto& e : entries)
+    if (e.key == key) return &e.value;
+  return nullptr;
+}
+
+YNode* YNode::find(const std::string& key) {
+  for (auto& e : entries)
+    if (e.key == key) return &e.value;
+  return nullptr;
+}
+
+std::string YNode::describe() const {
+  switch (kind) {
+    case Kind::kNull: return "no value";
+    case Kind::kSeq: return items.empty() ? "an empty list" : "a list";
+    case Kind::kMap: return "a mapping";
+    case Kind::kScalar: break;
+  }
+  std::string text = scalar.size() > 40 ? scalar.substr(0, 37) + "..." : scalar;
+  return quoted ? "the quoted string \"" + text + "\"" : "'" + text + "'";
+}
+
+YNode YNode::scalar_node(std::string text, bool quoted) {
+  YNode n;
+  n.kind = Kind::kScalar;
+  n.scalar = std::move(text);
+  n.quoted = quoted;
+  return n;
+}
+YNode YNode::map_node() {
+  YNode n;
+  n.kind = Kind::kMap;
+  return n;
+}
+YNode YNode::seq_node() {
+  YNode n;
+  n.kind = Kind::kSeq;
+  return n;
+}
+
+namespace {
+
+struct Converter {
+  const std::string& file;
+  const std::string& set_arg;
+  Diagnostics& diag;
+
+  SourcePos at(const YAML::Mark& m) const {
+    SourcePos p;
+    p.file = file;
+    if (!set_arg.empty()) {
+      p.set_arg = set_arg;
+    } else if (m.line >= 0) {
+      p.line = m.line + 1;
+      p.col = m.column + 1;
+    }
+    return p;
+  }
+
+  // `fallback` positions values yaml-cpp marks badly (an empty value is marked
+  // at the start of the next line; the key is where the user looks).
+  YNode convert(const YAML::Node& n, const std::string& path, const SourcePos* fallback) {
+    YNode out;
+    out.pos = at(n.Mark());
+    switch (n.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        out.kind = YNode::Kind::kNull;
+        if (fallback && (out.pos.line == 0 || out.pos.line > fallback->line)) out.pos = *fallback;
+        break;
+      case YAML::NodeType::Scalar:
+        out.kind = YNode::Kind::kScalar;
+        out.scalar = n.Scalar();
+        out.quoted = n.Tag() == "!";
+        break;
+      case YAML::NodeType::Sequence: {
+        out.kind = YNode::Kind::kSeq;
+        size_t i = 0;
+        for (const auto& item : n) {
+          out.items.push_back(convert(item, path + "[" + std::to_string(i) + "]", nullptr));
+          ++i;
+        }
+        break;
+      }
+      case YAML::NodeType::Map: {
+        out.kind = YNode::Kind::kMap;
+        for (auto it = n.begin(); it != n.end(); ++it) {
+          SourcePos key_pos = at(it->first.Mark());
+          if (!it->first.IsScalar()) {
+            diag.error(key_pos, path, "a key must be a plain word, not " +
+                                          std::string(it->first.IsMap() ? "a mapping" : "a list"),
+                       "write `name: value`");
+            continue;
+          }
+          std::string key = it->first.Scalar();
+          std::string key_path = path.empty() ? key : path + "." + key;
+          if (const YEntry* first = find_entry(out, key)) {
+            diag.error(key_pos, key_path,
+                       "duplicate key '" + key + "' (first written at " + line_col(first->key_pos) + ")",
+                       "remove one of the two; YAML keeps only one of them");
+            continue;
+          }
+          out.entries.push_back({key, key_pos, convert(it->second, key_path, &key_pos)});
+        }
+        break;
+      }
+    }
+    return out;
+  }
+
+  static const YEntry* find_entry(const YNode& map, const std::string& key) {
+    for (const auto& e : map.entries)
+      if (e.key == key) return &e;
+    return nullptr;
+  }
+  static std::string line_col(const SourcePos& p) {
+    if (p.from_override()) return p.set_arg;
+    return "line " + std::to_string(p.line) + ":" + std::to_string(p.col);
+  }
+};
+
+// yaml-cpp's messages are terse; add what usually causes them.
+std::string syntax_fix(const std::string& text, int line0) {
+  std::istringstream in(text);
+  std::string l;
+  for (int i = 0; std::getline(in, l); ++i) {
+    if (i != line0 && i != line0 - 1) continue;
+    size_t indent_end = l.find_first_not_of(" \t");
+    if (l.find('\t') < indent_end) return "indent with spaces: YAML does not allow tabs for indentation";
+  }
+  return "check the indentation, colons ('key: value' needs a space after ':'), quotes and brackets here";
+}
+
+}  // namespace
+
+std::optional<YNode> parse_yaml_text(const std::string& text, const std::string& file, Diagnostics& diag,
+                                     const std::string& set_arg) {
+  SourcePos whole;
+  whole.file = file;
+  whole.set_arg = set_arg;
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    SourcePos p = whole;
+    if (set_arg.empty() && e.mark.line >= 0) {
+      p.line = e.mark.line + 1;
+      p.col = e.mark.column + 1;
+    }
+    diag.error(p, "", "YAML syntax error: " + e.msg, syntax_fix(text, e.mark.line));
+    return std::nullopt;
+  }
+  if (docs.size() > 1) {
+    diag.error(whole, "", "contains " + std::to_string(docs.size()) + " YAML documents (separated by ---)",
+               "keep one pipeline per file");
+    return std::nullopt;
+  }
+  if (docs.empty()) {  // empty text: a null document, the caller decides
+    YNode empty;
+    empty.pos = whole;
+    return empty;
+  }
+  Converter conv{file, set_arg, diag};
+  return conv.convert(docs[0], "", nullptr);
+}
+
+std::optional<YNode> parse_yaml_file(const std::string& path, Diagnostics& diag) {
+  SourcePos whole;
+  whole.file = path;
+  std::error_code ec;
+  if (!stdfs::exists(path, ec)) {
+    diag.error(whole, "", "no such file", "check the path (it is relative to the current directory)");
+    return std::nullopt;
+  }
+  if (stdfs::is_directory(path, ec)) {
+    diag.error(whole, "", "is a directory, not a pipeline file", "give the path of a .yaml file, e.g. configs/quickstart.yaml");
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    diag.error(whole, "", std::string("cannot be read: ") + std::strerror(errno), "check the file's permissions");
+    return std::nullopt;
+  }
+  std::ostringstream os;
+  os << in.rdbuf();
+  std::string text = os.str();
+  if (size_t nul = text.find('\0'); nul != std::string::npos) {
+    diag.error(whole, "", "is not a text file (NUL byte at offset " + std::to_string(nul) + ")",
+               "give a YAML pipeline file, not a binary");
+    return std::nullopt;
+  }
+  auto root = parse_yaml_text(text, path, diag);
+  if (root && root->is_null()) {
+    diag.error(whole, "", "is empty (no YAML content)", "write a pipeline; configs/quickstart.yaml is a complete example");
+    return std::nullopt;
+  }
+  return root;
+}
+
+namespace {
+
+void emit(YAML::Emitter& out, const YNode& n) {
+  switch (n.kind) {
+    case YNode::Kind::kNull: out << YAML::Null; break;
+    case YNode::Kind::kScalar:
+      if (n.quoted) out << YAML::DoubleQuoted;
+      out << n.scalar;
+      break;
+    case YNode::Kind::kSeq: {
+      bool flat = true;
+      for (const auto& item : n.items) flat = flat && (item.is_scalar() || item.is_null());
+      if (flat) out << YAML::Flow;
+      out << YAML::BeginSeq;
+      for (const auto& item : n.items) emit(out, item);
+      out << YAML::EndSeq;
+      break;
+    }
+    case YNode::Kind::kMap:
+      out << YAML::BeginMap;
+      for (const auto& e : n.entries) {
+        out << YAML::Key << e.key << YAML::Value;
+        emit(out, e.value);
+      }
+      out << YAML::EndMap;
+      break;
+  }
+}
+
+}  // namespace
+
+std::string emit_yaml(const YNode& root) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  emit(out, root);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace hpcrl::config

@@ -1,0 +1,238 @@
+// Weights of a DecoderModel as HF tensors (weights.h). One loading routine
+// serves checkpoints and in-memory tensors through a small source interface;
+// the ShardSpecs of the parallel layers decide which slice each rank reads.
+#include "hpcrl/model/weights.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "hpcrl/util/check.h"
+#include "hpcrl/util/fs.h"
+#include "hpcrl/util/strings.h"
+
+namespace hpcrl::model {
+
+namespace tensor = parallel::tensor;
+
+namespace {
+
+constexpr double kInitStd = 0.02;  // HF initializer_range
+
+uint64_t fnv1a(const std::string& s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ULL ^ (seed * 0x9e3779b97f4a7c15ULL);
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::vector<int64_t> full_shape(const at::Tensor& local, const tensor::ShardSpec& spec) {
+  std::vector<int64_t> shape(local.sizes().begin(), local.sizes().end());
+  if (!spec.whole()) shape[spec.dim] *= spec.chunks;
+  return shape;
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::vector<std::string> dims;
+  for (int64_t d : shape) dims.push_back(std::to_string(d));
+  return "[" + str::join(dims, ", ") + "]";
+}
+
+// Names of MoE parameters (initialised by their block; experts gathered over ep).
+std::set<std::string> moe_parameter_names(DecoderModel& m) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < m.model->layers->size(); ++i) {
+    auto layer = m.model->layers->ptr<DecoderLayer>(i);
+    if (!layer->moe) continue;
+    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    for (const auto& p : layer->moe->hf_parameters()) names.insert(prefix + p.name);
+  }
+  return names;
+}
+
+// Where full HF tensors come from.
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual std::string name() const = 0;
+  virtual bool contains(const std::string& t) const = 0;
+  virtual std::vector<int64_t> shape(const std::string& t) const = 0;
+  virtual at::Tensor read(const std::string& t, const tensor::ShardSpec& spec, at::ScalarType dtype) const = 0;
+  virtual std::vector<std::string> names() const = 0;
+};
+
+class StoreSource : public Source {
+ public:
+  explicit StoreSource(const io::TensorStore& s) : s_(s) {}
+  std::string name() const override { return s_.checkpoint().source(); }
+  bool contains(const std::string& t) const override { return s_.contains(t); }
+  std::vector<int64_t> shape(const std::string& t) const override { return s_.info(t).shape; }
+  at::Tensor read(const std::string& t, const tensor::ShardSpec& spec, at::ScalarType dtype) const override {
+    if (spec.whole()) return s_.load_tensor(t, dtype);
+    return s_.load_slice(t, spec.dim, spec.index, spec.chunks, dtype);
+  }
+  std::vector<std::string> names() const override { return s_.names(); }
+
+ private:
+  const io::TensorStore& s_;
+};
+
+class MapSource : public Source {
+ public:
+  MapSource(const std::map<std::string, at::Tensor>& m, std::string name) : m_(m), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  bool contains(const std::string& t) const override { return m_.count(t) > 0; }
+  std::vector<int64_t> shape(const std::string& t) const override {
+    auto s = m_.at(t).sizes();
+    return {s.begin(), s.end()};
+  }
+  at::Tensor read(const std::string& t, const tensor::ShardSpec& spec, at::ScalarType dtype) const override {
+    return spec.slice(m_.at(t)).to(dtype);
+  }
+  std::vector<std::string> names() const override {
+    std::vector<std::string> n;
+    for (const auto& kv : m_) n.push_back(kv.first);
+    return n;
+  }
+
+ private:
+  const std::map<std::string, at::Tensor>& m_;
+  std::string name_;
+};
+
+void load_from(DecoderModel& m, const Source& src) {
+  at::NoGradGuard no_grad;
+  auto params = m.named_parameters(/*recurse=*/true);
+  auto specs = m.shard_specs();
+  std::vector<std::string> missing;
+  std::set<std::string> used;
+  for (const auto& [name, spec] : specs) {
+    at::Tensor& p = params[name];
+    if (!src.contains(name)) {
+      if (name == "score.weight") {
+        spdlog::info("{}: no value head (score.weight); keeping its initial weights", src.name());
+        std::set<std::string> only{name};
+        init_weights(m, m.options().seed, &only);
+      } else {
+        missing.push_back(name);
+      }
+      continue;
+    }
+    used.insert(name);
+    std::vector<int64_t> expected = full_shape(p, spec), got = src.shape(name);
+    HPCRL_CHECK_INPUT(got == expected, src.name() << ": tensor '" << name << "' has shape " << shape_str(got)
+                                                  << " but the model (its config.json) expects " << shape_str(expected)
+                                                  << "; the checkpoint and config.json do not belong together");
+    at::Tensor t = src.read(name, spec, p.scalar_type());
+    p.copy_(t.to(p.device()));
+  }
+  if (!missing.empty()) {
+    std::vector<std::string> shown(missing.begin(), missing.begin() + std::min<size_t>(missing.size(), 5));
+    throw InputError(src.name() + ": " + std::to_string(missing.size()) + " tensor(s) the model needs are missing: " +
+                     str::join(shown, ", ") + (missing.size() > 5 ? ", ..." : "") +
+                     "; is this a checkpoint of the architecture in config.json?");
+  }
+  // Tensors present but unused: a tied checkpoint's lm_head, other ranks' experts, or a real mismatch.
+  std::vector<std::string> unused;
+  const bool moe = m.arch().num_experts > 0;
+  for (const auto& n : src.names()) {
+    if (used.count(n) || (n == "lm_head.weight" && m.arch().tie_word_embeddings)) continue;
+    if (moe && n.find(".experts.") != std::string::npos) continue;
+    if (n == "score.weight" || (n == "lm_head.weight" && !m.options().lm_head)) continue;
+    unused.push_back(n);
+  }
+  if (!unused.empty())
+    spdlog::warn("{}: {} tensor(s) not used by the model, e.g. {}", src.name(), unused.size(), unused.front());
+}
+
+// The full tensor of a tp-split parameter: all-gather the slices, keep one copy of replicated chunks.
+at::Tensor gather_tp(const at::Tensor& p, const tensor::ShardSpec& spec, const dist::CommPtr& tp) {
+  if (spec.whole()) return p.detach().clone();
+  HPCRL_CHECK(tp && tp->size() % spec.chunks == 0, "parameter split into " << spec.chunks << " chunks without tp");
+  at::Tensor all = tp->all_gather(p.detach().contiguous(), spec.dim);  // tp slices along dim
+  const int64_t per_chunk = tp->size() / spec.chunks;
+  if (per_chunk == 1) return all;
+  std::vector<at::Tensor> chunks;
+  const int64_t w = p.size(spec.dim);
+  for (int64_t c = 0; c < spec.chunks; ++c) chunks.push_back(all.narrow(spec.dim, c * per_chunk * w, w));
+  return at::cat(chunks, spec.dim);
+}
+
+// Every expert of an MoE layer on every ep rank: the owner broadcasts each.
+void gather_experts(DecoderModel& m, io::NamedTensors& out) {
+  const auto& ctx = m.parallel_context();
+  for (size_t i = 0; i < m.model->layers->size(); ++i) {
+    auto layer = m.model->layers->ptr<DecoderLayer>(i);
+    if (!layer->moe) continue;
+    const std::string prefix = "model.layers." + std::to_string(i) + "." + MoeBlock::hf_module_name(m.arch()) +
+                               ".experts.";
+    const auto& local = layer->moe->experts();
+    const int64_t per_rank = static_cast<int64_t>(local.size());
+    for (int64_t e = 0; e < m.arch().num_experts; ++e) {
+      const int owner = static_cast<int>(e / per_rank);
+      for (const auto& p : local.front()->named_parameters()) {
+        at::Tensor t = owner == ctx.ep_rank() ? local[e - layer->moe->first_local_expert()]->named_parameters()[p.key()]
+                                                    .detach()
+                                                    .clone()
+                                              : at::empty_like(p.value());
+        if (ctx.ep_size() > 1) ctx.ep->broadcast(t, owner);
+        out.emplace_back(prefix + std::to_string(e) + "." + p.key(), t);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void init_weights(DecoderModel& m, uint64_t seed, const std::set<std::string>* only) {
+  at::NoGradGuard no_grad;
+  auto params = m.named_parameters(/*recurse=*/true);
+  std::set<std::string> moe = moe_parameter_names(m);
+  for (const auto& [name, spec] : m.shard_specs()) {
+    if (moe.count(name) || (only && !only->count(name))) continue;
+    at::Tensor& p = params[name];
+    at::Tensor full;
+    if (str::ends_with(name, "norm.weight")) {
+      full = at::ones(full_shape(p, spec));
+    } else if (str::ends_with(name, ".bias")) {
+      full = at::zeros(full_shape(p, spec));
+    } else {
+      at::Generator gen = at::detail::createCPUGenerator(fnv1a(name, seed));
+      full = at::empty(full_shape(p, spec)).normal_(0.0, kInitStd, gen);
+    }
+    p.copy_(spec.slice(full));
+  }
+}
+
+void load_weights(DecoderModel& m, const io::TensorStore& checkpoint) { load_from(m, StoreSource(checkpoint)); }
+
+void load_weights(DecoderModel& m, const std::map<std::string, at::Tensor>& full, const std::string& source) {
+  load_from(m, MapSource(full, source));
+}
+
+io::NamedTensors gather_full_weights(DecoderModel& m) {
+  io::NamedTensors out;
+  auto specs = m.shard_specs();
+  std::set<std::string> moe = moe_parameter_names(m);
+  for (const auto& p : m.named_parameters(/*recurse=*/true)) {
+    const std::string& name = p.key();
+    if (moe.count(name) && name.find(".experts.") != std::string::npos) continue;  // gathered below
+    out.emplace_back(name, gather_tp(p.value(), specs.at(name), m.parallel_context().tp));
+  }
+  gather_experts(m, out);
+  return out;
+}
+
+void save_pretrained(DecoderModel& m, const std::string& dir, bool writer, uint64_t max_shard_bytes) {
+  io::NamedTensors full = gather_full_weights(m);
+  if (!writer) return;
+  ModelArch arch = m.arch();
+  arch.torch_dtype = full.empty() || full.front().second.scalar_type() != at::kBFloat16 ? "float32" : "bfloat16";
+  io::save_tensors_sharded(dir, full, {{"format", "pt"}}, max_shard_bytes);
+  fs::write_file_atomic(dir + "/config.json", to_hf_config_json(arch));
+}
+
+}  // namespace hpcrl::model

@@ -1,0 +1,53 @@
+// Preallocated slot KV cache (kv_slots.h).
+#include "hpcrl/rollout/kv_slots.h"
+
+#include <torch/torch.h>
+
+#include "hpcrl/model/attention.h"
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::rollout {
+
+KvSlots::KvSlots(const model::DecoderModel& m, int64_t slots, int64_t capacity)
+    : slots_(slots), capacity_(capacity), length_(slots, 0) {
+  HPCRL_CHECK(slots >= 1 && capacity >= 1, "KV slots need slots >= 1 and capacity >= 1, got " << slots << " x "
+                                                                                             << capacity);
+  const ModelArch& arch = m.arch();
+  // Generation ignores sp (each sp rank decodes on its own), so heads split over tp only.
+  const int64_t kv_heads = model::attention_layout(arch, m.parallel_context().tp_size(), 1).kv_heads;
+  const at::Tensor& w = m.model->embed_tokens->weight;
+  auto options = w.options().requires_grad(false);
+  for (int64_t l = 0; l < arch.num_layers; ++l) {
+    k_.push_back(at::zeros({slots, kv_heads, capacity, arch.head_dim}, options));
+    v_.push_back(at::zeros({slots, kv_heads, capacity, arch.head_dim}, options));
+  }
+}
+
+void KvSlots::set_length(int64_t r, int64_t n) {
+  HPCRL_CHECK(r >= 0 && r < slots_ && n >= 0 && n <= capacity_,
+              "slot " << r << " length " << n << " outside " << slots_ << " slots x " << capacity_ << " tokens");
+  length_[r] = n;
+}
+
+at::Tensor KvSlots::lengths(int64_t rows) const {
+  std::vector<int64_t> v(length_.begin(), length_.begin() + rows);
+  return at::tensor(v, at::kLong).to(k_.front().device());
+}
+
+void KvSlots::move(int64_t from, int64_t to) {
+  if (from == to) return;
+  const int64_t n = length_[from];
+  for (size_t l = 0; l < k_.size(); ++l) {
+    k_[l][to].narrow(1, 0, n).copy_(k_[l][from].narrow(1, 0, n));
+    v_[l][to].narrow(1, 0, n).copy_(v_[l][from].narrow(1, 0, n));
+  }
+  length_[to] = n;
+}
+
+int64_t KvSlots::bytes() const {
+  int64_t b = 0;
+  for (size_t l = 0; l < k_.size(); ++l) b += (k_[l].numel() + v_[l].numel()) * k_[l].element_size();
+  return b;
+}
+
+}  // namespace hpcrl::rollout

@@ -1,0 +1,101 @@
+// Weight transfer from the training layout to the generation layout (weight_sync.h).
+#include "hpcrl/rollout/weight_sync.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "hpcrl/model/weights.h"
+#include "hpcrl/trace/trace.h"
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::rollout {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+int64_t tensor_bytes(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
+
+// Names, dtypes, shapes and device kind of `full` as JSON bytes: what receivers
+// allocate. Both ends of a broadcast must use the same backend (MPI for host
+// tensors, NCCL for CUDA ones), so receivers follow the sender's device kind.
+std::string manifest(const io::NamedTensors& full) {
+  nlohmann::json doc = nlohmann::json::array();
+  for (const auto& [name, t] : full)
+    doc.push_back({{"name", name}, {"dtype", static_cast<int>(t.scalar_type())}, {"shape", t.sizes().vec()},
+                   {"cuda", t.is_cuda()}});
+  return doc.dump();
+}
+
+// Broadcasts a string from root (length first, then the bytes).
+std::string broadcast_string(dist::Communicator& comm, int root, const std::string& s) {
+  at::Tensor len = at::tensor({static_cast<int64_t>(s.size())}, at::kLong);
+  comm.broadcast(len, root);
+  at::Tensor bytes = at::empty({len.item<int64_t>()}, at::kByte);
+  if (comm.rank() == root) std::memcpy(bytes.data_ptr(), s.data(), s.size());
+  comm.broadcast(bytes, root);
+  return std::string(static_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(bytes.numel()));
+}
+}  // namespace
+
+WeightSyncStats reshard_weights(model::DecoderModel& source, model::DecoderModel& target) {
+  torch::NoGradGuard no_grad;
+  trace::ScopedSpan span("weight_sync");
+  auto t0 = Clock::now();
+  io::NamedTensors full = model::gather_full_weights(source);
+  WeightSyncStats stats;
+  std::map<std::string, at::Tensor> by_name;
+  for (auto& [name, t] : full) {
+    stats.bytes += tensor_bytes(t);
+    by_name.emplace(name, t);
+  }
+  model::load_weights(target, by_name, "the training model's weights (reshard)");
+  stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  span.add_arg("bytes", double(stats.bytes));
+  return stats;
+}
+
+WeightSyncStats broadcast_weights(dist::Communicator& bridge, int root, const io::NamedTensors* full,
+                                  model::DecoderModel* target) {
+  torch::NoGradGuard no_grad;
+  const bool is_root = bridge.rank() == root;
+  HPCRL_CHECK(!is_root || full != nullptr, "the root of weight broadcast over " << bridge.name()
+                                                                                << " needs the full weights");
+  HPCRL_CHECK(is_root || target != nullptr, "a receiver of weight broadcast over " << bridge.name()
+                                                                                   << " needs a model to load into");
+  trace::ScopedSpan span("weight_sync");
+  auto t0 = Clock::now();
+  nlohmann::json list = nlohmann::json::parse(broadcast_string(bridge, root, is_root ? manifest(*full) : ""));
+  WeightSyncStats stats;
+  std::map<std::string, at::Tensor> received;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& entry = list[i];
+    at::Tensor t;
+    if (is_root) {
+      t = (*full)[i].second.contiguous();
+    } else {
+      auto dtype = static_cast<at::ScalarType>(entry.at("dtype").get<int>());
+      at::Device device = target->model->embed_tokens->weight.device();
+      if (!entry.at("cuda").get<bool>()) device = at::Device(at::kCPU);
+      HPCRL_CHECK(device.is_cuda() == entry.at("cuda").get<bool>(),
+                  "weights broadcast over " << bridge.name() << " come from GPU memory but this rank's rollout "
+                                            << "model is on the CPU; put both roles on the same device kind");
+      t = at::empty(entry.at("shape").get<std::vector<int64_t>>(), at::TensorOptions().dtype(dtype).device(device));
+    }
+    bridge.broadcast(t, root);
+    stats.bytes += tensor_bytes(t);
+    if (target) received.emplace(entry.at("name").get<std::string>(), t);
+  }
+  if (target)
+    model::load_weights(*target, received, "weights broadcast over " + bridge.name() + " from its rank " +
+                                               std::to_string(root));
+  stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  span.add_arg("bytes", double(stats.bytes));
+  return stats;
+}
+
+}  // namespace hpcrl::rollout

@@ -98,7 +98,7 @@ StageResult run_distill(StageEnv& env) {
   gen.top_k = cfg.sampling.top_k;
   gen.max_new_tokens = cfg.sampling.max_new_tokens;
   gen.eos_ids = prompts.stop_ids();
-  const double T = cfg.temperature;
+  const double T = 1.0;  // distributions are matched at the models' own temperature
   const double grad_group = student.ctx.grad ? student.ctx.grad->size() : 1;
 
   auto train_step = [&](int64_t step, const std::vector<size_t>& rows) {

@@ -11,6 +11,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libspdlog-dev nlohmann-json3-dev
   libpcre2-dev libutf8proc-dev
   libgtest-dev
+  procps                        # pgrep: the preemption end-to-end test signals one rank
 )
 
 missing=()

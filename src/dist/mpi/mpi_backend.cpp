@@ -142,13 +142,9 @@ void MpiBackend::broadcast(at::Tensor& t, int root) {
 void MpiBackend::all_to_all(const at::Tensor& in, at::Tensor& out, const std::vector<int64_t>& send_elems,
                             const std::vector<int64_t>& recv_elems) {
   MPI_Datatype type = mpi::move_type(in.scalar_type());
-  bool equal = true;
-  for (int i = 0; i < size_; ++i) equal = equal && send_elems[i] == send_elems[0] && recv_elems[i] == send_elems[0];
-  if (equal) {
-    int n = to_count(send_elems[0], "all_to_all", name_);
-    mpi::check(MPI_Alltoall(in.data_ptr(), n, type, out.data_ptr(), n, type, comm_), "MPI_Alltoall", name_);
-    return;
-  }
+  // Always MPI_Alltoallv: choosing MPI_Alltoall when this rank's counts happen to
+  // be equal would pair it with another rank's MPI_Alltoallv (unequal counts
+  // there) and hang — every rank of a collective must make the same call.
   std::vector<int> sc(size_), sd(size_), rc(size_), rd(size_);
   int64_t soff = 0, roff = 0;
   for (int i = 0; i < size_; ++i) {

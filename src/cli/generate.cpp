@@ -63,6 +63,9 @@ void reject_extras(const std::vector<std::string>& extras, const CLI::App& sub) 
   for (const CLI::Option* opt : sub.get_options())
     for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
   const std::string& bad = extras.front();
+  if (bad.empty() || bad[0] != '-')
+    throw InputError("unexpected argument '" + bad + "' for hpcrl generate: every input is an option "
+                     "(hpcrl generate --help lists them)");
   std::string hint = str::closest(bad.substr(0, bad.find('=')), names);
   throw InputError("unknown option '" + bad + "' for hpcrl generate" +
                    (hint.empty() ? std::string("") : "; did you mean " + hint + "?") +
@@ -191,6 +194,10 @@ hpcrl::cli::Registration reg{"generate", 60, [](CLI::App& app) {
   static Options o;
   auto* sub = app.add_subcommand("generate", "Sample responses to a JSONL file of prompts with the rollout engine");
   sub->allow_extras();
+  // Unknown options stay here (no fallthrough to the parent), where reject_extras
+  // names the closest real one; the parent's --log-level is accepted here too.
+  sub->fallthrough(false);
+  sub->add_option("--log-level", cli::global_options().log_level, "trace|debug|info|warn|error|off");
   sub->add_option("--model", o.model, "HF model directory (config.json + safetensors) or preset:NAME")->required();
   sub->add_option("--prompts", o.prompts, "JSONL: {\"prompt\": ..} | {\"messages\": [..]} | {\"prompt_ids\": [..]}")
       ->required();

@@ -22,6 +22,9 @@
 namespace hpcrl::rollout {
 
 namespace {
+// Attention-score elements one prefill may hold (1 GiB in fp32).
+constexpr int64_t kPrefillScores = int64_t(1) << 28;
+
 struct Sequence {
   const std::vector<int32_t>* prompt_ids = nullptr;
   at::Generator gen;
@@ -86,6 +89,7 @@ std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& pr
   if (total == 0 && !lockstep) return {};
 
   const int64_t slot_count = std::max<int64_t>(1, std::min(options_.max_batch, total));
+  const int64_t local_heads = arch.num_heads / ctx.tp_size();
   KvSlots slots(*model_, slot_count, std::max<int64_t>(1, longest_prompt + params.max_new_tokens));
   SlotForward forward(*model_);
   stats_.cache_bytes = slots.bytes();
@@ -123,14 +127,25 @@ std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& pr
     }
     if (options_.progress && done.size() != before) options_.progress(int64_t(done.size()), total);
   };
+  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   auto refill = [&] {
     trace::ScopedSpan span("rollout/prefill");
+    const auto start = std::chrono::steady_clock::now();
     std::vector<const std::vector<int32_t>*> uniq;  // one prefill row per distinct prompt
     std::vector<int64_t> prompt_of;
     const int64_t first = int64_t(active.size());
+    int64_t longest = 0;
     while (!pending.empty() && int64_t(active.size()) < slot_count) {
       Sequence& s = pending.front();
       if (uniq.empty() || uniq.back() != s.prompt_ids) {
+        // One prefill's attention scores, [U, heads, L, L], stay within a bound;
+        // the rest waits for the next iteration (one prefill per iteration keeps
+        // expert-parallel ranks in step).
+        const int64_t L = std::max<int64_t>(longest, s.prompt_ids->size());
+        if (!uniq.empty() && int64_t(uniq.size() + 1) * local_heads * L * L > kPrefillScores) break;
+        longest = L;
         uniq.push_back(s.prompt_ids);
         stats_.prompt_tokens += int64_t(s.prompt_ids->size());
       }
@@ -142,16 +157,19 @@ std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& pr
     at::Tensor logits = forward.prefill(slots, first, uniq, prompt_of);
     ++stats_.forward_calls;
     choose(logits, first);  // each fresh sequence's first token comes from its prefill
+    stats_.prefill_seconds += seconds_since(start);
   };
   auto decode = [&] {
     trace::ScopedSpan span("rollout/decode");
     span.add_arg("batch", double(active.size()));
+    const auto start = std::chrono::steady_clock::now();
     std::vector<int64_t> last(active.size());
     for (size_t r = 0; r < active.size(); ++r) last[r] = active[r].out.tokens.back();
     at::Tensor logits = forward.decode(slots, int64_t(active.size()), last);
     ++stats_.forward_calls;
     ++stats_.decode_steps;
     choose(logits, 0);
+    stats_.decode_seconds += seconds_since(start);
   };
   // Element-wise OR of flags over the ep group (identity without lockstep).
   auto any_over_ep = [&](std::vector<int32_t> flags) {
@@ -180,7 +198,7 @@ std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& pr
   std::sort(done.begin(), done.end(), [](const Sample& a, const Sample& b) {
     return a.prompt_index != b.prompt_index ? a.prompt_index < b.prompt_index : a.sample_index < b.sample_index;
   });
-  stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.seconds = seconds_since(t0);
   return done;
 }
 

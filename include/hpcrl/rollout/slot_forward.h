@@ -2,10 +2,11 @@
 // (kv_slots.h): prefill new prompts into free slots, then decode one token for
 // every live slot per call, writing each new key/value column in place.
 //
-// It runs the model's own modules — embedding, norms, q/k/v/o projections
-// (tp-split), RoPE, the attention kernel, MLP or MoE block — layer by layer,
-// exactly as DecoderModel::forward composes them; only the cache handling
-// differs. Tests pin it to DecoderModel::forward (tokens of greedy decoding
+// It runs on the model's own modules and weights — embedding, norms, tp-split
+// q/k/v/o and MLP projections, RoPE, the attention kernel, MoE block, LM head —
+// composed exactly as DecoderModel::forward composes them; what differs is the
+// cache handling, and that a one-token product on the CPU is a GEMV (twice the
+// memory bandwidth of LibTorch's one-row GEMM). Tests pin it to DecoderModel::forward (tokens of greedy decoding
 // and log-probs of the training forward, tests/rollout/). Sequence parallelism
 // is not used here: every sp rank holds the whole (tp-split) model and
 // decodes its own sequences, as data-parallel ranks do.

@@ -1,0 +1,165 @@
+// Shared pieces of the rollout tests: small models (the stories260k fixture, a
+// random Qwen2-shaped model with QKV biases and GQA, a random MoE model), the
+// no-cache reference generator that recomputes the whole sequence with
+// DecoderModel::forward at every step, and the DESIGN §8 equality check.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hpcrl/model/decoder_model.h"
+#include "hpcrl/model/pretrained.h"
+#include "hpcrl/model/weights.h"
+#include "hpcrl/rollout/engine.h"
+
+namespace hpcrl::testing {
+
+inline const std::string kStories = std::string(HPCRL_FIXTURES_DIR) + "/stories260k";
+
+inline std::shared_ptr<model::DecoderModel> stories(const parallel::ParallelContext& ctx = {}) {
+  auto m = model::load_model(kStories, ctx);
+  m->eval();
+  return m;
+}
+
+// family qwen2: QKV bias, 4 query heads sharing 2 KV heads, untied head.
+inline ModelArch qwen2_arch() {
+  ModelArch a;
+  a.family = "qwen2";
+  a.vocab_size = 96;
+  a.hidden_size = 64;
+  a.intermediate_size = 112;
+  a.num_layers = 3;
+  a.num_heads = 4;
+  a.num_kv_heads = 2;
+  a.head_dim = 16;
+  a.max_position_embeddings = 128;
+  a.rope_theta = 10000.0;
+  a.rms_norm_eps = 1e-6;
+  a.tie_word_embeddings = false;
+  a.attention_bias = true;
+  return a;
+}
+
+// qwen2_moe: 4 experts, top-2, a shared expert.
+inline ModelArch moe_arch() {
+  ModelArch a = qwen2_arch();
+  a.family = "qwen2_moe";
+  a.num_experts = 4;
+  a.experts_per_token = 2;
+  a.moe_intermediate_size = 48;
+  a.shared_expert_intermediate_size = 40;
+  return a;
+}
+
+// A single-rank model whose seeded N(0, 0.02²) weights are replaced by wider
+// random ones (matrices ×10, norm weights and biases drawn), so logits are far
+// from uniform and greedy decoding has few near-ties.
+inline std::shared_ptr<model::DecoderModel> random_model(const ModelArch& arch, uint64_t seed = 3) {
+  model::ModelOptions o;
+  o.seed = seed;
+  auto m = std::make_shared<model::DecoderModel>(arch, parallel::ParallelContext{}, o);
+  torch::NoGradGuard no_grad;
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed + 101);
+  for (auto& p : m->named_parameters()) {
+    at::Tensor w = p.value();
+    if (p.key().find("norm") != std::string::npos) w.copy_(1.0 + 0.2 * at::randn(w.sizes(), gen, w.options()));
+    else if (p.key().find("bias") != std::string::npos) w.copy_(0.3 * at::randn(w.sizes(), gen, w.options()));
+    else w.mul_(10.0);
+  }
+  m->eval();
+  return m;
+}
+
+// The same weights as `full_model` (a single-rank model) in the layout `ctx`.
+inline std::shared_ptr<model::DecoderModel> in_layout(model::DecoderModel& full_model,
+                                                      const parallel::ParallelContext& ctx) {
+  model::ModelOptions o;
+  o.init = false;
+  auto m = std::make_shared<model::DecoderModel>(full_model.arch(), ctx, o);
+  std::map<std::string, at::Tensor> full;
+  for (auto& [name, t] : model::gather_full_weights(full_model)) full.emplace(name, t);
+  model::load_weights(*m, full, "the single-rank test model");
+  m->eval();
+  return m;
+}
+
+// Random prompts of the given lengths over ids [lo, vocab).
+inline std::vector<std::vector<int32_t>> random_prompts(const std::vector<int64_t>& lengths, int64_t vocab,
+                                                        uint64_t seed, int32_t lo = 3) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t L : lengths) {
+    at::Tensor ids = at::randint(lo, vocab, {L}, gen, at::kLong);
+    std::vector<int32_t> v;
+    for (int64_t t = 0; t < L; ++t) v.push_back(static_cast<int32_t>(ids[t].item<int64_t>()));
+    out.push_back(v);
+  }
+  return out;
+}
+
+// Full-vocabulary logits after `seq` (tp = 1 model), recomputed from scratch.
+inline at::Tensor next_logits(model::DecoderModel& m, const std::vector<int32_t>& seq) {
+  torch::NoGradGuard no_grad;
+  at::Tensor ids = at::tensor(std::vector<int64_t>(seq.begin(), seq.end()), at::kLong).unsqueeze(0);
+  auto out = m.forward(ids);
+  return m.local_logits(out.hidden)[0][ids.size(1) - 1].to(at::kDouble);  // [V]
+}
+
+// Greedy decoding without a cache: every step runs the whole sequence.
+inline rollout::Sample reference_greedy(model::DecoderModel& m, const std::vector<int32_t>& prompt,
+                                        int64_t max_new_tokens, const std::vector<int32_t>& eos = {}) {
+  rollout::Sample s;
+  std::vector<int32_t> seq = prompt;
+  while (int64_t(s.tokens.size()) < max_new_tokens) {
+    at::Tensor logits = next_logits(m, seq);
+    int64_t tok = logits.argmax().item<int64_t>();
+    s.tokens.push_back(int32_t(tok));
+    s.logprobs.push_back(logits.log_softmax(0)[tok].item<float>());
+    seq.push_back(int32_t(tok));
+    if (std::find(eos.begin(), eos.end(), tok) != eos.end()) {
+      s.finish_reason = "stop";
+      return s;
+    }
+  }
+  s.finish_reason = "length";
+  return s;
+}
+
+// DESIGN §8: the same generation means log-probs within 1e-5 and identical
+// tokens, except that at a near-tie (the two candidate tokens' logits, judged by
+// the tp = 1 reference model, within 1e-4) the two may part ways; nothing after
+// that point is compared.
+inline ::testing::AssertionResult same_generation(model::DecoderModel& reference, const std::vector<int32_t>& prompt,
+                                                  const rollout::Sample& a, const rollout::Sample& b,
+                                                  double logprob_tol = 1e-5) {
+  const size_t n = std::min(a.tokens.size(), b.tokens.size());
+  for (size_t t = 0; t < n; ++t) {
+    if (a.tokens[t] != b.tokens[t]) {
+      std::vector<int32_t> prefix = prompt;
+      prefix.insert(prefix.end(), a.tokens.begin(), a.tokens.begin() + t);
+      at::Tensor logits = next_logits(reference, prefix);
+      double gap = std::abs(logits[a.tokens[t]].item<double>() - logits[b.tokens[t]].item<double>());
+      if (gap < 1e-4) return ::testing::AssertionSuccess() << "near-tie at token " << t;
+      return ::testing::AssertionFailure() << "token " << t << " differs: " << a.tokens[t] << " vs " << b.tokens[t]
+                                           << " with a logit gap of " << gap << " (not a near-tie)";
+    }
+    if (std::abs(a.logprobs[t] - b.logprobs[t]) > logprob_tol)
+      return ::testing::AssertionFailure() << "log-prob of token " << t << " differs: " << a.logprobs[t] << " vs "
+                                           << b.logprobs[t];
+  }
+  if (a.tokens.size() != b.tokens.size() || a.finish_reason != b.finish_reason)
+    return ::testing::AssertionFailure() << "lengths " << a.tokens.size() << " vs " << b.tokens.size()
+                                         << ", finish " << a.finish_reason << " vs " << b.finish_reason;
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace hpcrl::testing

@@ -12,14 +12,12 @@
 #include "hpcrl/algo/evaluation.h"
 #include "hpcrl/algo/prompting.h"
 #include "hpcrl/algo/reward_fn.h"
+#include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/algo/teacher_topk.h"
 #include "hpcrl/algo/token_batch.h"
-#include "hpcrl/algo/train_checkpoint.h"
 #include "hpcrl/algo/train_step.h"
-#include "hpcrl/io/dataset_cursor.h"
 #include "hpcrl/rollout/engine.h"
 #include "hpcrl/trace/trace.h"
-#include "hpcrl/util/progress.h"
 
 namespace hpcrl::algo {
 
@@ -62,28 +60,10 @@ StageResult run_distill(StageEnv& env) {
   std::vector<TrainedRole> saved{{&student, &trainer.optimizer()}};
   RewardFunction verifier(pipeline, {});
 
-  int64_t start = 0;
-  if (env.resume_from) {
-    auto state = load_train_checkpoint(*env.resume_from, saved, env.world);
-    sampler.restore(io::DataCursor::from_json(state.at("cursor"), *env.resume_from + "/state.json"),
-                    *env.resume_from);
-    start = state.at("step").get<int64_t>();
-  }
-  auto checkpoint = [&](int64_t step) {
-    trace::ScopedSpan span("distill/checkpoint");
-    save_train_checkpoint(env.checkpoint_dir, step, saved, {{"cursor", sampler.cursor().to_json()}}, env.world,
-                          env.keep_last);
-  };
+  const int64_t start = resume_stage(env, saved, sampler, "distill");
   auto run_eval = [&](int64_t step) {
     if (data.eval.size() == 0) return;
-    const auto& es = pipeline.run.eval_sampling;
-    EvalOptions o;
-    o.prompts = es.prompts;
-    o.n = es.n;
-    o.temperature = es.temperature;
-    o.max_new_tokens = es.max_new_tokens;
-    o.seed = static_cast<uint64_t>(pipeline.run.seed) * 7919u;
-    auto r = evaluate(student, data.eval, prompts, verifier.verifier(), o);
+    auto r = evaluate(student, data.eval, prompts, verifier.verifier(), eval_options(pipeline));
     result.eval_accuracy = r.accuracy;
     result.eval_loss = r.loss;
     spdlog::info("distill step {}: student eval accuracy {:.3f}, loss {:.4f}", step, r.accuracy, r.loss);
@@ -174,26 +154,19 @@ StageResult run_distill(StageEnv& env) {
     return loss;
   };
 
-  if (start == 0 && pipeline.run.eval_before_train) run_eval(0);
-  Progress progress("distill", cfg.steps, env.progress && world_rank == 0);
   student.model->train();
-  for (int64_t step = start; step < cfg.steps; ++step) {
-    if (env.should_stop && env.should_stop()) {
-      checkpoint(step);
-      result.stopped = true;
-      result.steps_done = step;
-      return result;
-    }
+  StageLoop loop;
+  loop.name = "distill";
+  loop.start = start;
+  loop.total = cfg.steps;
+  loop.eval_every = cfg.eval_every;
+  loop.step = [&](int64_t step) {
     double loss = train_step(step, sampler.next_batch(cfg.batch, student.dp_rank, student.dp_size));
-    progress.update(step + 1, "loss " + std::to_string(loss).substr(0, 6));
-    result.steps_done = step + 1;
-    const bool last = step + 1 == cfg.steps;
-    if (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0 && !last) run_eval(step + 1);
-    if (env.checkpoint_every > 0 && (step + 1) % env.checkpoint_every == 0 && !last) checkpoint(step + 1);
-  }
-  progress.finish();
-  run_eval(cfg.steps);
-  checkpoint(cfg.steps);
+    return "loss " + std::to_string(loss).substr(0, 6);
+  };
+  loop.evaluate = run_eval;
+  loop.checkpoint = [&](int64_t step) { checkpoint_stage(env, step, saved, sampler, "distill"); };
+  run_stage_loop(env, loop, result);
   return result;
 }
 

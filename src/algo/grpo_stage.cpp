@@ -18,7 +18,7 @@
 #include "hpcrl/algo/train_step.h"
 #include "hpcrl/io/dataset_cursor.h"
 #include "hpcrl/trace/trace.h"
-#include "hpcrl/util/progress.h"
+#include "hpcrl/algo/stage_loop.h"
 
 namespace hpcrl::algo {
 
@@ -45,15 +45,13 @@ StageResult run_grpo(StageEnv& env) {
   pl.kl_estimator = parse_kl_estimator(config::to_string(cfg.kl.estimator));
   pl.entropy_coef = cfg.entropy_coef;
 
-  if (start == 0 && pipeline.run.eval_before_train) loop.evaluate(0, result);
-  Progress progress("grpo", cfg.iterations, env.progress && world_rank == 0, "iter");
-  for (int64_t it = start; it < cfg.iterations; ++it) {
-    if (env.should_stop && env.should_stop()) {
-      loop.checkpoint(it, saved);
-      result.stopped = true;
-      result.steps_done = it;
-      return result;
-    }
+  StageLoop steps;
+  steps.name = "grpo";
+  steps.unit = "iter";
+  steps.start = start;
+  steps.total = cfg.iterations;
+  steps.eval_every = cfg.eval_every;
+  steps.step = [&](int64_t it) -> std::string {
     trace::ScopedSpan iter_span("grpo/iteration", {{"step", double(it)}});
     auto t0 = std::chrono::steady_clock::now();
     RlMetrics m;
@@ -71,16 +69,11 @@ StageResult run_grpo(StageEnv& env) {
     loop.update(exp, trainer, pl, it, m);
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     loop.write_metrics(it + 1, m, trainer.lr(it * cfg.epochs * n_mini));
-    progress.update(it + 1, "reward " + std::to_string(m.reward_mean).substr(0, 5));
-    result.steps_done = it + 1;
-
-    const bool last = it + 1 == cfg.iterations;
-    if (cfg.eval_every > 0 && (it + 1) % cfg.eval_every == 0 && !last) loop.evaluate(it + 1, result);
-    if (env.checkpoint_every > 0 && (it + 1) % env.checkpoint_every == 0 && !last) loop.checkpoint(it + 1, saved);
-  }
-  progress.finish();
-  loop.evaluate(cfg.iterations, result);
-  loop.checkpoint(cfg.iterations, saved);
+    return "reward " + std::to_string(m.reward_mean).substr(0, 5);
+  };
+  steps.evaluate = [&](int64_t it) { loop.evaluate(it, result); };
+  steps.checkpoint = [&](int64_t it) { loop.checkpoint(it, saved); };
+  run_stage_loop(env, steps, result);
   return result;
 }
 

@@ -9,7 +9,7 @@
 #include "hpcrl/algo/advantages.h"
 #include "hpcrl/algo/rl_common.h"
 #include "hpcrl/trace/trace.h"
-#include "hpcrl/util/progress.h"
+#include "hpcrl/algo/stage_loop.h"
 
 namespace hpcrl::algo {
 
@@ -58,15 +58,13 @@ StageResult run_ppo(StageEnv& env) {
   pl.entropy_coef = cfg.entropy_coef;
   const double grad_group = critic.ctx.grad ? critic.ctx.grad->size() : 1;
 
-  if (start == 0 && pipeline.run.eval_before_train) loop.evaluate(0, result);
-  Progress progress("ppo", cfg.iterations, env.progress && env.world->rank() == 0, "iter");
-  for (int64_t it = start; it < cfg.iterations; ++it) {
-    if (env.should_stop && env.should_stop()) {
-      loop.checkpoint(it, saved);
-      result.stopped = true;
-      result.steps_done = it;
-      return result;
-    }
+  StageLoop steps;
+  steps.name = "ppo";
+  steps.unit = "iter";
+  steps.start = start;
+  steps.total = cfg.iterations;
+  steps.eval_every = cfg.eval_every;
+  steps.step = [&](int64_t it) -> std::string {
     trace::ScopedSpan iter_span("ppo/iteration", {{"step", double(it)}});
     auto t0 = std::chrono::steady_clock::now();
     RlMetrics m;
@@ -131,15 +129,11 @@ StageResult run_ppo(StageEnv& env) {
                              std::max(1.0, vs[2].item<double>()));
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     loop.write_metrics(it + 1, m, actor.lr(it * cfg.epochs * n_mini));
-    progress.update(it + 1, "reward " + std::to_string(m.reward_mean).substr(0, 5));
-    result.steps_done = it + 1;
-    const bool last = it + 1 == cfg.iterations;
-    if (cfg.eval_every > 0 && (it + 1) % cfg.eval_every == 0 && !last) loop.evaluate(it + 1, result);
-    if (env.checkpoint_every > 0 && (it + 1) % env.checkpoint_every == 0 && !last) loop.checkpoint(it + 1, saved);
-  }
-  progress.finish();
-  loop.evaluate(cfg.iterations, result);
-  loop.checkpoint(cfg.iterations, saved);
+    return "reward " + std::to_string(m.reward_mean).substr(0, 5);
+  };
+  steps.evaluate = [&](int64_t it) { loop.evaluate(it, result); };
+  steps.checkpoint = [&](int64_t it) { loop.checkpoint(it, saved); };
+  run_stage_loop(env, steps, result);
   return result;
 }
 

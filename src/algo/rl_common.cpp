@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/trace/trace.h"
 
 namespace hpcrl::algo {
@@ -74,20 +75,10 @@ double RlLoop::timed(const std::string& span, RlMetrics& m, const std::function<
   return sec;
 }
 
-int64_t RlLoop::resume(const std::vector<TrainedRole>& saved) {
-  if (!env_.resume_from) return 0;
-  auto state = load_train_checkpoint(*env_.resume_from, saved, env_.world);
-  sampler_->restore(io::DataCursor::from_json(state.at("cursor"), *env_.resume_from + "/state.json"),
-                    *env_.resume_from);
-  int64_t it = state.at("step").get<int64_t>();
-  spdlog::info("{}: resumed at iteration {} from {}", name_, it, *env_.resume_from);
-  return it;
-}
+int64_t RlLoop::resume(const std::vector<TrainedRole>& saved) { return resume_stage(env_, saved, *sampler_, name_); }
 
 void RlLoop::checkpoint(int64_t iteration, const std::vector<TrainedRole>& saved) {
-  trace::ScopedSpan span(name_ + "/checkpoint");
-  save_train_checkpoint(env_.checkpoint_dir, iteration, saved, {{"cursor", sampler_->cursor().to_json()}},
-                        env_.world, env_.keep_last);
+  checkpoint_stage(env_, iteration, saved, *sampler_, name_);
 }
 
 RolloutSamples RlLoop::rollout_round(const std::vector<size_t>& rows, int64_t iteration, int64_t round,
@@ -273,15 +264,7 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
 
 void RlLoop::evaluate(int64_t step, StageResult& result) {
   if (data_.eval.size() == 0) return;
-  const auto& es = env_.pipeline->run.eval_sampling;
-  EvalOptions o;
-  o.prompts = es.prompts;
-  o.n = es.n;
-  o.temperature = es.temperature;
-  o.top_p = es.top_p;
-  o.max_new_tokens = es.max_new_tokens;
-  o.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 7919u;
-  auto r = algo::evaluate(policy_, data_.eval, *prompts_, rewards_.verifier(), o);
+  auto r = algo::evaluate(policy_, data_.eval, *prompts_, rewards_.verifier(), eval_options(*env_.pipeline));
   result.eval_accuracy = r.accuracy;
   result.eval_loss = r.loss;
   spdlog::info("{} iteration {}: eval accuracy {:.3f}, loss {:.4f} ({} examples, {:.1f}s)", name_, step, r.accuracy,

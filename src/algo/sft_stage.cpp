@@ -9,29 +9,12 @@
 
 #include "hpcrl/algo/evaluation.h"
 #include "hpcrl/algo/prompting.h"
+#include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/algo/token_batch.h"
-#include "hpcrl/algo/train_checkpoint.h"
 #include "hpcrl/algo/train_step.h"
-#include "hpcrl/io/dataset_cursor.h"
 #include "hpcrl/trace/trace.h"
-#include "hpcrl/util/progress.h"
 
 namespace hpcrl::algo {
-
-namespace {
-EvalOptions eval_options(const config::PipelineConfig& p) {
-  EvalOptions o;
-  o.prompts = p.run.eval_sampling.prompts;
-  o.n = p.run.eval_sampling.n;
-  o.temperature = p.run.eval_sampling.temperature;
-  o.top_p = p.run.eval_sampling.top_p;
-  o.max_new_tokens = p.run.eval_sampling.max_new_tokens;
-  o.seed = static_cast<uint64_t>(p.run.seed) * 7919u;
-  return o;
-}
-
-reward::VerifiableReward default_verifier() { return reward::VerifiableReward(); }
-}  // namespace
 
 StageResult run_sft(StageEnv& env) {
   const auto& cfg = env.stage->sft;
@@ -54,21 +37,10 @@ StageResult run_sft(StageEnv& env) {
   const int64_t micro = cfg.train.micro_batch > 0 ? std::min(cfg.train.micro_batch, local_batch) : local_batch;
 
   std::vector<TrainedRole> saved{{&role, trainer ? &trainer->optimizer() : nullptr}};
-  int64_t start = 0;
-  if (env.resume_from) {
-    auto state = load_train_checkpoint(*env.resume_from, saved, env.world);
-    sampler.restore(io::DataCursor::from_json(state.at("cursor"), *env.resume_from + "/state.json"),
-                    *env.resume_from);
-    start = state.at("step").get<int64_t>();
-    spdlog::info("sft: resumed at step {} from {}", start, *env.resume_from);
-  }
-  auto checkpoint = [&](int64_t step) {
-    save_train_checkpoint(env.checkpoint_dir, step, saved, {{"cursor", sampler.cursor().to_json()}}, env.world,
-                          env.keep_last);
-  };
+  const int64_t start = resume_stage(env, saved, sampler, "sft");
   auto run_eval = [&](int64_t step) {
     if (!role.member() || data.eval.size() == 0) return;
-    auto r = evaluate(role, data.eval, *prompts, default_verifier(), eval_options(pipeline));
+    auto r = evaluate(role, data.eval, *prompts, reward::VerifiableReward(), eval_options(pipeline));
     result.eval_accuracy = r.accuracy;
     result.eval_loss = r.loss;
     spdlog::info("sft step {}: eval loss {:.4f}, accuracy {:.3f} ({} examples, {:.1f}s)", step, r.loss, r.accuracy,
@@ -79,8 +51,8 @@ StageResult run_sft(StageEnv& env) {
                           {"eval/response_len", r.response_len}, {"seconds/eval", r.seconds}});
   };
 
-  Progress progress("sft", cfg.steps, env.progress && world_rank == 0);
-  auto train_step = [&](int64_t step, const std::vector<size_t>& rows) {
+  // One optimizer step on this rank's rows; returns the progress note.
+  auto train_step = [&](int64_t step, const std::vector<size_t>& rows) -> std::string {
     trace::ScopedSpan step_span("sft/step", {{"step", double(step)}});
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::vector<int32_t>> p_ids, r_ids;
@@ -121,27 +93,22 @@ StageResult run_sft(StageEnv& env) {
       env.metrics->write("sft", env.stage_index, step + 1,
                          {{"loss", loss}, {"lr", trainer->lr(step)}, {"grad_norm", grad_norm},
                           {"tokens_per_s", global_tokens / seconds}, {"seconds/step", seconds}});
-    progress.update(step + 1, "loss " + std::to_string(loss).substr(0, 6));
+    return "loss " + std::to_string(loss).substr(0, 6);
   };
 
-  if (start == 0 && pipeline.run.eval_before_train) run_eval(0);
-  for (int64_t step = start; step < cfg.steps; ++step) {
-    if (env.should_stop && env.should_stop()) {
-      checkpoint(step);
-      result.stopped = true;
-      result.steps_done = step;
-      return result;
-    }
+  StageLoop loop;
+  loop.name = "sft";
+  loop.start = start;
+  loop.total = cfg.steps;
+  loop.eval_every = cfg.eval_every;
+  loop.step = [&](int64_t step) {
+    // Every rank advances the shared cursor, members of the role or not.
     auto rows = sampler.next_batch(cfg.batch, role.dp_rank, role.dp_size);
-    if (role.member()) train_step(step, rows);
-    result.steps_done = step + 1;
-    const bool last = step + 1 == cfg.steps;
-    if (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0 && !last) run_eval(step + 1);
-    if (env.checkpoint_every > 0 && (step + 1) % env.checkpoint_every == 0 && !last) checkpoint(step + 1);
-  }
-  progress.finish();
-  run_eval(cfg.steps);
-  checkpoint(cfg.steps);
+    return role.member() ? train_step(step, rows) : std::string();
+  };
+  loop.evaluate = run_eval;
+  loop.checkpoint = [&](int64_t step) { checkpoint_stage(env, step, saved, sampler, "sft"); };
+  run_stage_loop(env, loop, result);
   return result;
 }
 

@@ -1,0 +1,45 @@
+// The step loop every stage shares: evaluate before training (when asked and
+// not resuming), then per step: the collective stop check (checkpoint and
+// return on preemption), the stage's own step, progress, periodic evaluation
+// and checkpoints; at the end a final evaluation and checkpoint. Also the
+// pieces SFT, GRPO, PPO and distillation all need around it: evaluation
+// options from the run config, and checkpoint/resume of a stage whose position
+// in its data is one sampler cursor.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/stage_env.h"
+#include "hpcrl/algo/train_checkpoint.h"
+#include "hpcrl/io/dataset_cursor.h"
+
+namespace hpcrl::algo {
+
+struct StageLoop {
+  std::string name;                               // "sft", "grpo", ... (progress label, spans)
+  std::string unit = "step";                      // progress unit
+  int64_t start = 0, total = 0;                   // steps already done (resume), steps in the stage
+  int64_t eval_every = 0;
+  std::function<std::string(int64_t)> step;       // runs 0-based step s; returns the progress note
+  std::function<void(int64_t)> evaluate;          // held-out evaluation after s steps
+  std::function<void(int64_t)> checkpoint;        // checkpoint after s steps
+};
+
+// Fills result.steps_done and result.stopped; evaluate() fills the accuracy fields.
+void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result);
+
+// The run's held-out evaluation settings (run.eval_sampling).
+EvalOptions eval_options(const config::PipelineConfig& pipeline);
+
+// Continues from env.resume_from when set: restores `saved` and the sampler;
+// returns the step to start at (0 without a checkpoint).
+int64_t resume_stage(const StageEnv& env, const std::vector<TrainedRole>& saved, io::DataSampler& sampler,
+                     const std::string& name);
+// Writes the stage checkpoint after `step` steps with the sampler's cursor (span "<name>/checkpoint").
+void checkpoint_stage(const StageEnv& env, int64_t step, const std::vector<TrainedRole>& saved,
+                      const io::DataSampler& sampler, const std::string& name);
+
+}  // namespace hpcrl::algo

@@ -1,0 +1,62 @@
+// The shared stage step loop and its checkpoint/resume helpers (see stage_loop.h).
+#include "hpcrl/algo/stage_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include "hpcrl/trace/trace.h"
+#include "hpcrl/util/progress.h"
+
+namespace hpcrl::algo {
+
+void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result) {
+  if (loop.start == 0 && env.pipeline->run.eval_before_train) loop.evaluate(0);
+  Progress progress(loop.name, loop.total, env.progress && env.world->rank() == 0, loop.unit);
+  for (int64_t s = loop.start; s < loop.total; ++s) {
+    if (env.should_stop && env.should_stop()) {
+      loop.checkpoint(s);
+      result.stopped = true;
+      result.steps_done = s;
+      return;
+    }
+    progress.update(s + 1, loop.step(s));
+    result.steps_done = s + 1;
+    const bool last = s + 1 == loop.total;
+    if (loop.eval_every > 0 && (s + 1) % loop.eval_every == 0 && !last) loop.evaluate(s + 1);
+    if (env.checkpoint_every > 0 && (s + 1) % env.checkpoint_every == 0 && !last) loop.checkpoint(s + 1);
+  }
+  progress.finish();
+  loop.evaluate(loop.total);
+  loop.checkpoint(loop.total);
+}
+
+EvalOptions eval_options(const config::PipelineConfig& pipeline) {
+  const auto& es = pipeline.run.eval_sampling;
+  EvalOptions o;
+  o.prompts = es.prompts;
+  o.n = es.n;
+  o.temperature = es.temperature;
+  o.top_p = es.top_p;
+  o.max_new_tokens = es.max_new_tokens;
+  o.seed = static_cast<uint64_t>(pipeline.run.seed) * 7919u;
+  return o;
+}
+
+int64_t resume_stage(const StageEnv& env, const std::vector<TrainedRole>& saved, io::DataSampler& sampler,
+                     const std::string& name) {
+  if (!env.resume_from) return 0;
+  const std::string& dir = *env.resume_from;
+  auto state = load_train_checkpoint(dir, saved, env.world);
+  sampler.restore(io::DataCursor::from_json(state.at("cursor"), dir + "/state.json"), dir);
+  const int64_t step = state.at("step").get<int64_t>();
+  spdlog::info("{}: resumed at step {} from {}", name, step, dir);
+  return step;
+}
+
+void checkpoint_stage(const StageEnv& env, int64_t step, const std::vector<TrainedRole>& saved,
+                      const io::DataSampler& sampler, const std::string& name) {
+  trace::ScopedSpan span(name + "/checkpoint");
+  save_train_checkpoint(env.checkpoint_dir, step, saved, {{"cursor", sampler.cursor().to_json()}}, env.world,
+                        env.keep_last);
+}
+
+}  // namespace hpcrl::algo

@@ -104,3 +104,23 @@ TEST(PipelineE2E, StopSignalCheckpointsExits75AndResumeIsExact) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(without_timing(a[i]), without_timing(b[i])) << "line " << i;
 }
+
+TEST(PipelineE2E, PpoTrainsTheCriticAndReportsItsMetrics) {
+  const std::string cfg =
+      kConfig + " --set 'models.critic={init: {from: policy}, head: value}'"
+                " --set 'stages=[{sft: {model: policy, data: arith, steps: 30, batch: 32, lr: 3.0e-3}}, "
+                "{ppo: {policy: policy, critic: critic, reference: reference, reward: math, data: arith, "
+                "iterations: 4, prompts: 8, group: 2, max_new_tokens: 32, lr: 1.0e-4, critic_lr: 1.0e-3, "
+                "kl: {coef: 0.01, in_reward: true}}}]'";
+  std::string out = scratch_dir("ppo") + "/run";
+  Proc p = run_hpcrl("run " + cfg + " --out " + out);
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  auto ppo = lines_with(read_metrics(out + "/metrics.jsonl"), "ppo", "critic/loss");
+  ASSERT_EQ(ppo.size(), 4u);
+  for (const auto& j : ppo)
+    for (const char* k : {"reward/mean", "kl", "clip_frac", "critic/clip_frac", "critic/values_mean",
+                          "seconds/rollout", "seconds/actor_update"})
+      EXPECT_TRUE(j.contains(k)) << k << " missing in " << j.dump();
+  EXPECT_LT(ppo.back()["critic/loss"].get<double>(), ppo.front()["critic/loss"].get<double>());
+  EXPECT_TRUE(fs::exists(out + "/checkpoints/01-ppo/step-000004/critic/model.safetensors"));
+}

@@ -102,12 +102,12 @@ StageResult run_distill(StageEnv& env) {
     for (auto& r : r_ids)
       if (r.empty()) r.push_back(prompts.stop_ids().front());  // an immediate stop is still a target
     TokenBatch batch = make_token_batch(p_ids, r_ids, std::max(0, student.tokenizer->pad_id()),
-                                        std::lcm(student.ctx.sp_size(), teacher.ctx.sp_size()));
+                                        std::lcm(student.ctx.sp_size(), teacher.ctx.sp_size()), student.device());
     at::Tensor counts = at::tensor({double(batch.loss_mask.sum().item<double>())}, at::kDouble);
     if (student.ctx.dp && student.ctx.dp->size() > 1) student.ctx.dp->all_reduce(counts);
     const double global_tokens = std::max(1.0, counts.item<double>());
 
-    at::Tensor loss_sum = at::zeros({1}, at::kDouble);
+    at::Tensor loss_sum = at::zeros({1}, at::TensorOptions(at::kDouble).device(student.device()));
     for (int64_t m = 0; m < local_batch; m += micro) {
       TokenBatch full = slice_rows(batch, m, std::min(local_batch, m + micro));
       TopK tk;

@@ -15,13 +15,15 @@ std::pair<double, int64_t> batch_nll(Role& role, const std::vector<std::vector<i
                                      const std::vector<std::vector<int32_t>>& response_ids) {
   torch::NoGradGuard no_grad;
   const int sp = role.ctx.sp_size();
-  TokenBatch b = sequence_shard(make_token_batch(prompt_ids, response_ids, std::max(0, role.tokenizer->pad_id()), sp),
+  TokenBatch b = sequence_shard(make_token_batch(prompt_ids, response_ids, std::max(0, role.tokenizer->pad_id()), sp,
+                                                 role.device()),
                                 role.ctx.sp_rank(), sp);
   auto out = role.model->forward(b.ids);
   auto lp = role.model->token_logprobs(out.hidden, b.targets, /*with_entropy=*/false);
   // [nll, tokens] of this sp rank's chunk; the sequence's totals are the sum over sp.
   at::Tensor sums = at::stack({-(lp.logprobs * b.loss_mask).sum(), b.loss_mask.sum()}).to(at::kDouble);
   if (sp > 1) role.ctx.sp->all_reduce(sums);
+  sums = sums.cpu();
   return {sums[0].item<double>(), static_cast<int64_t>(sums[1].item<double>())};
 }
 

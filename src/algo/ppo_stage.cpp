@@ -25,7 +25,7 @@ at::Tensor critic_values(Role& critic, const TokenBatch& b, int64_t micro_batch,
     if (!grad && sp > 1) v = critic.ctx.sp->all_gather(v.contiguous(), 1);
     parts.push_back(v);
   }
-  return B == 0 ? at::zeros(b.loss_mask.sizes(), at::kFloat) : at::cat(parts, 0);
+  return B == 0 ? at::zeros(b.loss_mask.sizes(), b.loss_mask.options()) : at::cat(parts, 0);
 }
 }  // namespace
 
@@ -79,7 +79,7 @@ StageResult run_ppo(StageEnv& env) {
     }
     at::Tensor kl = reference && cfg.kl.in_reward
                         ? kl_estimate(exp.old_logp, exp.ref_logp, parse_kl_estimator(config::to_string(cfg.kl.estimator)))
-                        : at::zeros(mask.sizes(), at::kFloat);
+                        : at::zeros(mask.sizes(), mask.options());
     GaeResult g;
     {
       trace::ScopedSpan span("ppo/advantage");
@@ -125,7 +125,7 @@ StageResult run_ppo(StageEnv& env) {
     m.extra.emplace_back("critic/loss", vs[0].item<double>() / double(cfg.epochs * n_mini));
     m.extra.emplace_back("critic/clip_frac", vs[1].item<double>() / std::max(1.0, vs[2].item<double>() * cfg.epochs));
     m.extra.emplace_back("critic/values_mean",
-                         loop.dp_sum((old_values * mask).sum().to(at::kDouble).reshape({1})).item<double>() /
+                         loop.dp_sum((old_values * mask).sum().to(at::kCPU, at::kDouble).reshape({1})).item<double>() /
                              std::max(1.0, vs[2].item<double>()));
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     loop.write_metrics(it + 1, m, actor.lr(it * cfg.epochs * n_mini));

@@ -22,6 +22,12 @@ optim::ParamSet Role::param_set() const {
   return out;
 }
 
+at::Device Role::device() const {
+  if (!member()) return at::kCPU;
+  auto params = model->parameters();
+  return params.empty() ? at::Device(at::kCPU) : params.front().device();
+}
+
 int64_t Role::local_batch(int64_t global, const std::string& what) const {
   HPCRL_CHECK_INPUT(global % dp_size == 0, what << " = " << global << " is not divisible by the data-parallel size "
                     << dp_size << " of role '" << name << "'; make it a multiple of " << dp_size);

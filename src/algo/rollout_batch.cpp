@@ -12,7 +12,7 @@ at::Tensor scatter_response_values(const TokenBatch& b, const std::vector<std::v
     const int64_t P = b.prompt_lens[i];
     for (size_t k = 0; k < values[i].size(); ++k) acc[i][P - 1 + k] = values[i][k];
   }
-  return out;
+  return out.to(b.loss_mask.device());
 }
 
 at::Tensor forward_logprobs(Role& role, const TokenBatch& b, int64_t micro_batch) {

@@ -61,14 +61,14 @@ StageResult run_sft(StageEnv& env) {
       r_ids.push_back(prompts->response_ids(data.train[i]));
     }
     const int sp = role.ctx.sp_size();
-    TokenBatch batch = make_token_batch(p_ids, r_ids, std::max(0, role.tokenizer->pad_id()), sp);
+    TokenBatch batch = make_token_batch(p_ids, r_ids, std::max(0, role.tokenizer->pad_id()), sp, role.device());
     // Global response tokens of the step: the loss is a mean over all of them.
     at::Tensor counts = at::tensor({double(batch.response_tokens())}, at::kDouble);
     if (role.ctx.dp && role.ctx.dp->size() > 1) role.ctx.dp->all_reduce(counts);
     const double global_tokens = counts.item<double>();
     const double grad_group = role.ctx.grad ? role.ctx.grad->size() : 1;
 
-    at::Tensor nll_sum = at::zeros({}, at::kDouble);
+    at::Tensor nll_sum = at::zeros({}, at::TensorOptions(at::kDouble).device(role.device()));
     {
       trace::ScopedSpan span("sft/forward_backward", {{"tokens", global_tokens}});
       for (int64_t m = 0; m < local_batch; m += micro) {

@@ -14,7 +14,8 @@ int64_t TokenBatch::response_tokens() const {
 }
 
 TokenBatch make_token_batch(const std::vector<std::vector<int32_t>>& prompts,
-                            const std::vector<std::vector<int32_t>>& responses, int32_t pad_id, int64_t multiple) {
+                            const std::vector<std::vector<int32_t>>& responses, int32_t pad_id, int64_t multiple,
+                            at::Device device) {
   HPCRL_CHECK(prompts.size() == responses.size() && !prompts.empty(),
               prompts.size() << " prompts vs " << responses.size() << " responses");
   const int64_t B = static_cast<int64_t>(prompts.size());
@@ -42,6 +43,12 @@ TokenBatch make_token_batch(const std::vector<std::vector<int32_t>>& prompts,
     }
     b.prompt_lens.push_back(P);
     b.response_lens.push_back(R);
+  }
+  if (!device.is_cpu()) {
+    b.ids = b.ids.to(device);
+    b.targets = b.targets.to(device);
+    b.loss_mask = b.loss_mask.to(device);
+    b.attention_mask = b.attention_mask.to(device);
   }
   return b;
 }
@@ -71,7 +78,7 @@ TokenBatch sequence_shard(const TokenBatch& b, int sp_rank, int sp_size) {
 }
 
 std::vector<std::vector<float>> response_values(const TokenBatch& b, const at::Tensor& values) {
-  at::Tensor v = values.detach().to(at::kFloat).contiguous();
+  at::Tensor v = values.detach().to(at::kCPU, at::kFloat).contiguous();
   auto acc = v.accessor<float, 2>();
   std::vector<std::vector<float>> out(b.rows());
   for (int64_t i = 0; i < b.rows(); ++i) {

@@ -76,6 +76,8 @@ int run_pipeline(const RunOptions& options) {
   vo.require_weights = true;
   config::PipelineConfig cfg = config::load_pipeline_config(options.config_path, options.overrides, vo);
   const std::string root = options.out.empty() ? cfg.run.out : options.out;
+  // Before the run directory exists: a device this build or node cannot use is bad input.
+  const int gpu = dist::bind_device(config::to_string(cfg.run.device));
 
   // Rank 0 prepares the directory; the others wait (an error there ends the job).
   RunDirectory dir = w.rank == 0 ? RunDirectory::prepare(root, options.mode, config::to_yaml(cfg))
@@ -89,7 +91,7 @@ int run_pipeline(const RunOptions& options) {
   std::unique_ptr<trace::MetricsWriter> metrics;
   if (cfg.trace.metrics) metrics = std::make_unique<trace::MetricsWriter>(dir.metrics_path(), w.rank);
 
-  Roles roles(cfg, w.rank, w.size);
+  Roles roles(cfg, w.rank, w.size, gpu < 0 ? at::Device(at::kCPU) : at::Device(at::kCUDA, static_cast<int8_t>(gpu)));
   std::map<std::string, algo::DataSplits> data;
   auto data_for = [&](const std::string& name) -> const algo::DataSplits& {
     auto it = data.find(name);

@@ -29,7 +29,8 @@ int position_in(const dist::RankGroups& groups, int rank) {
 std::string tokenizer_spec(const std::string& t) { return t == "byte" || t.empty() ? "builtin" : t; }
 }  // namespace
 
-Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size) : cfg_(cfg) {
+Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, at::Device device) : cfg_(cfg) {
+  const at::ScalarType dtype = cfg.run.dtype == config::DType::bfloat16 ? at::kBFloat16 : at::kFloat;
   int role_index = 0;
   for (const auto& mc : cfg.models) {
     algo::Role role;
@@ -73,9 +74,11 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size) 
         role.model = model::load_model(spec, role.ctx, opts);
         initialised_.insert(n);
       }
+      role.model->to(device, dtype);
       role.tokenizer = std::shared_ptr<io::Tokenizer>(io::load_tokenizer(tokenizer_spec(mc.tokenizer)));
-      spdlog::info("role {}: {} layers, d={}, tp={} sp={} ep={} dp={} on ranks {}-{}", n, mc.arch->num_layers,
-                   mc.arch->hidden_size, tp, sp, ep, dp, first, first + span.count - 1);
+      spdlog::info("role {}: {} layers, d={}, tp={} sp={} ep={} dp={} on ranks {}-{}, {} {}", n, mc.arch->num_layers,
+                   mc.arch->hidden_size, tp, sp, ep, dp, first, first + span.count - 1, device.str(),
+                   config::to_string(cfg.run.dtype));
     } else if (mc.init.kind != config::InitKind::from) {
       initialised_.insert(n);
     }

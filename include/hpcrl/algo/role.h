@@ -26,6 +26,8 @@ struct Role {
   std::shared_ptr<io::Tokenizer> tokenizer;
 
   bool member() const { return model != nullptr; }
+  // Where this rank's shard lives (the CPU for ranks outside the role).
+  at::Device device() const;
   // Trainable parameters with their sharding, in registration order.
   optim::ParamSet param_set() const;
   // Per-rank share of a global batch; InputError naming `what` when dp does not divide it.

@@ -24,10 +24,12 @@ struct TokenBatch {
 };
 
 // prompts[i] + responses[i] for each row; T = longest row, rounded up to a
-// multiple of `multiple` (sequence parallelism splits T evenly).
+// multiple of `multiple` (sequence parallelism splits T evenly). Assembled on
+// the host, then moved once to `device` (the model's), so every tensor derived
+// from the batch in a loss lives where the log-probs are.
 TokenBatch make_token_batch(const std::vector<std::vector<int32_t>>& prompts,
                             const std::vector<std::vector<int32_t>>& responses, int32_t pad_id,
-                            int64_t multiple = 1);
+                            int64_t multiple = 1, at::Device device = at::kCPU);
 
 // Rows [begin, end) of a batch.
 TokenBatch slice_rows(const TokenBatch& b, int64_t begin, int64_t end);

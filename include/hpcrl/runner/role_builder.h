@@ -3,8 +3,10 @@
 // tp-sp-dp-pp, experts tp-ep-edp-pp, DESIGN §4) as communicators, its model
 // shard (preset with seeded weights, an HF checkpoint directory, or an empty
 // shell for `init: {from: role}` that is filled when first used), and its
-// tokenizer. Collective over the world: every rank takes part in creating
-// every group, members or not.
+// tokenizer. Shards are built and initialised on the host, then moved to
+// `device` (run.device, bound by dist::bind_device) in run.dtype; AdamW keeps
+// fp32 master weights for bf16 parameters. Collective over the world: every
+// rank takes part in creating every group, members or not.
 #pragma once
 
 #include <map>
@@ -19,7 +21,7 @@ namespace hpcrl::runner {
 
 class Roles {
  public:
-  Roles(const config::PipelineConfig& cfg, int world_rank, int world_size);
+  Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, at::Device device = at::kCPU);
 
   algo::Role& get(const std::string& name);
   // Copies the weights of `init.from` sources into roles that are first used by

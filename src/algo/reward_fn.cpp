@@ -16,23 +16,46 @@ reward::VerifiableRewardConfig verifiable_config(const config::RewardConfig& rc)
 RewardFunction::RewardFunction(const config::PipelineConfig& pipeline, const std::vector<std::string>& names) {
   for (const auto& n : names) {
     const config::RewardConfig& rc = *pipeline.find_reward(n);
-    HPCRL_CHECK_INPUT(rc.type == config::RewardType::verifiable,
+    HPCRL_CHECK_INPUT(rc.type != config::RewardType::model,
                       pipeline.pos("rewards." + n).str() << ": rewards." << n << ": type '"
-                      << config::to_string(rc.type) << "' rewards are not available in this build; use type: verifiable");
-    verifiable_.emplace_back(verifiable_config(rc));
+                      << config::to_string(rc.type) << "' rewards are not available in this build; "
+                      "use type: verifiable or type: command");
+    if (rc.type == config::RewardType::command) {
+      command_.emplace_back(reward::CommandRewardConfig{rc.name, rc.command, rc.timeout_s});
+      command_pos_.push_back(pipeline.pos("rewards." + n).str());
+    } else {
+      verifiable_.emplace_back(verifiable_config(rc));
+    }
   }
   verifier_ = std::make_unique<reward::VerifiableReward>(verifiable_.empty() ? reward::VerifiableRewardConfig{}
                                                                                : verifiable_.front().config());
 }
 
-ScoredResponse RewardFunction::score(const std::string&, const std::string& response, const std::string& answer) const {
-  ScoredResponse out;
-  for (size_t i = 0; i < verifiable_.size(); ++i) {
-    auto r = verifiable_[i].score(response, answer);
-    out.score += r.score;
-    if (i == 0) out.correct = r.correct;
+std::vector<ScoredResponse> RewardFunction::score_batch(const std::vector<reward::RewardSample>& samples) {
+  std::vector<ScoredResponse> out(samples.size());
+  for (size_t k = 0; k < samples.size(); ++k)
+    for (size_t i = 0; i < verifiable_.size(); ++i) {
+      auto r = verifiable_[i].score(std::string(samples[k].response), std::string(samples[k].answer));
+      out[k].score += r.score;
+      if (i == 0) out[k].correct = r.correct;
+    }
+  for (size_t i = 0; i < command_.size(); ++i) {
+    std::vector<double> scores;
+    try {
+      scores = command_[i].score(samples);
+    } catch (const InputError& e) {
+      throw InputError(command_pos_[i] + ": " + e.what());
+    } catch (const RuntimeError& e) {
+      throw RuntimeError(command_pos_[i] + ": " + e.what());
+    }
+    for (size_t k = 0; k < samples.size(); ++k) out[k].score += scores[k];
   }
   return out;
+}
+
+ScoredResponse RewardFunction::score(const std::string& prompt, const std::string& response,
+                                     const std::string& answer) {
+  return score_batch({reward::RewardSample{prompt, response, answer}}).front();
 }
 
 }  // namespace hpcrl::algo

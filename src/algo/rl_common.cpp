@@ -7,6 +7,8 @@
 
 #include <chrono>
 
+#include <nlohmann/json.hpp>
+
 #include "hpcrl/algo/evaluation.h"
 #include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/trace/trace.h"
@@ -106,10 +108,25 @@ RolloutSamples RlLoop::rollout_round(const std::vector<size_t>& rows, int64_t it
   timed("reward", m, [&] {
     auto acc = stats.accessor<double, 1>();
     const auto& ol = cfg_.overlong;
+    // Scored as one batch, so a command reward streams the whole round to its program.
+    std::vector<std::string> texts;
+    std::vector<nlohmann::json> meta;
     for (const auto& s : samples) {
       const auto& ex = data_.train[rows[s.prompt_index]];
-      std::string text = policy_.tokenizer->decode(s.tokens, /*skip_special=*/true);
-      ScoredResponse r = rewards_.score(ex.prompt, text, ex.answer);
+      texts.push_back(policy_.tokenizer->decode(s.tokens, /*skip_special=*/true));
+      meta.push_back({{"stage", name_}, {"iteration", iteration}, {"example", rows[s.prompt_index]},
+                      {"sample", s.sample_index}});
+      if (ex.line > 0) meta.back()["line"] = ex.line;
+    }
+    std::vector<reward::RewardSample> batch;
+    for (size_t k = 0; k < samples.size(); ++k) {
+      const auto& ex = data_.train[rows[samples[k].prompt_index]];
+      batch.push_back({ex.prompt, texts[k], ex.answer, &meta[k]});
+    }
+    const std::vector<ScoredResponse> scored = rewards_.score_batch(batch);
+    for (size_t k = 0; k < samples.size(); ++k) {
+      const auto& s = samples[k];
+      const ScoredResponse& r = scored[k];
       const int64_t len = static_cast<int64_t>(s.tokens.size());
       const bool truncated = s.finish_reason == "length";
       double score = r.score;
@@ -181,14 +198,14 @@ Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
     kept.prompt_ids.push_back({pad});  // an empty batch still needs a shape; its mask is all zero
     kept.response_ids.push_back({});
   }
-  e.batch = make_token_batch(kept.prompt_ids, kept.response_ids, pad, policy_.ctx.sp_size());
+  e.batch = make_token_batch(kept.prompt_ids, kept.response_ids, pad, policy_.ctx.sp_size(), policy_.device());
   if (kept.size() == 0) {
     e.batch = slice_rows(e.batch, 0, 0);
     e.old_logp = e.batch.loss_mask.clone();
-    e.scores = at::zeros({0}, at::kFloat);
+    e.scores = at::zeros({0}, e.batch.loss_mask.options());
     return e;
   }
-  e.scores = at::tensor(std::vector<float>(kept.scores.begin(), kept.scores.end()));
+  e.scores = at::tensor(std::vector<float>(kept.scores.begin(), kept.scores.end())).to(policy_.device());
   e.correct = kept.correct;
   e.truncated = kept.truncated;
   const int64_t micro = cfg_.train.micro_batch;
@@ -210,7 +227,7 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
     if (cfg_.overlong.filter)
       for (int64_t i = 0; i < B; ++i)
         if (exp.truncated[i]) keep[i] = 0.0f;
-    at::Tensor mask = exp.batch.loss_mask * keep.unsqueeze(1);
+    at::Tensor mask = exp.batch.loss_mask * keep.to(exp.batch.loss_mask.device()).unsqueeze(1);
     // [Σ clip·tok, Σ kl·tok, Σ ent·tok, Σ tok, Σ loss numerators / den]
     at::Tensor sums = at::zeros({5}, at::kDouble);
     double norm_sum = 0;

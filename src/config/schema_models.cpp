@@ -94,7 +94,11 @@ Codec<std::vector<std::string>> command_codec() {
   Codec<std::vector<std::string>> c;
   c.type = "a command line (string) or an argv list";
   c.read = [argv](const YNode& n, const std::string& path, Ctx& ctx, std::vector<std::string>& out) {
-    if (n.is_scalar() && !n.scalar.empty()) {
+    if (n.is_scalar()) {
+      if (str::trim(n.scalar).empty()) {
+        ctx.error(n.pos, path, "is empty", "give the scoring program, e.g. `command: \"python3 score.py\"`");
+        return false;
+      }
       out = {"sh", "-c", n.scalar};
       return true;
     }
@@ -120,11 +124,19 @@ Codec<RewardConfig> reward_codec() {
                           number(0, HUGE_VAL, Bound::kOpen)),
                  is(RewardType::command)),
   }};
-  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  std::vector<std::string> keys;
+  for (const auto& f : spec.fields) keys.push_back(f.name);
+  spec.check = [keys](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
     std::string type = to_string(s.type);
+    // `comand:` already got "did you mean 'command'?": saying command is missing too is noise.
+    auto misspelt = [&](const std::string& key) {
+      for (const auto& e : n.entries)
+        if (std::find(keys.begin(), keys.end(), e.key) == keys.end() && suggestion(e.key, keys) == key) return true;
+      return false;
+    };
     auto needs = [&](const char* key, RewardType t, const std::string& example) {
       bool given = n.find(key) != nullptr;
-      if (s.type == t && !given)
+      if (s.type == t && !given && !misspelt(key))
         ctx.error(n.pos, join_path(path, key), "missing: a reward of type " + type + " needs it", "add " + example);
       if (s.type != t && given)
         error_at_key(ctx, n, path, key, "applies only to type: " + to_string(t) + " (this reward is " + type + ")",

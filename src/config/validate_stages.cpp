@@ -4,8 +4,13 @@
 // not the policy itself, teacher and student share a vocabulary); global
 // batches split over the data-parallel ranks; and the order makes sense
 // (warnings when a read-only role still has random weights when first used,
-// or when something defined is never used).
+// or when something defined is never used); a command reward's program can be
+// found (a warning in validate, an error in run: the job may run elsewhere).
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -16,6 +21,41 @@
 namespace hpcrl::config {
 
 namespace {
+
+// The program a command reward starts, when the config says it plainly: argv[0]
+// of the list form, or the first word of a `sh -c` line that starts with a
+// program (not a shell builtin, an assignment or other syntax); "" otherwise.
+std::string reward_program(const std::vector<std::string>& argv) {
+  if (argv.empty()) return "";
+  if (!(argv.size() == 3 && argv[0] == "sh" && argv[1] == "-c")) return argv[0];
+  const std::string& line = argv[2];
+  size_t b = line.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  std::string word = line.substr(b, line.find_first_of(" \t\n;&|", b) - b);
+  for (char ch : word)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && std::string("_./+-").find(ch) == std::string::npos) return "";
+  // Shell keywords and builtins (POSIX plus the common bash ones): sh runs them, PATH has none of them.
+  static const std::set<std::string> builtins{
+      ".", ":", "alias", "bg", "break", "case", "cd", "command", "continue", "echo", "eval", "exec", "exit",
+      "export", "false", "fc", "fg", "for", "getopts", "hash", "if", "jobs", "kill", "local", "printf", "pwd",
+      "read", "readonly", "return", "set", "shift", "source", "test", "time", "times", "trap", "true", "type",
+      "ulimit", "umask", "unalias", "unset", "until", "wait", "while", "{", "(", "!"};
+  return builtins.count(word) ? "" : word;
+}
+
+bool executable_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Found the way posix_spawnp looks: as given when it has a '/', else along PATH.
+bool program_found(const std::string& prog) {
+  if (prog.find('/') != std::string::npos) return executable_file(prog);
+  const char* path = std::getenv("PATH");
+  for (const auto& dir : str::split(path ? path : "/bin:/usr/bin", ':'))
+    if (executable_file((dir.empty() ? std::string(".") : dir) + "/" + prog)) return true;
+  return false;
+}
 
 struct StageChecker {
   const PipelineConfig& c;
@@ -192,6 +232,21 @@ struct StageChecker {
         diag.warning(c.pos("rewards." + r.name), "rewards." + r.name, "no stage uses this reward", "remove it or use it in a stage");
   }
 
+  void reward_programs() {
+    for (const auto& r : c.rewards) {
+      if (r.type != RewardType::command) continue;
+      std::string prog = reward_program(r.command);
+      if (prog.empty() || program_found(prog)) continue;
+      std::string path = "rewards." + r.name + ".command";
+      std::string msg = prog.find('/') != std::string::npos
+                            ? "program '" + prog + "' does not exist or is not executable"
+                            : "program '" + prog + "' is not on PATH";
+      std::string fix = "install it or correct the command (relative paths start at the current directory)";
+      if (opt.require_weights) diag.error(c.pos(path), path, msg, fix);
+      else diag.warning(c.pos(path), path, msg, fix + "; `run` stops here unless it exists where the job runs");
+    }
+  }
+
   void data_files() {
     namespace stdfs = std::filesystem;
     for (const auto& d : c.data) {
@@ -224,6 +279,7 @@ void validate_stages(const PipelineConfig& c, const ValidateOptions& opt, Diagno
   for (const auto& r : c.rewards) k.rewards.push_back(r.name);
   for (const auto& st : c.stages) k.stage(st);
   k.reward_models();
+  k.reward_programs();
   k.data_files();
   k.order();
   k.unused();

@@ -1,0 +1,67 @@
+// End-to-end: a GRPO stage whose reward sums a verifiable reward and a
+// `command` reward (a user program speaking the JSON-lines protocol of
+// docs/rewards.md §8). A program that adds a constant 0.5 must raise the mean
+// reward by exactly 0.5 and leave the update untouched, since group-normalised
+// advantages ignore a shift shared by the whole group; a program that dies is a
+// run-time error naming the sample.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "run_util.h"
+
+using namespace hpcrl::test;
+
+namespace {
+// tests/e2e/data/tiny.yaml with a `judge` command reward added to GRPO's.
+std::string config_with_judge(const std::string& dir, const std::string& command) {
+  std::ifstream in("tests/e2e/data/tiny.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string y = ss.str();
+  auto replace = [&](const std::string& from, const std::string& to) {
+    auto at = y.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) y.replace(at, from.size(), to);
+  };
+  replace("  math: {type: verifiable}\n", "  math: {type: verifiable}\n  judge: {type: command, command: '" + command +
+                                              "', timeout_s: 20}\n");
+  replace("reward: math,", "reward: [math, judge],");
+  const std::string path = dir + "/judge.yaml";
+  std::ofstream(path) << y;
+  return path;
+}
+
+const std::string kShort = " --set stages.0.sft.steps=10 --set stages.2.distill.steps=2";
+}  // namespace
+
+TEST(CommandRewardE2E, ConstantJudgeShiftsTheRewardAndLeavesTheUpdateUnchanged) {
+  const std::string dir = scratch_dir("judge");
+  Proc plain = run_hpcrl("run tests/e2e/data/tiny.yaml" + kShort + " --out " + dir + "/plain");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const std::string judge = "while read -r line; do echo \"{\\\"score\\\": 0.5}\"; done";
+  Proc judged = run_hpcrl("run " + config_with_judge(dir, judge) + kShort + " --out " + dir + "/judged");
+  ASSERT_EQ(judged.exit_code, 0) << judged.output;
+  auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "grpo", "reward/mean");
+  auto b = lines_with(read_metrics(dir + "/judged/metrics.jsonl"), "grpo", "reward/mean");
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE("iteration " + std::to_string(i + 1));
+    EXPECT_NEAR(b[i]["reward/mean"].get<double>(), a[i]["reward/mean"].get<double>() + 0.5, 1e-6);
+    EXPECT_NEAR(b[i]["reward/std"].get<double>(), a[i]["reward/std"].get<double>(), 1e-6);
+    EXPECT_DOUBLE_EQ(b[i]["loss"].get<double>(), a[i]["loss"].get<double>());
+    EXPECT_DOUBLE_EQ(b[i]["kl"].get<double>(), a[i]["kl"].get<double>());
+  }
+}
+
+TEST(CommandRewardE2E, JudgeThatDiesIsAnErrorNamingTheSample) {
+  const std::string dir = scratch_dir("judge-dies");
+  const std::string judge = "read -r line; echo \"{\\\"score\\\": 1}\"; read -r line; echo judge gave up >&2; exit 3";
+  Proc p = run_hpcrl("run " + config_with_judge(dir, judge) + kShort + " --out " + dir + "/run");
+  EXPECT_EQ(p.exit_code, 1) << p.output;
+  EXPECT_NE(p.output.find("judge"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("sample 1"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("judge gave up"), std::string::npos) << "the program's stderr tail: " << p.output;
+}

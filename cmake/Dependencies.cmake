@@ -14,6 +14,27 @@ if(HPCRL_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
 
+# A pip LibTorch ships its own, newer {fmt} headers in its include directory;
+# spdlog must compile against the {fmt} it was built with, so that one is put
+# first on the include path (through a directory holding only a link to it).
+set(_torch_ships_fmt no)
+if(TARGET fmt::fmt)
+  get_target_property(_fmt_include fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+  list(GET _fmt_include 0 _fmt_include)
+  foreach(_dir IN LISTS TORCH_INCLUDE_DIRS)
+    if(EXISTS ${_dir}/fmt/core.h AND NOT _dir STREQUAL _fmt_include)
+      set(_torch_ships_fmt yes)
+    endif()
+  endforeach()
+endif()
+if(_torch_ships_fmt)
+  set(_fmt_shim ${CMAKE_BINARY_DIR}/fmt-shim)
+  file(MAKE_DIRECTORY ${_fmt_shim})
+  file(CREATE_LINK ${_fmt_include}/fmt ${_fmt_shim}/fmt SYMBOLIC)
+  include_directories(BEFORE SYSTEM ${_fmt_shim})
+  message(STATUS "LibTorch ships {fmt}; spdlog's {fmt} from ${_fmt_include} comes first")
+endif()
+
 # Torch's imported targets carry -D_GLIBCXX_USE_CXX11_ABI; everything we build
 # must agree with it, so take the flags from TORCH_CXX_FLAGS once here.
 if(TORCH_CXX_FLAGS)

@@ -35,6 +35,13 @@ if(_torch_ships_fmt)
   message(STATUS "LibTorch ships {fmt}; spdlog's {fmt} from ${_fmt_include} comes first")
 endif()
 
+# A pip LibTorch exports some libstdc++ symbols of its own (std::filesystem
+# among them) that crash when called from our code. Listing libstdc++ first
+# among the needed libraries makes the dynamic linker take libstdc++'s.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND NOT APPLE)
+  add_link_options(LINKER:--push-state,--no-as-needed -lstdc++ LINKER:--pop-state)
+endif()
+
 # Torch's imported targets carry -D_GLIBCXX_USE_CXX11_ABI; everything we build
 # must agree with it, so take the flags from TORCH_CXX_FLAGS once here.
 if(TORCH_CXX_FLAGS)

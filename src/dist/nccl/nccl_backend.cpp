@@ -74,10 +74,15 @@ NcclBackend::NcclBackend(MPI_Comm mpi_comm, int device, std::string name) : devi
 }
 
 NcclBackend::~NcclBackend() {
-  cuda::DeviceScope scope(device_);
+  // The world communicator is a static that can outlive the CUDA runtime at
+  // process exit ("driver shutting down"); the driver then reclaims the
+  // communicator and its buffers itself, and a destructor must not throw.
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(device_) != cudaSuccess) return;
   if (comm_) ncclCommDestroy(comm_);
   if (last_async_) cudaEventDestroy(last_async_);
   if (barrier_buf_) cudaFree(barrier_buf_);
+  cudaSetDevice(previous);
 }
 
 void NcclBackend::check(ncclResult_t rc, const char* call) const {

@@ -39,7 +39,7 @@ endif()
 # among them) that crash when called from our code. Listing libstdc++ first
 # among the needed libraries makes the dynamic linker take libstdc++'s.
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND NOT APPLE)
-  add_link_options(LINKER:--push-state,--no-as-needed -lstdc++ LINKER:--pop-state)
+  add_link_options(LINKER:--push-state,--no-as-needed,-l:libstdc++.so.6,--pop-state)
 endif()
 
 # Torch's imported targets carry -D_GLIBCXX_USE_CXX11_ABI; everything we build

@@ -43,8 +43,8 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
   sp.eos_ids = prompts.stop_ids();
   sp.seed = options.seed;
 
-  // [nll, loss tokens, correct, samples, response tokens]
-  at::Tensor sums = at::zeros({5}, at::kDouble);
+  // [nll, loss tokens, correct, samples, response tokens, correct samples of example 0 .. total-1]
+  at::Tensor sums = at::zeros({5 + total}, at::kDouble);
   auto acc = sums.accessor<double, 1>();
   bool was_training = role.model->is_training();
   role.model->eval();
@@ -64,7 +64,9 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
     auto samples = engine.generate(p_ids, options.n, sp);
     for (const auto& s : samples) {
       std::string text = role.tokenizer->decode(s.tokens, /*skip_special=*/true);
-      acc[2] += verifier.score(text, eval[start + s.prompt_index].answer).correct ? 1.0 : 0.0;
+      const double correct = verifier.score(text, eval[start + s.prompt_index].answer).correct ? 1.0 : 0.0;
+      acc[2] += correct;
+      acc[5 + start + s.prompt_index] += correct;
       acc[3] += 1.0;
       acc[4] += static_cast<double>(s.tokens.size());
     }
@@ -77,6 +79,7 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
   r.accuracy = acc[3] > 0 ? acc[2] / acc[3] : 0.0;
   r.response_len = acc[3] > 0 ? acc[4] / acc[3] : 0.0;
   r.examples = total;
+  for (int64_t i = 0; i < total; ++i) r.correct_per_example.push_back(static_cast<int64_t>(acc[5 + i]));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

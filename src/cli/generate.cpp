@@ -17,13 +17,11 @@
 
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <string>
 
 #include "cli/command.h"
+#include "cli/model_loading.h"
 #include "hpcrl/dist/bootstrap.h"
-#include "hpcrl/dist/mesh.h"
-#include "hpcrl/dist/mesh_comms.h"
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/rollout/engine.h"
@@ -44,17 +42,8 @@ struct Options {
   int64_t n = 1, top_k = 0, max_new_tokens = 256, max_batch = 64;
   double temperature = 1.0, top_p = 1.0;
   uint64_t seed = 0;
-  int tp = 1, sp = 1, ep = 1, pp = 1;
+  cli::LayoutFlags layout;
 };
-
-// --tokenizer, else the built-in one for presets, else the model directory's tokenizer.json.
-std::unique_ptr<io::Tokenizer> tokenizer_for(const Options& o) {
-  if (!o.tokenizer.empty()) return io::load_tokenizer(o.tokenizer);
-  if (str::starts_with(o.model, "preset:")) return io::load_tokenizer("builtin");
-  if (std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json")) return io::load_tokenizer(o.model);
-  throw InputError("'" + o.model + "' has no tokenizer.json, and generate needs one to read prompts and write "
-                   "responses as text: pass --tokenizer DIR (or --tokenizer builtin for byte-level ids)");
-}
 
 // Unknown options reach us as CLI11 "extras": name the closest real one.
 void reject_extras(const std::vector<std::string>& extras, const CLI::App& sub) {
@@ -73,8 +62,8 @@ void reject_extras(const std::vector<std::string>& extras, const CLI::App& sub) 
 }
 
 void check_options(const Options& o) {
-  HPCRL_CHECK_INPUT(o.pp == 1, "--pp " << o.pp << ": pipeline parallelism is not available in this build; "
-                                       << "split the model with --tp/--sp/--ep and use --pp 1");
+  HPCRL_CHECK_INPUT(o.layout.pp == 1, "--pp " << o.layout.pp << ": pipeline parallelism is not available in this "
+                                              << "build; split the model with --tp/--sp/--ep and use --pp 1");
   HPCRL_CHECK_INPUT(o.n >= 1, "--n " << o.n << ": the number of samples per prompt must be at least 1");
   HPCRL_CHECK_INPUT(o.max_new_tokens >= 1, "--max-new-tokens " << o.max_new_tokens << ": must be at least 1");
   HPCRL_CHECK_INPUT(o.max_batch >= 1, "--max-batch " << o.max_batch << ": must be at least 1");
@@ -121,7 +110,10 @@ int run(const Options& o, const std::vector<std::string>& extras, const CLI::App
     reject_extras(extras, sub);
     check_options(o);
     ModelArch arch = model::resolve_model_arch(o.model);
-    std::unique_ptr<io::Tokenizer> tok = tokenizer_for(o);
+    std::unique_ptr<io::Tokenizer> tok = cli::command_tokenizer(
+        o.model, o.tokenizer,
+        "'" + o.model + "' has no tokenizer.json, and generate needs one to read prompts and write responses as "
+        "text: pass --tokenizer DIR (or --tokenizer builtin for byte-level ids)");
     rollout::PromptFile file = rollout::read_prompt_file(o.prompts, *tok, arch.vocab_size, o.chat_template);
     for (const auto& r : file.prompts)
       HPCRL_CHECK_INPUT(int64_t(r.ids.size()) + o.max_new_tokens <= arch.max_position_embeddings,
@@ -130,20 +122,8 @@ int run(const Options& o, const std::vector<std::string>& extras, const CLI::App
                                   << arch.max_position_embeddings
                                   << " tokens: shorten the prompt or lower --max-new-tokens");
 
-    dist::ParallelSizes sizes;
-    sizes.tp = o.tp;
-    sizes.sp = o.sp;
-    sizes.ep = o.ep;
-    sizes.pp = o.pp;
-    dist::Mesh mesh(sizes, 0, world.size, "generate");
-    mesh.check_model(arch.dims());
-    dist::MeshComms comms = dist::create_mesh_comms(mesh);
-    parallel::ParallelContext ctx{comms.tp, comms.sp, comms.ep, comms.dp, comms.dp_sp, comms.pp};
-    model::ModelOptions mo;
-    mo.seed = o.seed;
-    auto m = model::load_model(o.model, ctx, mo);
-    if (o.dtype == "bfloat16") m->to(at::kBFloat16);
-    m->eval();
+    cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "generate", o.seed, o.dtype);
+    const dist::Mesh& mesh = lm.mesh;
 
     // This rank's generation replica (sp and dp ranks decode independently) and its prompts.
     const dist::MeshCoord c = mesh.coord(world.rank);
@@ -166,7 +146,7 @@ int run(const Options& o, const std::vector<std::string>& extras, const CLI::App
     rollout::EngineOptions eo;
     eo.max_batch = o.max_batch;
     eo.progress = [&](int64_t done, int64_t) { progress.update(long(done)); };
-    rollout::Engine engine(m, tok.get(), eo);
+    rollout::Engine engine(lm.model, tok.get(), eo);
     std::vector<rollout::Sample> samples = engine.generate(prompts, o.n, sp);
     const auto& st = engine.last_stats();
     progress.finish(std::to_string(st.generated_tokens) + " tokens, " +
@@ -213,11 +193,7 @@ hpcrl::cli::Registration reg{"generate", 60, [](CLI::App& app) {
                                                        "qwen3, llama3 or none")->capture_default_str();
   sub->add_option("--tokenizer", o.tokenizer, "Tokenizer directory or builtin (default: the model's own)");
   sub->add_option("--max-batch", o.max_batch, "Sequences decoded together")->capture_default_str();
-  sub->add_option("--tp", o.tp, "Tensor-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--sp", o.sp, "Sequence-parallel size (its ranks decode separately)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--ep", o.ep, "Expert-parallel size (MoE models)")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--pp", o.pp, "Pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
+  cli::add_layout_options(sub, o.layout, "Sequence-parallel size (its ranks decode separately)");
   sub->add_option("--dtype", o.dtype, "float32 or bfloat16")->capture_default_str();
   return [sub] { return run(o, sub->remaining(), *sub); };
 }};

@@ -12,13 +12,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "cli/command.h"
+#include "cli/model_loading.h"
 #include "hpcrl/dist/bootstrap.h"
-#include "hpcrl/dist/mesh.h"
-#include "hpcrl/dist/mesh_comms.h"
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/parallel/sequence/ulysses.h"
@@ -33,17 +31,9 @@ using namespace hpcrl;
 struct Options {
   std::string model, ids, text, tokenizer, dtype = "float32";
   bool json = false;
-  int tp = 1, sp = 1, ep = 1, pp = 1;
+  cli::LayoutFlags layout;
   uint64_t seed = 0;
 };
-
-// --tokenizer, else the model directory's tokenizer.json, else the built-in one for presets.
-std::unique_ptr<io::Tokenizer> tokenizer_for(const Options& o) {
-  if (!o.tokenizer.empty()) return io::load_tokenizer(o.tokenizer);
-  if (str::starts_with(o.model, "preset:")) return io::load_tokenizer("builtin");
-  if (std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json")) return io::load_tokenizer(o.model);
-  throw InputError("--text needs a tokenizer: '" + o.model + "' has no tokenizer.json; pass --tokenizer DIR or use --ids");
-}
 
 std::vector<int64_t> input_ids(const Options& o, const ModelArch& arch, const io::Tokenizer* tok) {
   HPCRL_CHECK_INPUT(o.ids.empty() != o.text.empty(), "give exactly one of --ids and --text");
@@ -65,31 +55,19 @@ int run(const Options& o) {
   const dist::WorldInfo& world = dist::init(nullptr, nullptr);
   log::init(world.rank, world.size, cli::global_options().log_level);
   int code = dist::run_or_abort([&] {
-    HPCRL_CHECK_INPUT(o.pp == 1, "--pp " << o.pp << ": pipeline parallelism is not available in this build; "
-                                         << "split the model with --tp/--sp/--ep and use --pp 1");
-    HPCRL_CHECK_INPUT(o.dtype == "float32" || o.dtype == "bfloat16",
-                      "--dtype must be float32 or bfloat16, got '" << o.dtype << "'");
     ModelArch arch = model::resolve_model_arch(o.model);
-    std::unique_ptr<io::Tokenizer> tok = o.text.empty() ? nullptr : tokenizer_for(o);
+    std::unique_ptr<io::Tokenizer> tok =
+        o.text.empty() ? nullptr
+                       : cli::command_tokenizer(o.model, o.tokenizer, "--text needs a tokenizer: '" + o.model +
+                                                    "' has no tokenizer.json; pass --tokenizer DIR or use --ids");
     std::vector<int64_t> ids = input_ids(o, arch, tok.get());
     const int64_t n = static_cast<int64_t>(ids.size());
-    const int64_t padded = (n + o.sp - 1) / o.sp * o.sp;  // Ulysses needs T % sp == 0
-
-    dist::ParallelSizes sizes;
-    sizes.tp = o.tp;
-    sizes.sp = o.sp;
-    sizes.ep = o.ep;
-    sizes.pp = o.pp;
-    dist::Mesh mesh(sizes, 0, world.size, "score");
-    mesh.check_model(arch.dims(padded));
-    dist::MeshComms comms = dist::create_mesh_comms(mesh);
-    parallel::ParallelContext ctx{comms.tp, comms.sp, comms.ep, comms.dp, comms.dp_sp, comms.pp};
-
-    model::ModelOptions mo;
-    mo.seed = o.seed;
-    auto m = model::load_model(o.model, ctx, mo);
-    if (o.dtype == "bfloat16") m->to(at::kBFloat16);
-    m->eval();
+    const int sp = o.layout.sp;
+    const int64_t padded = (n + sp - 1) / sp * sp;  // Ulysses needs T % sp == 0
+    cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "score", o.seed, o.dtype, padded);
+    const dist::Mesh& mesh = lm.mesh;
+    const parallel::ParallelContext& ctx = lm.ctx;
+    auto& m = lm.model;
 
     torch::NoGradGuard no_grad;
     at::Tensor full = torch::zeros({1, padded}, torch::kLong), targets = torch::zeros({1, padded}, torch::kLong);
@@ -145,10 +123,7 @@ hpcrl::cli::Registration reg{"score", 55, [](CLI::App& app) {
   sub->add_option("--text", o.text, "Text to tokenize and score (special tokens are added as the tokenizer declares)");
   sub->add_option("--tokenizer", o.tokenizer, "Tokenizer for --text (default: the model's own, builtin for presets)");
   sub->add_flag("--json", o.json, "Print {\"ids\": [..], \"logprobs\": [..]} on stdout");
-  sub->add_option("--tp", o.tp, "Tensor-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--sp", o.sp, "Sequence-parallel (Ulysses) size")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--ep", o.ep, "Expert-parallel size (MoE models)")->check(CLI::PositiveNumber)->capture_default_str();
-  sub->add_option("--pp", o.pp, "Pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
+  cli::add_layout_options(sub, o.layout, "Sequence-parallel (Ulysses) size");
   sub->add_option("--dtype", o.dtype, "float32 or bfloat16")->capture_default_str();
   sub->add_option("--seed", o.seed, "Initial-weight seed for preset models")->capture_default_str();
   return [] { return run(o); };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "hpcrl/algo/prompting.h"
 #include "hpcrl/algo/role.h"
@@ -19,6 +20,8 @@ struct EvalResult {
   double response_len = 0;
   int64_t examples = 0;
   double seconds = 0;
+  // Per example in [0, examples): how many of its n samples were correct (pass@k, algo/pass_at_k.h).
+  std::vector<int64_t> correct_per_example;
 };
 
 struct EvalOptions {

@@ -1,0 +1,54 @@
+// Shared model loading of the debugging commands (see model_loading.h).
+#include "cli/model_loading.h"
+
+#include <filesystem>
+
+#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/model/pretrained.h"
+#include "hpcrl/util/check.h"
+#include "hpcrl/util/strings.h"
+
+namespace hpcrl::cli {
+
+void add_layout_options(CLI::App* sub, LayoutFlags& layout, const std::string& sp_help) {
+  sub->add_option("--tp", layout.tp, "Tensor-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--sp", layout.sp, sp_help)->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--ep", layout.ep, "Expert-parallel size (MoE models)")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--pp", layout.pp, "Pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
+}
+
+LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, const LayoutFlags& layout,
+                               const std::string& command, uint64_t seed, const std::string& dtype,
+                               int64_t seq_len) {
+  HPCRL_CHECK_INPUT(layout.pp == 1, "--pp " << layout.pp << ": pipeline parallelism is not available in this build; "
+                                            << "split the model with --tp/--sp/--ep and use --pp 1");
+  HPCRL_CHECK_INPUT(dtype == "float32" || dtype == "bfloat16", "--dtype must be float32 or bfloat16, got '" << dtype
+                                                                                                            << "'");
+  dist::ParallelSizes sizes;
+  sizes.tp = layout.tp;
+  sizes.sp = layout.sp;
+  sizes.ep = layout.ep;
+  sizes.pp = layout.pp;
+  const dist::WorldInfo& world = dist::world();
+  dist::Mesh mesh(sizes, 0, world.size, command);
+  mesh.check_model(arch.dims(seq_len));
+  dist::MeshComms comms = dist::create_mesh_comms(mesh);
+  parallel::ParallelContext ctx{comms.tp, comms.sp, comms.ep, comms.dp, comms.dp_sp, comms.pp};
+  model::ModelOptions mo;
+  mo.seed = seed;
+  auto m = model::load_model(spec, ctx, mo);
+  if (dtype == "bfloat16") m->to(at::kBFloat16);
+  m->eval();
+  return LoadedModel{std::move(mesh), std::move(comms), std::move(ctx), std::move(m)};
+}
+
+std::unique_ptr<io::Tokenizer> command_tokenizer(const std::string& model, const std::string& tokenizer,
+                                                 const std::string& missing) {
+  if (!tokenizer.empty()) return io::load_tokenizer(tokenizer);
+  if (str::starts_with(model, "preset:")) return io::load_tokenizer("builtin");
+  if (std::filesystem::exists(std::filesystem::path(model) / "tokenizer.json")) return io::load_tokenizer(model);
+  throw InputError(missing);
+}
+
+}  // namespace hpcrl::cli

@@ -1,0 +1,51 @@
+// What every command that loads one model shares (score, generate, eval): the
+// layout flags --tp --sp --ep --pp (DESIGN §10), the tokenizer that goes with
+// a model spec, and building this rank's shard of "DIR" or "preset:NAME" on a
+// mesh over all ranks. Commands differ only in what they then do with it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "hpcrl/config/model_arch.h"
+#include "hpcrl/dist/mesh.h"
+#include "hpcrl/dist/mesh_comms.h"
+#include "hpcrl/io/tokenizer.h"
+#include "hpcrl/model/decoder_model.h"
+#include "hpcrl/parallel/parallel_context.h"
+
+namespace hpcrl::cli {
+
+struct LayoutFlags {
+  int tp = 1, sp = 1, ep = 1, pp = 1;
+};
+
+// Adds --tp --sp --ep --pp to `sub`; `sp_help` says what sp means for this command.
+void add_layout_options(CLI::App* sub, LayoutFlags& layout, const std::string& sp_help);
+
+struct LoadedModel {
+  dist::Mesh mesh;
+  dist::MeshComms comms;
+  parallel::ParallelContext ctx;
+  std::shared_ptr<model::DecoderModel> model;  // in eval mode
+};
+
+// Collective over the world: the mesh of `layout` over every rank (named `command`
+// in messages), checked against `arch` (seq_len: the longest sequence, for the
+// sp divisibility check; 0 = unknown), and this rank's shard of `spec` in `dtype`
+// ("float32" | "bfloat16"). InputError for --pp > 1, a bad dtype or a layout
+// that does not fit the ranks or the model.
+LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, const LayoutFlags& layout,
+                               const std::string& command, uint64_t seed, const std::string& dtype,
+                               int64_t seq_len = 0);
+
+// --tokenizer when given, else the built-in byte tokenizer for presets, else the
+// model directory's tokenizer.json; otherwise InputError(`missing`), which should
+// say why the command needs one and how to name it.
+std::unique_ptr<io::Tokenizer> command_tokenizer(const std::string& model, const std::string& tokenizer,
+                                                 const std::string& missing);
+
+}  // namespace hpcrl::cli

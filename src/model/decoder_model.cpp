@@ -14,21 +14,62 @@
 #include "hpcrl/parallel/sequence/ulysses.h"
 #include "hpcrl/parallel/tensor/comm_ops.h"
 #include "hpcrl/util/check.h"
+#include "hpcrl/util/strings.h"
 
 namespace hpcrl::model {
 
 namespace tensor = parallel::tensor;
 
-DecoderBody::DecoderBody(const ModelArch& arch, const parallel::ParallelContext& ctx) {
-  embed_tokens = register_module(
-      "embed_tokens", std::make_shared<tensor::VocabParallelEmbedding>(arch.vocab_size, arch.hidden_size, ctx.tp));
+namespace {
+
+// Stands in for a layer another pp stage holds: no parameters, so the held
+// layers keep their global index (their HF name) in the ModuleList.
+class AbsentLayer : public torch::nn::Module {};
+
+HeldParts held_parts(const ModelArch& arch, const PipelineLayout& layout, const std::vector<int>& chunks,
+                     const ModelOptions& options) {
+  HeldParts held;
+  held.layers.assign(arch.num_layers, false);
+  for (int c : chunks)
+    for (int64_t l = layout.first_layer(c); l < layout.end_layer(c); ++l) held.layers[l] = true;
+  const bool first = chunks.front() == 0, last = layout.is_last_chunk(chunks.back());
+  held.embedding = first || (last && options.lm_head && arch.tie_word_embeddings);  // tied: the LM head's table
+  held.norm = last;
+  return held;
+}
+
+int pp_virtual(const parallel::ParallelContext& ctx, const ModelOptions& o) {
+  return ctx.pp_size() > 1 ? o.pp_virtual_stages : 1;
+}
+
+}  // namespace
+
+DecoderBody::DecoderBody(const ModelArch& arch, const parallel::ParallelContext& ctx, const HeldParts& held) {
+  if (held.embedding)
+    embed_tokens = register_module(
+        "embed_tokens", std::make_shared<tensor::VocabParallelEmbedding>(arch.vocab_size, arch.hidden_size, ctx.tp));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < arch.num_layers; ++i) layers->push_back(std::make_shared<DecoderLayer>(arch, ctx));
-  norm = register_module("norm", std::make_shared<RmsNorm>(arch.hidden_size, arch.rms_norm_eps));
+  for (int64_t i = 0; i < arch.num_layers; ++i) {
+    if (held.layers[i]) {
+      layers->push_back(std::make_shared<DecoderLayer>(arch, ctx));
+    } else {
+      if (arch.num_experts > 0) MoeBlock::draw_init_seed();
+      layers->push_back(std::make_shared<AbsentLayer>());
+    }
+  }
+  if (held.norm) norm = register_module("norm", std::make_shared<RmsNorm>(arch.hidden_size, arch.rms_norm_eps));
 }
 
 DecoderModel::DecoderModel(const ModelArch& arch, const parallel::ParallelContext& ctx, ModelOptions options)
-    : arch_(arch), ctx_(ctx), options_(options), rope_(arch) {
+    : arch_(arch),
+      ctx_(ctx),
+      options_(options),
+      layout_(partition_layers(arch, ctx.pp_size(), pp_virtual(ctx, options),
+                               ctx.pp_size() > 1 ? options.pp_layers : std::vector<int64_t>{}, options.lm_head,
+                               options.value_head)),
+      local_chunks_(layout_.chunks_of_rank(ctx.pp_rank())),
+      held_(held_parts(arch, layout_, local_chunks_, options)),
+      rope_(arch) {
   HPCRL_CHECK_INPUT(options.lm_head || options.value_head, "a model needs an LM head, a value head or both");
   {
     // MoE blocks draw their initial seed from the global generator: seed it from
@@ -41,56 +82,109 @@ DecoderModel::DecoderModel(const ModelArch& arch, const parallel::ParallelContex
       saved = gen.get_state();
       gen.set_current_seed(options.seed ^ 0x9e3779b97f4a7c15ULL);
     }
-    model = register_module("model", std::make_shared<DecoderBody>(arch, ctx));
+    model = register_module("model", std::make_shared<DecoderBody>(arch, ctx, held_));
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(saved);
   }
-  if (options.lm_head && !arch.tie_word_embeddings)
+  const bool last = holds_last_chunk();
+  if (options.lm_head && !arch.tie_word_embeddings && last)
     lm_head = register_module(
         "lm_head", std::make_shared<tensor::ColumnParallelLinear>(arch.hidden_size, arch.vocab_size, false, ctx.tp));
-  if (options.value_head) score = register_module("score", std::make_shared<ValueHead>(arch.hidden_size));
+  if (options.value_head && last) score = register_module("score", std::make_shared<ValueHead>(arch.hidden_size));
   if (options.init) init_weights(*this, options.seed);
+}
+
+namespace {
+
+// The global layer index of "model.layers.N.*"; -1 for other names.
+int64_t layer_index(const std::string& name) {
+  const std::string prefix = "model.layers.";
+  if (!str::starts_with(name, prefix)) return -1;
+  const size_t dot = name.find('.', prefix.size());
+  const std::string index = name.substr(prefix.size(), dot == std::string::npos ? dot : dot - prefix.size());
+  if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoll(index);
+}
+
+}  // namespace
+
+bool DecoderModel::holds_tensor(const std::string& name) const {
+  if (str::starts_with(name, "model.layers.")) {
+    const int64_t i = layer_index(name);
+    return i >= 0 && i < arch_.num_layers && held_.layers[i];
+  }
+  if (str::starts_with(name, "model.embed_tokens.")) return held_.embedding;
+  if (str::starts_with(name, "model.norm.")) return held_.norm;
+  if (str::starts_with(name, "lm_head.") || str::starts_with(name, "score.")) return holds_last_chunk();
+  return true;
+}
+
+bool DecoderModel::on_other_stage(const std::string& name) const {
+  if (is_whole()) return false;
+  const int64_t i = layer_index(name);
+  if (str::starts_with(name, "model.layers.") && (i < 0 || i >= arch_.num_layers)) return false;
+  return !holds_tensor(name);
 }
 
 ForwardOutput DecoderModel::forward(const at::Tensor& ids, const at::Tensor& positions,
                                     const at::Tensor& attention_mask, KvCache* cache) {
+  HPCRL_CHECK(is_whole(), "this rank holds only pp stage " << ctx_.pp_rank() << " of " << layout_.describe()
+                                                           << "; run a pipelined model through "
+                                                              "model/pipeline_stage.h and parallel/pipeline");
   HPCRL_CHECK(ids.dim() == 2 && ids.scalar_type() == at::kLong, "ids must be [B, T] int64, got " << ids.sizes()
                                                                                                   << " " << ids.scalar_type());
+  if (cache && cache->layers.empty()) cache->layers.resize(arch_.num_layers);
+  at::Tensor h = model->embed_tokens->forward(ids);  // [B, Tl, C]
+  LayerInputs in = layer_inputs(ids, positions, attention_mask, cache, h.scalar_type());
+  ForwardOutput out = run_layers(h, 0, arch_.num_layers, in, cache);
+  out.hidden = model->norm->forward(out.hidden);
+  return out;
+}
+
+LayerInputs DecoderModel::layer_inputs(const at::Tensor& ids, const at::Tensor& positions,
+                                       const at::Tensor& attention_mask, KvCache* cache, at::ScalarType dtype) {
+  HPCRL_CHECK(ids.dim() == 2, "ids must be [B, T], got " << ids.sizes());
   const int64_t B = ids.size(0), Tl = ids.size(1);
   const int sp = ctx_.sp_size();
   HPCRL_CHECK(cache == nullptr || sp == 1, "KV-cache decoding needs sp=1 (got sp=" << sp << ")");
   const int64_t past = cache ? cache->length() : 0;
-  if (cache && cache->layers.empty()) cache->layers.resize(arch_.num_layers);
 
   at::Tensor pos = positions;
   if (!pos.defined()) {
     const int64_t first = past + ctx_.sp_rank() * Tl;
-    pos = at::arange(first, first + Tl, ids.options()).unsqueeze(0).expand({B, Tl});
+    pos = at::arange(first, first + Tl, ids.options().dtype(at::kLong)).unsqueeze(0).expand({B, Tl});
   }
   HPCRL_CHECK(pos.sizes() == ids.sizes(), "positions " << pos.sizes() << " do not match ids " << ids.sizes());
 
   // Which keys are real tokens, over everything attention sees (all sp chunks, the cache).
-  at::Tensor key_valid, token_mask;
+  LayerInputs in;
+  at::Tensor key_valid;
   if (attention_mask.defined()) {
     at::Tensor mask = attention_mask.to(at::kBool);
     HPCRL_CHECK(mask.dim() == 2 && mask.size(0) == B && mask.size(1) == past + Tl,
                 "attention_mask " << mask.sizes() << " must be [B, cached + T] = [" << B << ", " << past + Tl << "]");
-    token_mask = mask.narrow(1, past, Tl);
+    in.token_mask = mask.narrow(1, past, Tl);
     key_valid = sp > 1 ? parallel::sequence::gather_sequence(mask, ctx_.sp) : mask;
   }
   const int64_t tq = Tl * sp;
-  at::Tensor allowed = hpcrl::model::attention_mask(key_valid, tq, past + tq);
+  in.allowed = hpcrl::model::attention_mask(key_valid, tq, past + tq);
+  in.rope = rope_.tables(pos, dtype);
+  return in;
+}
 
-  at::Tensor h = model->embed_tokens->forward(ids);  // [B, Tl, C]
-  RopeTables rope = rope_.tables(pos, h.scalar_type());
+ForwardOutput DecoderModel::run_layers(at::Tensor h, int64_t first, int64_t end, const LayerInputs& in,
+                                       KvCache* cache) {
   const bool recompute = options_.activation_checkpointing && is_training() && at::GradMode::is_enabled() && !cache;
   std::vector<at::Tensor> aux;
-  for (size_t i = 0; i < model->layers->size(); ++i) {
+  for (int64_t i = first; i < end; ++i) {
     auto layer = model->layers->ptr<DecoderLayer>(i);
+    HPCRL_CHECK(layer, "layer " << i << " is not on this pp stage (" << layout_.describe() << ")");
     LayerOutput out;
     if (recompute) {
-      auto fn = [layer, rope, allowed, token_mask](const std::vector<at::Tensor>& in) -> std::vector<at::Tensor> {
-        LayerOutput o = layer->forward(in[0], rope, allowed, token_mask, nullptr);
+      const RopeTables& rope = in.rope;
+      const at::Tensor &allowed = in.allowed, &token_mask = in.token_mask;
+      auto fn = [layer, rope, allowed, token_mask](const std::vector<at::Tensor>& x) -> std::vector<at::Tensor> {
+        LayerOutput o = layer->forward(x[0], rope, allowed, token_mask, nullptr);
         if (!o.aux_loss.defined()) return {o.hidden};
         return {o.hidden, o.aux_loss};
       };
@@ -98,19 +192,20 @@ ForwardOutput DecoderModel::forward(const at::Tensor& ids, const at::Tensor& pos
       out.hidden = outs[0];
       if (outs.size() > 1) out.aux_loss = outs[1];
     } else {
-      out = layer->forward(h, rope, allowed, token_mask, cache ? &cache->layers[i] : nullptr);
+      out = layer->forward(h, in.rope, in.allowed, in.token_mask, cache ? &cache->layers[i] : nullptr);
     }
     h = out.hidden;
     if (out.aux_loss.defined()) aux.push_back(out.aux_loss);
   }
-  h = model->norm->forward(h);
+  // This range's share of coef × mean over all of the model's MoE layers.
   at::Tensor aux_loss = aux.empty() ? at::zeros({}, h.options().dtype(at::kFloat))
-                                    : at::stack(aux).mean() * arch_.router_aux_loss_coef;
+                                    : at::stack(aux).sum() * (arch_.router_aux_loss_coef / double(arch_.num_layers));
   return {h, aux_loss};
 }
 
 at::Tensor DecoderModel::local_logits(const at::Tensor& hidden) {
   HPCRL_CHECK(options_.lm_head, "this model was built without an LM head (options.lm_head = false)");
+  HPCRL_CHECK(holds_last_chunk(), "the LM head is on the last pp stage; this rank is pp stage " << ctx_.pp_rank());
   if (lm_head) return lm_head->forward(hidden);
   return at::linear(tensor::copy_to_tp(hidden, ctx_.tp), model->embed_tokens->weight);  // tied: [B, T, V/tp]
 }

@@ -70,8 +70,7 @@ MoeBlock::MoeBlock(const ModelArch& arch, const parallel::ParallelContext& ctx)
 
 void MoeBlock::reset_parameters() {
   torch::NoGradGuard no_grad;
-  // One draw from the global generator, the same on every rank that seeded it alike.
-  const auto base = static_cast<uint64_t>(at::randint(int64_t{1} << 62, {1}, at::kLong).item<int64_t>());
+  const uint64_t base = draw_init_seed();
   at::Generator g = stream_generator(base, 0);
   gate->weight.normal_(0.0, kInitStd, g);
   if (shared_expert) {
@@ -83,6 +82,11 @@ void MoeBlock::reset_parameters() {
     at::Generator ge = stream_generator(base, 2 + static_cast<uint64_t>(first_local_expert()) + i);
     experts_[i]->reset_parameters(ge, kInitStd);
   }
+}
+
+uint64_t MoeBlock::draw_init_seed() {
+  // One draw from the global generator, the same on every rank that seeded it alike.
+  return static_cast<uint64_t>(at::randint(int64_t{1} << 62, {1}, at::kLong).item<int64_t>());
 }
 
 std::string MoeBlock::hf_module_name(const ModelArch& arch) {

@@ -8,6 +8,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cstring>
+
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/fs.h"
 #include "hpcrl/util/strings.h"
@@ -46,7 +48,7 @@ std::set<std::string> moe_parameter_names(DecoderModel& m) {
   std::set<std::string> names;
   for (size_t i = 0; i < m.model->layers->size(); ++i) {
     auto layer = m.model->layers->ptr<DecoderLayer>(i);
-    if (!layer->moe) continue;
+    if (!layer || !layer->moe) continue;  // another pp stage's layer, or a dense one
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
     for (const auto& p : layer->moe->hf_parameters()) names.insert(prefix + p.name);
   }
@@ -140,6 +142,7 @@ void load_from(DecoderModel& m, const Source& src) {
   const bool moe = m.arch().num_experts > 0;
   for (const auto& n : src.names()) {
     if (used.count(n) || (n == "lm_head.weight" && m.arch().tie_word_embeddings)) continue;
+    if (m.on_other_stage(n)) continue;
     if (moe && n.find(".experts.") != std::string::npos) continue;
     if (n == "score.weight" || (n == "lm_head.weight" && !m.options().lm_head)) continue;
     unused.push_back(n);
@@ -166,7 +169,7 @@ void gather_experts(DecoderModel& m, io::NamedTensors& out) {
   const auto& ctx = m.parallel_context();
   for (size_t i = 0; i < m.model->layers->size(); ++i) {
     auto layer = m.model->layers->ptr<DecoderLayer>(i);
-    if (!layer->moe) continue;
+    if (!layer || !layer->moe) continue;  // another pp stage's layer, or a dense one
     const std::string prefix = "model.layers." + std::to_string(i) + "." + MoeBlock::hf_module_name(m.arch()) +
                                ".experts.";
     const auto& local = layer->moe->experts();
@@ -183,6 +186,51 @@ void gather_experts(DecoderModel& m, io::NamedTensors& out) {
       }
     }
   }
+}
+
+// Every pp stage's tensors on every rank of the pp group: each stage in turn
+// broadcasts a description (one "name<TAB>dtype<TAB>d0,d1,..." line per tensor)
+// and then the tensors, so receivers allocate without knowing the other stages.
+// The tied embedding, held by the first and the last stage, is kept once.
+void gather_pipeline_stages(DecoderModel& m, io::NamedTensors& out) {
+  const dist::CommPtr& pp = m.parallel_context().pp;
+  const at::Device device = m.parameters().front().device();
+  io::NamedTensors all;
+  std::set<std::string> seen;
+  for (int s = 0; s < pp->size(); ++s) {
+    const bool mine = s == pp->rank();
+    std::string desc;
+    if (mine) {
+      for (const auto& [name, t] : out) {
+        std::vector<std::string> dims;
+        for (int64_t d : t.sizes()) dims.push_back(std::to_string(d));
+        desc += name + "\t" + std::to_string(static_cast<int>(t.scalar_type())) + "\t" + str::join(dims, ",") + "\n";
+      }
+    }
+    at::Tensor len = at::full({1}, static_cast<int64_t>(desc.size()), at::kLong);
+    pp->broadcast(len, s);
+    at::Tensor bytes = at::empty({len.item<int64_t>()}, at::kByte);
+    if (mine) std::memcpy(bytes.data_ptr(), desc.data(), desc.size());
+    if (bytes.numel() > 0) pp->broadcast(bytes, s);
+    const std::string text(static_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(bytes.numel()));
+    size_t index = 0;
+    for (const std::string& line : str::split(text, '\n')) {
+      if (line.empty()) continue;
+      const std::vector<std::string> f = str::split(line, '\t');
+      HPCRL_CHECK(f.size() == 3, "pp weight gather: malformed description line '" << line << "'");
+      at::Tensor t;
+      if (mine) {
+        t = out[index++].second;
+      } else {
+        std::vector<int64_t> shape;
+        for (const std::string& d : str::split(f[2], ',')) if (!d.empty()) shape.push_back(std::stoll(d));
+        t = at::empty(shape, at::TensorOptions().dtype(static_cast<at::ScalarType>(std::stoi(f[1]))).device(device));
+      }
+      pp->broadcast(t, s);
+      if (seen.insert(f[0]).second) all.emplace_back(f[0], t);
+    }
+  }
+  out = std::move(all);
 }
 
 }  // namespace
@@ -223,6 +271,7 @@ io::NamedTensors gather_full_weights(DecoderModel& m) {
     out.emplace_back(name, gather_tp(p.value(), specs.at(name), m.parallel_context().tp));
   }
   gather_experts(m, out);
+  if (!m.is_whole()) gather_pipeline_stages(m, out);
   return out;
 }
 

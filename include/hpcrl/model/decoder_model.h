@@ -13,6 +13,12 @@
 // Inputs are this sp rank's chunk of the sequence: ids [B, T/sp]. Outputs are
 // for the same tokens. Log-probs come from vocab-parallel logits that are never
 // gathered (parallel/tensor/vocab_logprobs.h).
+//
+// With pipeline parallelism (ctx.pp of more than one rank) a rank builds only
+// its model chunks (pipeline_layout.h): the layers of other ranks are empty
+// placeholders, so the held ones keep their HF names (model.layers.N with the
+// global N) and loading, saving and sharding work unchanged. Such a model runs
+// through model/pipeline_stage.h, not forward().
 #pragma once
 
 #include <torch/nn/module.h>
@@ -26,6 +32,7 @@
 #include "hpcrl/model/decoder_layer.h"
 #include "hpcrl/model/heads.h"
 #include "hpcrl/model/kv_cache.h"
+#include "hpcrl/model/pipeline_layout.h"
 #include "hpcrl/model/rms_norm.h"
 #include "hpcrl/model/rope.h"
 #include "hpcrl/parallel/parallel_context.h"
@@ -42,6 +49,11 @@ struct ModelOptions {
   bool activation_checkpointing = false;  // recompute each layer in the backward (training only)
   uint64_t seed = 0;                      // initial weights, identical for every layout
   bool init = true;                       // false: dense weights stay zero (a checkpoint is loaded next)
+  // Pipeline parallelism (only when ctx.pp has more than one rank): layers per
+  // model chunk in model order (empty: balanced by parameter count) and chunks
+  // per rank (> 1: interleaved 1F1B). See pipeline_layout.h.
+  std::vector<int64_t> pp_layers;
+  int pp_virtual_stages = 1;
 };
 
 struct ForwardOutput {
@@ -49,10 +61,24 @@ struct ForwardOutput {
   at::Tensor aux_loss;  // scalar: router_aux_loss_coef × mean MoE load-balancing loss; 0 for dense models
 };
 
-// The inner "model." part: embeddings, layers, final norm.
+// What every layer of one forward pass shares.
+struct LayerInputs {
+  RopeTables rope;        // for the positions of this rank's tokens
+  at::Tensor allowed;     // which keys each query may attend to (attention_kernel.h)
+  at::Tensor token_mask;  // [B, Tl] bool, false = padding; undefined = all valid
+};
+
+// The inner "model." part: embeddings, layers, final norm. A pipeline stage
+// builds only what `held` says; the other layers are empty placeholders and
+// embed_tokens / norm stay null where the stage has no use for them.
+struct HeldParts {
+  std::vector<bool> layers;  // by global layer index
+  bool embedding = true, norm = true;
+};
+
 class DecoderBody : public torch::nn::Module {
  public:
-  DecoderBody(const ModelArch& arch, const parallel::ParallelContext& ctx);
+  DecoderBody(const ModelArch& arch, const parallel::ParallelContext& ctx, const HeldParts& held);
 
   std::shared_ptr<parallel::tensor::VocabParallelEmbedding> embed_tokens;
   torch::nn::ModuleList layers;
@@ -71,8 +97,18 @@ class DecoderModel : public torch::nn::Module {
   //   tokens and the tokens of lower sp ranks. Give them explicitly for left padding.
   // attention_mask: [B, Tl] (or [B, cached + Tl] with a cache) bool/int, 0 = padding; default all valid.
   // cache: prefill/decode with a KV cache (sp must be 1); null for training.
+  // Needs the whole model (pp = 1); a pipeline stage runs through model/pipeline_stage.h.
   ForwardOutput forward(const at::Tensor& ids, const at::Tensor& positions = {}, const at::Tensor& attention_mask = {},
                         KvCache* cache = nullptr);
+
+  // The two halves of forward() that a pipeline stage reuses. layer_inputs:
+  // RoPE tables and masks for ids [B, Tl] (arguments as for forward()) in the
+  // hidden states' dtype. run_layers: layers [first, end) on h [B, Tl, C] (all
+  // held by this rank); aux_loss is those layers' share of the model's MoE
+  // aux loss, so the shares of all chunks add up to forward()'s.
+  LayerInputs layer_inputs(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& attention_mask,
+                           KvCache* cache, at::ScalarType dtype);
+  ForwardOutput run_layers(at::Tensor h, int64_t first, int64_t end, const LayerInputs& in, KvCache* cache = nullptr);
 
   // log p(targets) and entropy per token from the hidden states. targets: [B, Tl] int64
   // (the next token of each position, shifted by the caller before sharding).
@@ -80,7 +116,7 @@ class DecoderModel : public torch::nn::Module {
                                                  bool with_entropy = true);
   // This tp rank's logits: [B, Tl, V/tp] for vocabulary ids [vocab_start(), vocab_start() + V/tp).
   at::Tensor local_logits(const at::Tensor& hidden);
-  int64_t vocab_start() const { return model->embed_tokens->vocab_start(); }
+  int64_t vocab_start() const { return ctx_.tp_rank() * (arch_.vocab_size / ctx_.tp_size()); }
   // Value per token, [B, Tl] float32 (needs options.value_head).
   at::Tensor values(const at::Tensor& hidden);
 
@@ -93,6 +129,19 @@ class DecoderModel : public torch::nn::Module {
   const parallel::ParallelContext& parallel_context() const { return ctx_; }
   const ModelOptions& options() const { return options_; }
 
+  // Pipeline parallelism: the layout every pp rank agrees on and this rank's chunks.
+  const PipelineLayout& pipeline_layout() const { return layout_; }
+  const std::vector<int>& local_chunks() const { return local_chunks_; }
+  bool is_whole() const { return layout_.pp == 1; }
+  bool holds_layer(int64_t layer) const { return held_.layers.at(layer); }
+  bool holds_first_chunk() const { return local_chunks_.front() == 0; }
+  bool holds_last_chunk() const { return layout_.is_last_chunk(local_chunks_.back()); }
+  // Whether this rank holds the HF tensor `name` of the model's layout.
+  bool holds_tensor(const std::string& name) const;
+  // Whether `name` is a tensor of this model that another pp stage holds
+  // (false on a whole model, and for names the model has no place for).
+  bool on_other_stage(const std::string& name) const;
+
   std::shared_ptr<DecoderBody> model;
   std::shared_ptr<parallel::tensor::ColumnParallelLinear> lm_head;  // null when tied or without an LM head
   std::shared_ptr<ValueHead> score;                                 // null without a value head
@@ -101,6 +150,9 @@ class DecoderModel : public torch::nn::Module {
   ModelArch arch_;
   parallel::ParallelContext ctx_;
   ModelOptions options_;
+  PipelineLayout layout_;
+  std::vector<int> local_chunks_;
+  HeldParts held_;
   RotaryEmbedding rope_;
 };
 

@@ -56,6 +56,10 @@ class MoeBlock : public torch::nn::Module {
 
   // "mlp" (qwen2_moe and others) or "block_sparse_moe" (mixtral).
   static std::string hf_module_name(const ModelArch& arch);
+  // The block's one draw from the global generator. A pipeline stage makes it
+  // for each MoE layer it does not build, so the layers it builds get the seeds
+  // they get in the whole model.
+  static uint64_t draw_init_seed();
   // Every parameter this rank holds, with its HF name (prefixed by hf_module_name)
   // and which expert it belongs to: what the weight loader reads and writes.
   std::vector<MoeParameter> hf_parameters() const;

@@ -21,7 +21,8 @@ namespace hpcrl::model {
 // MoE experts and routers are initialised by their block (from the same seed).
 void init_weights(DecoderModel& model, uint64_t seed, const std::set<std::string>* only = nullptr);
 
-// Loads every parameter from an HF checkpoint, converting dtypes. InputError
+// Loads every parameter from an HF checkpoint, converting dtypes. A pipeline
+// stage reads only its own tensors (the model holds no others). InputError
 // naming the checkpoint, the tensor and the fix on a missing tensor or a shape
 // that disagrees with config.json. A missing value head ("score.weight": a critic
 // started from a causal LM) keeps its seeded initial value. Tensors the model
@@ -33,8 +34,9 @@ void load_weights(DecoderModel& model, const io::TensorStore& checkpoint);
 void load_weights(DecoderModel& model, const std::map<std::string, at::Tensor>& full,
                   const std::string& source = "in-memory weights");
 
-// Collective over the model's tp and ep groups: every parameter as the full HF
-// tensor (CPU or the parameters' device, their dtype), on every rank. Tied
+// Collective over the model's tp, ep and pp groups: every parameter as the full
+// HF tensor (CPU or the parameters' device, their dtype), on every rank — a
+// pipeline stage receives the other stages' tensors too. Tied
 // models have no lm_head.weight (HF does not store it either).
 io::NamedTensors gather_full_weights(DecoderModel& model);
 

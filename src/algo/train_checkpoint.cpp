@@ -31,9 +31,13 @@ std::string optimizer_file(const std::string& role_dir, int rank) {
   return role_dir + buf;
 }
 
-nlohmann::json layout_of(const Role& r, int world) {
-  return {{"world", world}, {"tp", r.ctx.tp_size()}, {"sp", r.ctx.sp_size()}, {"ep", r.ctx.ep_size()},
-          {"pp", r.ctx.pp_size()}, {"dp", r.dp_size}};
+nlohmann::json layout_of(const TrainedRole& tr, int world) {
+  const Role& r = *tr.role;
+  nlohmann::json l = {{"world", world}, {"tp", r.ctx.tp_size()}, {"sp", r.ctx.sp_size()}, {"ep", r.ctx.ep_size()},
+                      {"pp", r.ctx.pp_size()}, {"dp", r.dp_size}};
+  // Recorded only when on, so checkpoints from before ZeRO-1 still match plain runs.
+  if (tr.optimizer && r.config && r.config->optim.zero1) l["zero1"] = true;
+  return l;
 }
 
 void prune(const std::string& stage_dir, int64_t keep_last) {
@@ -90,7 +94,7 @@ std::string save_train_checkpoint(const std::string& stage_dir, int64_t step, co
         io::save_tensors(optimizer_file(role_dir, rank), t);
       }
     }
-    full_state["layout"][r.name] = layout_of(r, world->size());
+    full_state["layout"][r.name] = layout_of(tr, world->size());
   }
   full_state["rng"] = rng_state();
   world->barrier();
@@ -117,15 +121,15 @@ nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vec
   }
   for (const auto& tr : roles) {
     Role& r = *tr.role;
-    auto want = layout_of(r, world->size());
+    auto want = layout_of(tr, world->size());
     HPCRL_CHECK_INPUT(state.contains("layout") && state["layout"].contains(r.name),
                       state_path << ": no layout recorded for role '" << r.name << "'; the checkpoint belongs to "
                                     "another pipeline");
     auto have = state["layout"][r.name];
     HPCRL_CHECK_INPUT(have == want, state_path << ": role '" << r.name << "' was saved with layout " << have.dump()
                       << " but this run has " << want.dump()
-                      << "; resume with the same world size and parallel layout (the HF model in " << step_dir << "/"
-                      << r.name << " loads with any layout as a fresh start)");
+                      << "; resume with the same world size, parallel layout and optim.zero1 setting (the HF model in "
+                      << step_dir << "/" << r.name << " loads with any layout as a fresh start)");
     if (!r.member()) continue;
     model::load_weights(*r.model, io::TensorStore(step_dir + "/" + r.name));
     if (tr.optimizer) {

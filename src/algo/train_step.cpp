@@ -14,22 +14,29 @@ namespace hpcrl::algo {
 Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps, double lr_override)
     : role_(role), params_(role.param_set()), grad_clip_(hp.grad_clip) {
   const auto& oc = role.config->optim;
-  HPCRL_CHECK_INPUT(!oc.zero1, "models." << role.name << ".optim.zero1: optimizer-state sharding is not available "
-                    "in this build; set zero1: false");
   optim::AdamWOptions o;
   o.lr = lr_override > 0 ? lr_override : hp.lr;
   o.beta1 = oc.beta1;
   o.beta2 = oc.beta2;
   o.eps = oc.eps;
   o.weight_decay = hp.weight_decay;
-  optimizer_ = std::make_unique<optim::AdamW>(params_, o);
   // Expert weights differ across the ep group: their gradients (already summed
   // over ep by the token exchange) are reduced only over edp replicas.
   optim::ParamSet dense, experts;
   for (const auto& p : params_) (p.sharding == optim::Sharding::kExpert ? experts : dense).push_back(p);
-  sync_ = std::make_unique<optim::GradSync>(dense, role.ctx.grad);
-  expert_sync_ = std::make_unique<optim::GradSync>(experts, role.edp);
   expert_params_ = experts;
+  if (oc.zero1) {
+    // Same groups and the same 1/ep on expert gradients, as reduce-scatters after the backward.
+    std::vector<optim::ShardGroup> groups{{"zero1.dense", dense, role.ctx.grad, 1.0}};
+    if (!experts.empty()) groups.push_back({"zero1.experts", experts, role.edp, double(role.ctx.ep_size())});
+    zero1_ = std::make_unique<optim::Zero1AdamW>(std::move(groups), o);
+    sync_ = std::make_unique<optim::GradSync>(dense, nullptr);
+    expert_sync_ = std::make_unique<optim::GradSync>(experts, nullptr);
+  } else {
+    optimizer_ = std::make_unique<optim::AdamW>(params_, o);
+    sync_ = std::make_unique<optim::GradSync>(dense, role.ctx.grad);
+    expert_sync_ = std::make_unique<optim::GradSync>(experts, role.edp);
+  }
   schedule_.kind = config::to_string(hp.schedule);
   schedule_.lr = o.lr;
   schedule_.warmup_steps = hp.warmup;
@@ -38,6 +45,7 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
 }
 
 double Trainer::finish_step(const std::string& stage, int64_t step, int world_rank) {
+  if (zero1_) return finish_zero1_step(stage, step, world_rank);
   {
     trace::ScopedSpan span(stage + "/grad_sync");
     sync_->finish();
@@ -51,12 +59,29 @@ double Trainer::finish_step(const std::string& stage, int64_t step, int world_ra
   }
   trace::ScopedSpan span(stage + "/optimizer");
   double norm = optim::clip_grad_norm(params_, grad_clip_, role_.ctx);
-  HPCRL_CHECK(std::isfinite(norm), "non-finite gradient norm (" << norm << ") in stage " << stage << " at step "
-              << step << " on rank " << world_rank << " (role " << role_.name
-              << "): lower the learning rate, enable grad_clip, or check the data for empty responses");
+  check_norm(norm, stage, step, world_rank);
   optimizer_->step(schedule_.at(step));
   optimizer_->zero_grad();
   return norm;
+}
+
+double Trainer::finish_zero1_step(const std::string& stage, int64_t step, int world_rank) {
+  {
+    trace::ScopedSpan span(stage + "/grad_sync");
+    zero1_->reduce_gradients();
+  }
+  trace::ScopedSpan span(stage + "/optimizer");
+  double norm = zero1_->clip_grad_norm(grad_clip_, role_.ctx);
+  check_norm(norm, stage, step, world_rank);
+  zero1_->step(schedule_.at(step));
+  zero1_->zero_grad();
+  return norm;
+}
+
+void Trainer::check_norm(double norm, const std::string& stage, int64_t step, int world_rank) const {
+  HPCRL_CHECK(std::isfinite(norm), "non-finite gradient norm (" << norm << ") in stage " << stage << " at step "
+              << step << " on rank " << world_rank << " (role " << role_.name
+              << "): lower the learning rate, enable grad_clip, or check the data for empty responses");
 }
 
 }  // namespace hpcrl::algo

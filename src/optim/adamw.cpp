@@ -25,25 +25,30 @@ AdamW::AdamW(ParamSet params, AdamWOptions options) : params_(std::move(params))
   }
 }
 
+void adamw_update(at::Tensor& w, const at::Tensor& g, at::Tensor& exp_avg, at::Tensor& exp_avg_sq, double lr,
+                  int64_t step, const AdamWOptions& o) {
+  const double bc1 = 1.0 - std::pow(o.beta1, double(step));
+  const double bc2 = 1.0 - std::pow(o.beta2, double(step));
+  const double step_size = lr / bc1;
+  const double bc2_sqrt = std::sqrt(bc2);
+  at::Tensor g32 = g.scalar_type() == w.scalar_type() ? g : g.to(w.scalar_type());
+  if (o.weight_decay != 0.0) w.mul_(1.0 - lr * o.weight_decay);
+  exp_avg.mul_(o.beta1).add_(g32, 1.0 - o.beta1);
+  exp_avg_sq.mul_(o.beta2).addcmul_(g32, g32, 1.0 - o.beta2);
+  at::Tensor denom = (exp_avg_sq.sqrt() / bc2_sqrt).add_(o.eps);
+  w.addcdiv_(exp_avg, denom, -step_size);
+}
+
 void AdamW::step(double lr) {
   torch::NoGradGuard no_grad;
   ++step_;
-  const double bc1 = 1.0 - std::pow(options_.beta1, double(step_));
-  const double bc2 = 1.0 - std::pow(options_.beta2, double(step_));
-  const double step_size = lr / bc1;
-  const double bc2_sqrt = std::sqrt(bc2);
   for (size_t i = 0; i < params_.size(); ++i) {
     at::Tensor p = params_[i].tensor;
     at::Tensor g = p.grad();
     if (!g.defined()) continue;
     Slot& s = slots_[i];
     at::Tensor w = s.master.defined() ? s.master : p;
-    at::Tensor g32 = g.scalar_type() == w.scalar_type() ? g : g.to(w.scalar_type());
-    if (options_.weight_decay != 0.0) w.mul_(1.0 - lr * options_.weight_decay);
-    s.exp_avg.mul_(options_.beta1).add_(g32, 1.0 - options_.beta1);
-    s.exp_avg_sq.mul_(options_.beta2).addcmul_(g32, g32, 1.0 - options_.beta2);
-    at::Tensor denom = (s.exp_avg_sq.sqrt() / bc2_sqrt).add_(options_.eps);
-    w.addcdiv_(s.exp_avg, denom, -step_size);
+    adamw_update(w, g, s.exp_avg, s.exp_avg_sq, lr, step_, options_);
     if (s.master.defined()) p.copy_(s.master);
   }
 }
@@ -65,6 +70,13 @@ std::map<std::string, at::Tensor> AdamW::state() const {
   }
   out["step"] = at::full({}, step_, at::kLong);
   return out;
+}
+
+int64_t AdamW::state_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& s : slots_)
+    bytes += s.exp_avg.nbytes() + s.exp_avg_sq.nbytes() + (s.master.defined() ? s.master.nbytes() : 0);
+  return bytes;
 }
 
 void AdamW::load_state(const std::map<std::string, at::Tensor>& state) {

@@ -16,6 +16,11 @@ double global_grad_norm(const ParamSet& params, const parallel::ParallelContext&
     double s = g.detach().to(at::kDouble).pow(2).sum().item<double>() / double(p.replicas);
     sq[static_cast<int>(p.sharding)] += s;
   }
+  return grad_norm_from_parts(sq, ctx);
+}
+
+double grad_norm_from_parts(const at::Tensor& squared_sums, const parallel::ParallelContext& ctx) {
+  const at::Tensor& sq = squared_sums;
   at::Tensor tp_part = sq.slice(0, 1, 2).clone();
   at::Tensor ep_part = sq.slice(0, 2, 3).clone();
   if (ctx.tp && ctx.tp->size() > 1) ctx.tp->all_reduce(tp_part);
@@ -25,10 +30,15 @@ double global_grad_norm(const ParamSet& params, const parallel::ParallelContext&
   return std::sqrt(total.item<double>());
 }
 
+double clip_coefficient(double norm, double max_norm) {
+  if (max_norm <= 0 || !std::isfinite(norm) || norm <= max_norm) return 1.0;
+  return max_norm / (norm + 1e-6);
+}
+
 double clip_grad_norm(const ParamSet& params, double max_norm, const parallel::ParallelContext& ctx) {
   double norm = global_grad_norm(params, ctx);
-  if (max_norm <= 0 || !std::isfinite(norm) || norm <= max_norm) return norm;
-  double scale = max_norm / (norm + 1e-6);
+  double scale = clip_coefficient(norm, max_norm);
+  if (scale == 1.0) return norm;
   torch::NoGradGuard no_grad;
   for (const auto& p : params) {
     at::Tensor g = p.tensor.mutable_grad();

@@ -1,10 +1,12 @@
-// End-to-end under mpirun: data parallelism follows the single-rank run, and a
+// End-to-end under mpirun: data parallelism follows the single-rank run, ZeRO-1
+// follows plain dp and resumes exactly (and only at its own dp size), and a
 // stop signal delivered to one rank stops every rank resumably.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <thread>
 
 #include "run_util.h"
@@ -23,6 +25,15 @@ void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector
     EXPECT_NEAR(x, y, rel_tol * std::max(1.0, std::abs(x))) << key << " at line " << i;
   }
 }
+
+nlohmann::json without_timing(nlohmann::json j) {
+  for (auto it = j.begin(); it != j.end();) {
+    const std::string& k = it.key();
+    if (k == "time" || k == "tokens_per_s" || k.rfind("seconds/", 0) == 0) it = j.erase(it);
+    else ++it;
+  }
+  return j;
+}
 }  // namespace
 
 TEST(DataParallelE2E, SftDp2FollowsDp1) {
@@ -37,6 +48,42 @@ TEST(DataParallelE2E, SftDp2FollowsDp1) {
   auto b = lines_with(read_metrics(dir + "/dp2/metrics.jsonl"), "sft", "loss");
   expect_close_curves(a, b, "loss", 1e-5);
   expect_close_curves(a, b, "grad_norm", 1e-4);
+}
+
+TEST(DataParallelE2E, SftZero1Dp2FollowsPlainDp2AndResumesOnlyAtDp2) {
+  const std::string cfg = kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: 8, batch: 16, lr: 3.0e-3, "
+                                    "micro_batch: 4}}]' --set run.eval_before_train=false --set run.checkpoint_every=4"
+                                    " --set run.keep_last=4";
+  std::string dir = scratch_dir("dp-zero1");
+  Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 2);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  Proc zero = run_hpcrl("run " + cfg + " --set models.policy.optim.zero1=true --out " + dir + "/zero1", 2);
+  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+  auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "sft", "loss");
+  auto b = lines_with(read_metrics(dir + "/zero1/metrics.jsonl"), "sft", "loss");
+  ASSERT_EQ(b.size(), 8u);
+  expect_close_curves(a, b, "loss", 1e-5);
+  expect_close_curves(a, b, "grad_norm", 1e-5);
+
+  // Back to step 4: drop the final checkpoint so --resume continues from step-000004.
+  const auto full = read_metrics(dir + "/zero1/metrics.jsonl");
+  const std::string stage = dir + "/zero1/checkpoints/00-sft";
+  ASSERT_TRUE(std::filesystem::exists(stage + "/step-000004/policy/optimizer-rank-00001.safetensors"));
+  std::filesystem::remove_all(stage + "/step-000008");
+  std::filesystem::remove(stage + "/complete.json");
+  Proc one = run_hpcrl("run " + cfg + " --set models.policy.optim.zero1=true --out " + dir + "/zero1 --resume");
+  EXPECT_EQ(one.exit_code, 2) << one.output;
+  EXPECT_NE(one.output.find("\"dp\":2"), std::string::npos) << one.output;
+  EXPECT_NE(one.output.find("\"zero1\":true"), std::string::npos) << one.output;
+  EXPECT_NE(one.output.find("resume with the same world size, parallel layout and optim.zero1 setting"),
+            std::string::npos)
+      << one.output;
+  Proc two = run_hpcrl("run " + cfg + " --set models.policy.optim.zero1=true --out " + dir + "/zero1 --resume", 2);
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  const auto resumed = read_metrics(dir + "/zero1/metrics.jsonl");
+  ASSERT_EQ(resumed.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i)
+    EXPECT_EQ(without_timing(full[i]), without_timing(resumed[i])) << "line " << i;
 }
 
 TEST(DataParallelE2E, GrpoDp2MatchesDp1) {

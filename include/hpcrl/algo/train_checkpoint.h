@@ -1,7 +1,8 @@
 // Checkpoints of a training stage: everything needed to continue exactly.
 //   <stage dir>/step-NNNNNN/
 //     <role>/config.json, model.safetensors   the HF model (full tensors, any layout can load it)
-//     <role>/optimizer-rank-NNNNN.safetensors  this rank's optimizer state (same layout to resume)
+//     <role>/optimizer-rank-NNNNN.safetensors  this rank's optimizer state (same layout to resume;
+//                                              with ZeRO-1 only its shard, so also the same dp size)
 //     state.json                               step, data cursors, torch RNG, layout, world size
 // A step directory is assembled as step-NNNNNN.partial and renamed when every
 // rank has written its part, so a crash mid-save never damages the previous one;
@@ -16,13 +17,13 @@
 
 #include "hpcrl/algo/role.h"
 #include "hpcrl/dist/communicator.h"
-#include "hpcrl/optim/adamw.h"
+#include "hpcrl/optim/optimizer.h"
 
 namespace hpcrl::algo {
 
 struct TrainedRole {
   Role* role;
-  optim::AdamW* optimizer;  // null for roles saved without optimizer state
+  optim::Optimizer* optimizer;  // null for roles saved without optimizer state
 };
 
 // Collective over `world`. `state` is stage-specific JSON (cursor, step, ...) that

@@ -2,6 +2,9 @@
 // optimizer, LR schedule and gradient sync built from the stage's hyper-
 // parameters, and "finish the step" (wait for the dp sync, clip, check for
 // NaN/inf, update) — so SFT, GRPO, PPO and distillation step identically.
+// With `optim.zero1` the optimizer state is sharded over the gradient group
+// (optim/zero1.h): gradients are reduce-scattered after the backward instead
+// of all-reduced during it, and the updated parameters all-gathered.
 #pragma once
 
 #include <memory>
@@ -12,6 +15,7 @@
 #include "hpcrl/optim/adamw.h"
 #include "hpcrl/optim/grad_sync.h"
 #include "hpcrl/optim/lr_schedule.h"
+#include "hpcrl/optim/zero1.h"
 
 namespace hpcrl::algo {
 
@@ -30,14 +34,19 @@ class Trainer {
   double finish_step(const std::string& stage, int64_t step, int world_rank);
 
   double lr(int64_t step) const { return schedule_.at(step); }
-  optim::AdamW& optimizer() { return *optimizer_; }
+  // The role's optimizer (plain AdamW or ZeRO-1), for checkpoints.
+  optim::Optimizer& optimizer() { return zero1_ ? static_cast<optim::Optimizer&>(*zero1_) : *optimizer_; }
   Role& role() { return role_; }
 
  private:
+  double finish_zero1_step(const std::string& stage, int64_t step, int world_rank);
+  void check_norm(double norm, const std::string& stage, int64_t step, int world_rank) const;
+
   Role& role_;
   optim::ParamSet params_;
   optim::ParamSet expert_params_;
-  std::unique_ptr<optim::AdamW> optimizer_;
+  std::unique_ptr<optim::AdamW> optimizer_;      // without zero1
+  std::unique_ptr<optim::Zero1AdamW> zero1_;     // with zero1 (then the syncs below have no group)
   std::unique_ptr<optim::GradSync> sync_;         // dense parameters over dp·sp
   std::unique_ptr<optim::GradSync> expert_sync_;  // this rank's experts over their edp replicas
   optim::LrSchedule schedule_;

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "hpcrl/optim/optimizer.h"
 #include "hpcrl/optim/param_set.h"
 
 namespace hpcrl::optim {
@@ -20,7 +21,13 @@ struct AdamWOptions {
   double weight_decay = 0.0;
 };
 
-class AdamW {
+// One AdamW update of `w` (fp32 master or fp32 parameter) from gradient `g`
+// (any float dtype) at step `step` (1-based), moments updated in place. Purely
+// elementwise, so applying it to a slice gives the same bits as to the whole.
+void adamw_update(at::Tensor& w, const at::Tensor& g, at::Tensor& exp_avg, at::Tensor& exp_avg_sq, double lr,
+                  int64_t step, const AdamWOptions& o);
+
+class AdamW : public Optimizer {
  public:
   AdamW(ParamSet params, AdamWOptions options);
 
@@ -30,14 +37,15 @@ class AdamW {
   void step(double lr);
   void zero_grad();
 
-  int64_t steps() const { return step_; }
+  int64_t steps() const override { return step_; }
   const ParamSet& params() const { return params_; }
   AdamWOptions& options() { return options_; }
 
   // State as named tensors ("<param>.exp_avg", "<param>.exp_avg_sq",
   // "<param>.master", and "step") for checkpoints; load_state checks every name and shape.
-  std::map<std::string, at::Tensor> state() const;
-  void load_state(const std::map<std::string, at::Tensor>& state);
+  std::map<std::string, at::Tensor> state() const override;
+  void load_state(const std::map<std::string, at::Tensor>& state) override;
+  int64_t state_bytes() const override;
 
  private:
   struct Slot {

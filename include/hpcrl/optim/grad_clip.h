@@ -11,6 +11,16 @@ namespace hpcrl::optim {
 // Global L2 norm of all gradients of the model replica.
 double global_grad_norm(const ParamSet& params, const parallel::ParallelContext& ctx);
 
+// The global norm from this rank's squared sums [3] (double: replicated, tp
+// shards, ep shards, each already divided by its replicas), reduced over tp,
+// ep and pp as above. Sharded optimizers (ZeRO-1) pass sums of their shards
+// already summed over the data-parallel group.
+double grad_norm_from_parts(const at::Tensor& squared_sums, const parallel::ParallelContext& ctx);
+
+// The factor clipping applies to every gradient for a pre-clip `norm`
+// (1 when max_norm ≤ 0, the norm is within it, or it is not finite).
+double clip_coefficient(double norm, double max_norm);
+
 // Scales gradients so the global norm is at most `max_norm` (≤ 0: no clipping).
 // Returns the norm before clipping. A non-finite norm is returned unchanged and
 // nothing is scaled: the caller stops the run with a message.

@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include "hpcrl/algo/pipeline_train.h"
+#include "hpcrl/algo/rollout_copy.h"
 #include "hpcrl/algo/token_batch.h"
 #include "hpcrl/rollout/engine.h"
 #include "hpcrl/trace/trace.h"
@@ -18,10 +20,15 @@ std::pair<double, int64_t> batch_nll(Role& role, const std::vector<std::vector<i
   TokenBatch b = sequence_shard(make_token_batch(prompt_ids, response_ids, std::max(0, role.tokenizer->pad_id()), sp,
                                                  role.device()),
                                 role.ctx.sp_rank(), sp);
-  auto out = role.model->forward(b.ids);
-  auto lp = role.model->token_logprobs(out.hidden, b.targets, /*with_entropy=*/false);
+  at::Tensor logprobs;
+  if (role.ctx.pp_size() > 1) {
+    logprobs = pipeline_logprobs(role, b.ids, b.targets);
+  } else {
+    auto out = role.model->forward(b.ids);
+    logprobs = role.model->token_logprobs(out.hidden, b.targets, /*with_entropy=*/false).logprobs;
+  }
   // [nll, tokens] of this sp rank's chunk; the sequence's totals are the sum over sp.
-  at::Tensor sums = at::stack({-(lp.logprobs * b.loss_mask).sum(), b.loss_mask.sum()}).to(at::kDouble);
+  at::Tensor sums = at::stack({-(logprobs * b.loss_mask).sum(), b.loss_mask.sum()}).to(at::kDouble);
   if (sp > 1) role.ctx.sp->all_reduce(sums);
   sums = sums.cpu();
   return {sums[0].item<double>(), static_cast<int64_t>(sums[1].item<double>())};
@@ -35,7 +42,8 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
   // This dp rank's examples: a contiguous block, so the union over dp is [0, total).
   const int64_t lo = total * role.dp_rank / role.dp_size, hi = total * (role.dp_rank + 1) / role.dp_size;
 
-  rollout::Engine engine(role.model, role.tokenizer.get(), {options.batch, true});
+  // A pipelined role generates with its pp = 1 copy (loaded with the current weights here).
+  rollout::Engine engine(rollout_model(role), role.tokenizer.get(), {options.batch, true});
   rollout::SamplingParams sp;
   sp.temperature = options.temperature;
   sp.top_p = options.top_p;

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/pipeline_train.h"
+#include "hpcrl/algo/rollout_copy.h"
 #include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/trace/trace.h"
 
@@ -48,7 +50,8 @@ RlLoop::RlLoop(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* re
   sampler_ = std::make_unique<io::DataSampler>(data.train.size(),
                                                static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
                                                env.pipeline->find_data(cfg.data)->shuffle);
-  engine_ = std::make_unique<rollout::Engine>(policy.model, policy.tokenizer.get(),
+  // A pipelined policy samples from its pp = 1 copy, refreshed at each collect().
+  engine_ = std::make_unique<rollout::Engine>(rollout_model(policy), policy.tokenizer.get(),
                                               rollout::EngineOptions{policy.config->rollout.max_batch, true});
 }
 
@@ -162,6 +165,8 @@ Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
   at::Tensor stats = at::zeros({7}, at::kDouble);
   RolloutSamples kept;
   int64_t kept_groups = 0, rounds = 0;
+  // Weight sync: the rollout copy of a pipelined policy gets the updated weights.
+  if (policy_.ctx.pp_size() > 1) timed("weight_sync", m, [&] { rollout_model(policy_); });
   while (true) {
     auto rows = sampler_->next_batch(cfg_.prompts, policy_.dp_rank, policy_.dp_size);
     RolloutSamples round = rollout_round(rows, iteration, rounds, m, stats);
@@ -240,19 +245,14 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
         const double den = std::max(1.0, dp_sum(at::full({1}, den_local, at::kDouble)).item<double>());
         const int64_t micro = cfg_.train.micro_batch > 0 ? cfg_.train.micro_batch : std::max<int64_t>(1, hi - lo);
         if (hi == lo) trainer.begin_micro_batch(true);
-        for (int64_t a = lo; a < hi; a += micro) {
-          const int64_t b = std::min(hi, a + micro);
-          trainer.begin_micro_batch(b >= hi);
-          Experience mb = slice_experience(exp, a, b);
-          TokenBatch sb = sequence_shard(mb.batch, policy_.ctx.sp_rank(), policy_.ctx.sp_size());
-          at::Tensor msk = shard_cols(mask.slice(0, a, b), policy_);
-          auto out = policy_.model->forward(sb.ids);
-          auto lp = policy_.model->token_logprobs(out.hidden, sb.targets, /*with_entropy=*/true);
+        // The per-micro-batch loss and statistics, from the policy's final hidden states.
+        auto micro_loss = [&](const at::Tensor& hidden, const Experience& mb, const TokenBatch& sb,
+                              const at::Tensor& msk) {
+          auto lp = policy_.model->token_logprobs(hidden, sb.targets, /*with_entropy=*/true);
           PolicyLossInputs in{lp.logprobs, shard_cols(mb.old_logp, policy_), shard_cols(mb.advantages, policy_), msk,
                               shard_cols(mb.ref_logp, policy_), lp.entropy};
           PolicyLossOutput po = policy_loss(in, pl);
           at::Tensor loss = aggregate_numerator(po.per_token, msk, pl.agg) * (grad_group / den);
-          loss.backward();
           const double tok = msk.sum().item<double>();
           auto acc = sums.accessor<double, 1>();
           acc[0] += po.clip_frac * tok;
@@ -260,10 +260,43 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
           acc[2] += po.entropy * tok;
           acc[3] += tok;
           acc[4] += loss.item<double>() / grad_group;
+          return loss;
+        };
+        if (policy_.ctx.pp_size() > 1 && hi > lo) {
+          // The same micro-batches through the pipeline; only the last stage
+          // computes the loss and the statistics (shared over pp below).
+          std::vector<Experience> mbs;
+          std::vector<TokenBatch> sbs;
+          std::vector<at::Tensor> msks;
+          std::vector<model::StageBatch> stage_mbs;
+          std::vector<double> aux_weight;
+          for (int64_t a = lo; a < hi; a += micro) {
+            const int64_t b = std::min(hi, a + micro);
+            mbs.push_back(slice_experience(exp, a, b));
+            sbs.push_back(sequence_shard(mbs.back().batch, policy_.ctx.sp_rank(), policy_.ctx.sp_size()));
+            msks.push_back(shard_cols(mask.slice(0, a, b), policy_));
+            stage_mbs.push_back({sbs.back().ids, {}, {}});
+            aux_weight.push_back(0.0);  // the un-pipelined update does not add forward()'s aux loss either
+          }
+          pipeline_forward_backward(
+              policy_, trainer, stage_mbs,
+              [&](int i, const at::Tensor& hidden) { return micro_loss(hidden, mbs[i], sbs[i], msks[i]); },
+              aux_weight);
+        } else {
+          for (int64_t a = lo; a < hi; a += micro) {
+            const int64_t b = std::min(hi, a + micro);
+            trainer.begin_micro_batch(b >= hi);
+            Experience mb = slice_experience(exp, a, b);
+            TokenBatch sb = sequence_shard(mb.batch, policy_.ctx.sp_rank(), policy_.ctx.sp_size());
+            at::Tensor msk = shard_cols(mask.slice(0, a, b), policy_);
+            auto out = policy_.model->forward(sb.ids);
+            micro_loss(out.hidden, mb, sb, msk).backward();
+          }
         }
         norm_sum += trainer.finish_step(name_, step, env_.world->rank());
       }
     }
+    share_from_last_stage(policy_, sums);
     at::Tensor tot = sums;
     if (policy_.ctx.grad && policy_.ctx.grad->size() > 1) {
       tot = sums.clone();

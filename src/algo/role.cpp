@@ -17,6 +17,11 @@ optim::ParamSet Role::param_set() const {
       p.sharding = optim::Sharding::kTensor;
       p.replicas = ctx.tp_size() / it->second.chunks;
     }
+    // Tied embeddings under pp: the first and the last stage both hold the
+    // table (lookup and LM head) with the same, summed gradient; count it once.
+    if (ctx.pp_size() > 1 && name == "model.embed_tokens.weight" && model->arch().tie_word_embeddings &&
+        model->options().lm_head)
+      p.replicas *= 2;
     out.push_back(std::move(p));
   }
   return out;

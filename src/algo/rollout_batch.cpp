@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include "hpcrl/algo/pipeline_train.h"
+
 namespace hpcrl::algo {
 
 at::Tensor scatter_response_values(const TokenBatch& b, const std::vector<std::vector<float>>& values) {
@@ -20,6 +22,12 @@ at::Tensor forward_logprobs(Role& role, const TokenBatch& b, int64_t micro_batch
   const int sp = role.ctx.sp_size();
   const int64_t B = b.rows();
   const int64_t micro = micro_batch > 0 ? micro_batch : B;
+  if (role.ctx.pp_size() > 1) {  // the same micro-batches, through the role's pipeline
+    TokenBatch sb = sequence_shard(b, role.ctx.sp_rank(), sp);
+    at::Tensor lp = pipeline_logprobs(role, sb.ids, sb.targets, micro);  // [B, T/sp]
+    if (sp > 1) lp = role.ctx.sp->all_gather(lp.contiguous(), 1);
+    return lp * b.loss_mask;
+  }
   std::vector<at::Tensor> parts;
   for (int64_t m = 0; m < B; m += micro) {
     TokenBatch mb = sequence_shard(slice_rows(b, m, std::min(B, m + micro)), role.ctx.sp_rank(), sp);

@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/prompting.h"
 #include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/algo/token_batch.h"
@@ -71,21 +72,42 @@ StageResult run_sft(StageEnv& env) {
     at::Tensor nll_sum = at::zeros({}, at::TensorOptions(at::kDouble).device(role.device()));
     {
       trace::ScopedSpan span("sft/forward_backward", {{"tokens", global_tokens}});
-      for (int64_t m = 0; m < local_batch; m += micro) {
-        TokenBatch mb = sequence_shard(slice_rows(batch, m, std::min(local_batch, m + micro)), role.ctx.sp_rank(), sp);
-        trainer->begin_micro_batch(m + micro >= local_batch);
-        auto out = role.model->forward(mb.ids);
-        auto lp = role.model->token_logprobs(out.hidden, mb.targets, /*with_entropy=*/false);
+      // Gradients are averaged over dp·sp, so each micro-batch's local NLL sum is scaled back up.
+      auto scaled_nll = [&](const at::Tensor& hidden, const TokenBatch& mb) {
+        auto lp = role.model->token_logprobs(hidden, mb.targets, /*with_entropy=*/false);
         at::Tensor nll = -(lp.logprobs * mb.loss_mask).sum();
-        // Gradients are averaged over dp·sp, so scale the local sum back up.
-        at::Tensor loss = nll * (grad_group / global_tokens);
-        if (out.aux_loss.defined()) loss = loss + out.aux_loss * (double(mb.rows()) / local_batch);
-        loss.backward();
         nll_sum += nll.detach().to(at::kDouble);
+        return nll * (grad_group / global_tokens);
+      };
+      if (role.ctx.pp_size() > 1) {
+        // The same micro-batches and loss through the pipeline schedule (only
+        // the last stage computes the loss; its NLL reaches the others below).
+        std::vector<TokenBatch> mbs;
+        std::vector<model::StageBatch> stage_mbs;
+        std::vector<double> aux_weight;
+        for (int64_t m = 0; m < local_batch; m += micro) {
+          mbs.push_back(sequence_shard(slice_rows(batch, m, std::min(local_batch, m + micro)), role.ctx.sp_rank(), sp));
+          stage_mbs.push_back({mbs.back().ids, {}, {}});
+          aux_weight.push_back(double(mbs.back().rows()) / local_batch);
+        }
+        pipeline_forward_backward(
+            role, *trainer, stage_mbs, [&](int i, const at::Tensor& hidden) { return scaled_nll(hidden, mbs[i]); },
+            aux_weight);
+      } else {
+        for (int64_t m = 0; m < local_batch; m += micro) {
+          TokenBatch mb =
+              sequence_shard(slice_rows(batch, m, std::min(local_batch, m + micro)), role.ctx.sp_rank(), sp);
+          trainer->begin_micro_batch(m + micro >= local_batch);
+          auto out = role.model->forward(mb.ids);
+          at::Tensor loss = scaled_nll(out.hidden, mb);
+          if (out.aux_loss.defined()) loss = loss + out.aux_loss * (double(mb.rows()) / local_batch);
+          loss.backward();
+        }
       }
     }
     double grad_norm = trainer->finish_step("sft", step, world_rank);
     at::Tensor nll_total = nll_sum.reshape({1});
+    share_from_last_stage(role, nll_total);
     if (role.ctx.grad && role.ctx.grad->size() > 1) role.ctx.grad->all_reduce(nll_total);
     const double loss = nll_total.item<double>() / global_tokens;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -142,6 +142,7 @@ int evaluate_model(const Options& o, const cli::EvalReward& reward, const dist::
                                       "--responses FILE.jsonl scores pre-generated responses");
   HPCRL_CHECK_INPUT(!o.data.empty(), "--data is required with --model: FILE.jsonl, synthetic[:key=value,...] or "
                                      "PIPELINE.yaml:NAME");
+  cli::reject_pipeline(o.layout, "eval");
   if (o.n > 1 && o.temperature == 0)
     spdlog::warn("--n {} with --temperature 0: greedy samples are identical, so every pass@k equals pass@1; "
                  "sample with e.g. --temperature 0.8", o.n);

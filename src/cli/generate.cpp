@@ -62,8 +62,7 @@ void reject_extras(const std::vector<std::string>& extras, const CLI::App& sub) 
 }
 
 void check_options(const Options& o) {
-  HPCRL_CHECK_INPUT(o.layout.pp == 1, "--pp " << o.layout.pp << ": pipeline parallelism is not available in this "
-                                              << "build; split the model with --tp/--sp/--ep and use --pp 1");
+  cli::reject_pipeline(o.layout, "generate");
   HPCRL_CHECK_INPUT(o.n >= 1, "--n " << o.n << ": the number of samples per prompt must be at least 1");
   HPCRL_CHECK_INPUT(o.max_new_tokens >= 1, "--max-new-tokens " << o.max_new_tokens << ": must be at least 1");
   HPCRL_CHECK_INPUT(o.max_batch >= 1, "--max-batch " << o.max_batch << ": must be at least 1");

@@ -18,11 +18,16 @@ void add_layout_options(CLI::App* sub, LayoutFlags& layout, const std::string& s
   sub->add_option("--pp", layout.pp, "Pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
 }
 
+void reject_pipeline(const LayoutFlags& layout, const std::string& command) {
+  HPCRL_CHECK_INPUT(layout.pp == 1, "--pp " << layout.pp << ": hpcrl " << command << " decodes with a KV cache on the "
+                    << "whole model, so it runs at pp 1 (as rollout does; pipelined training roles generate from a "
+                    << "pp=1 copy of their weights); use --pp 1 and split the model with --tp/--sp/--ep "
+                    << "(hpcrl score takes --pp)");
+}
+
 LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, const LayoutFlags& layout,
                                const std::string& command, uint64_t seed, const std::string& dtype,
                                int64_t seq_len) {
-  HPCRL_CHECK_INPUT(layout.pp == 1, "--pp " << layout.pp << ": pipeline parallelism is not available in this build; "
-                                            << "split the model with --tp/--sp/--ep and use --pp 1");
   HPCRL_CHECK_INPUT(dtype == "float32" || dtype == "bfloat16", "--dtype must be float32 or bfloat16, got '" << dtype
                                                                                                             << "'");
   dist::ParallelSizes sizes;
@@ -37,6 +42,7 @@ LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, c
   parallel::ParallelContext ctx{comms.tp, comms.sp, comms.ep, comms.dp, comms.dp_sp, comms.pp};
   model::ModelOptions mo;
   mo.seed = seed;
+  mo.pp_virtual_stages = layout.pp_virtual;
   auto m = model::load_model(spec, ctx, mo);
   if (dtype == "bfloat16") m->to(at::kBFloat16);
   m->eval();

@@ -21,10 +21,16 @@ namespace hpcrl::cli {
 
 struct LayoutFlags {
   int tp = 1, sp = 1, ep = 1, pp = 1;
+  int pp_virtual = 1;  // model chunks per pp rank (interleaved schedule; score only)
 };
 
 // Adds --tp --sp --ep --pp to `sub`; `sp_help` says what sp means for this command.
 void add_layout_options(CLI::App* sub, LayoutFlags& layout, const std::string& sp_help);
+
+// generate and eval decode with a KV cache, which needs the whole model on a
+// rank (rollout runs at pp = 1; a pipelined training role generates from a
+// pp = 1 copy of its weights). InputError naming `command` when --pp > 1.
+void reject_pipeline(const LayoutFlags& layout, const std::string& command);
 
 struct LoadedModel {
   dist::Mesh mesh;
@@ -36,8 +42,9 @@ struct LoadedModel {
 // Collective over the world: the mesh of `layout` over every rank (named `command`
 // in messages), checked against `arch` (seq_len: the longest sequence, for the
 // sp divisibility check; 0 = unknown), and this rank's shard of `spec` in `dtype`
-// ("float32" | "bfloat16"). InputError for --pp > 1, a bad dtype or a layout
-// that does not fit the ranks or the model.
+// ("float32" | "bfloat16"). With --pp > 1 each rank builds and loads only its
+// pipeline stage (layout.pp_virtual chunks, balanced). InputError for a bad
+// dtype or a layout that does not fit the ranks or the model.
 LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, const LayoutFlags& layout,
                                const std::string& command, uint64_t seed, const std::string& dtype,
                                int64_t seq_len = 0);

@@ -3,10 +3,15 @@
 // load? does tp=2 give what tp=1 gives?).
 //   hpcrl score --model DIR|preset:NAME (--ids 1,2,3 | --text "...") [--tokenizer DIR]
 //               [--json] [--tp N --sp N --ep N --pp N] [--dtype float32|bfloat16] [--seed N]
+//               [--pp-schedule 1f1b|gpipe|interleaved] [--pp-microbatches M] [--pp-virtual V]
 // logprobs[t-1] = log p(ids[t] | ids[<t]) for t ≥ 1; --json prints exactly
 // {"ids": [..], "logprobs": [..]} (DESIGN §10) from world rank 0. Under mpirun
 // the model is split with the layout flags; ranks beyond tp·sp·pp are data-
-// parallel replicas that compute the same numbers.
+// parallel replicas that compute the same numbers. With --pp > 1 the forward
+// pass runs through the pipeline schedule (model/pipeline_stage.h); the
+// sequence is scored as M identical micro-batches so that a schedule with
+// several micro-batches in flight (interleaved needs M % pp == 0) is
+// exercised too — every copy must come out bit-identical, which is checked.
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -18,7 +23,9 @@
 #include "cli/model_loading.h"
 #include "hpcrl/dist/bootstrap.h"
 #include "hpcrl/io/tokenizer.h"
+#include "hpcrl/model/pipeline_stage.h"
 #include "hpcrl/model/pretrained.h"
+#include "hpcrl/parallel/pipeline/schedule.h"
 #include "hpcrl/parallel/sequence/ulysses.h"
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/log.h"
@@ -29,7 +36,8 @@ namespace {
 using namespace hpcrl;
 
 struct Options {
-  std::string model, ids, text, tokenizer, dtype = "float32";
+  std::string model, ids, text, tokenizer, dtype = "float32", pp_schedule = "1f1b";
+  int pp_microbatches = 1;
   bool json = false;
   cli::LayoutFlags layout;
   uint64_t seed = 0;
@@ -55,6 +63,7 @@ int run(const Options& o) {
   const dist::WorldInfo& world = dist::init(nullptr, nullptr);
   log::init(world.rank, world.size, cli::global_options().log_level);
   int code = dist::run_or_abort([&] {
+    const parallel::pipeline::Schedule schedule = parallel::pipeline::parse_schedule(o.pp_schedule);
     ModelArch arch = model::resolve_model_arch(o.model);
     std::unique_ptr<io::Tokenizer> tok =
         o.text.empty() ? nullptr
@@ -78,8 +87,20 @@ int run(const Options& o) {
       if (t + 1 < n) targets[0][t] = ids[t + 1];
     }
     auto chunk = [&](const at::Tensor& x) { return parallel::sequence::sequence_chunk(x, ctx.sp).contiguous(); };
-    auto out = m->forward(chunk(full), {}, chunk(mask));
-    at::Tensor lp = m->token_logprobs(out.hidden, chunk(targets), /*with_entropy=*/false).logprobs;
+    at::Tensor lp;
+    if (ctx.pp_size() > 1) {
+      const int mbs = o.pp_microbatches;
+      model::StageBatch batch{chunk(full.repeat({mbs, 1})), {}, chunk(mask.repeat({mbs, 1}))};
+      at::Tensor all = model::pipelined_logprobs(*m, batch, chunk(targets.repeat({mbs, 1})), mbs,
+                                                 schedule);  // [M, Tl]
+      for (int i = 1; i < mbs; ++i)
+        HPCRL_CHECK(at::equal(all[i], all[0]), "micro-batch " << i << " of the pipeline scored the same sequence "
+                    "differently from micro-batch 0: the pipeline schedule " << o.pp_schedule << " mixed up micro-batches");
+      lp = all.slice(0, 0, 1);
+    } else {
+      auto out = m->forward(chunk(full), {}, chunk(mask));
+      lp = m->token_logprobs(out.hidden, chunk(targets), /*with_entropy=*/false).logprobs;
+    }
     lp = parallel::sequence::gather_sequence(lp.contiguous(), ctx.sp)[0].slice(0, 0, n - 1);  // [n - 1]
 
     if (world.rank != 0) return 0;
@@ -124,6 +145,13 @@ hpcrl::cli::Registration reg{"score", 55, [](CLI::App& app) {
   sub->add_option("--tokenizer", o.tokenizer, "Tokenizer for --text (default: the model's own, builtin for presets)");
   sub->add_flag("--json", o.json, "Print {\"ids\": [..], \"logprobs\": [..]} on stdout");
   cli::add_layout_options(sub, o.layout, "Sequence-parallel (Ulysses) size");
+  sub->add_option("--pp-schedule", o.pp_schedule, "Pipeline schedule with --pp > 1: 1f1b, gpipe or interleaved")
+      ->capture_default_str();
+  sub->add_option("--pp-microbatches", o.pp_microbatches,
+                  "With --pp > 1: score the sequence as this many identical micro-batches (checked to agree)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--pp-virtual", o.layout.pp_virtual, "Model chunks per pipeline rank (interleaved schedule)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   sub->add_option("--dtype", o.dtype, "float32 or bfloat16")->capture_default_str();
   sub->add_option("--seed", o.seed, "Initial-weight seed for preset models")->capture_default_str();
   return [] { return run(o); };

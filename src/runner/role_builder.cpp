@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "hpcrl/config/layout.h"
 #include "hpcrl/dist/bootstrap.h"
 #include "hpcrl/dist/rank_generator.h"
@@ -27,6 +29,28 @@ int position_in(const dist::RankGroups& groups, int rank) {
 }
 
 std::string tokenizer_spec(const std::string& t) { return t == "byte" || t.empty() ? "builtin" : t; }
+
+// A pipelined role (pp > 1) holds only its stage's layers, so it can run only
+// where a stage drives it through the pipeline executor: the model an SFT
+// stage trains, GRPO's policy and reference (generation, for rollouts and
+// evaluation, uses a pp = 1 copy: algo/rollout_copy.h).
+// Any other use is refused here, before a model is built, naming the stage.
+void check_pipeline_uses(const config::PipelineConfig& cfg, const config::ModelConfig& mc) {
+  if (mc.parallel.pp == 1) return;
+  const std::string& n = mc.name;
+  for (const auto& st : cfg.stages) {
+    const bool supported = (st.kind == config::StageKind::sft && st.sft.model == n) ||
+                           (st.kind == config::StageKind::grpo && (st.grpo.policy == n || st.grpo.reference == n));
+    const auto uses = st.used_roles();  // includes the trained ones
+    const bool used = std::find(uses.begin(), uses.end(), n) != uses.end();
+    HPCRL_CHECK_INPUT(!used || supported,
+                      cfg.pos("models." + n + ".parallel.pp").str()
+                          << ": models." << n << ".parallel.pp = " << mc.parallel.pp << ", but stage " << st.path
+                          << " uses role '" << n << "', and pipeline parallelism runs only for the model of an sft stage and "
+                          << "the policy and reference of a grpo stage so far; "
+                          << "use pp: 1 for this role (split it with tp/sp instead)");
+  }
+}
 }  // namespace
 
 Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, at::Device device) : cfg_(cfg) {
@@ -38,6 +62,7 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, 
     role.config = &mc;
     auto span = config::ranks_of(cfg, mc.name, world_size);
     const auto& p = mc.parallel;
+    check_pipeline_uses(cfg, mc);  // on every rank, so all of them stop with the message
     const int tp = int(p.tp), sp = int(p.sp), pp = int(p.pp), ep = int(p.ep);
     const int dp = int(config::data_parallel_degree(p, span.count));
     const int first = int(span.first);
@@ -58,10 +83,9 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, 
     role.dp_size = dp;
     role.writer = world_rank == first;
     if (member) {
-      HPCRL_CHECK_INPUT(pp == 1, cfg.pos("models." + n + ".parallel.pp").str()
-                        << ": models." << n << ".parallel.pp = " << pp
-                        << ": pipeline parallelism is not available in this build; use pp: 1");
       model::ModelOptions opts;
+      opts.pp_layers = p.pp_layers;
+      opts.pp_virtual_stages = int(p.pp_virtual);
       opts.lm_head = mc.head == config::Head::lm;
       opts.value_head = mc.head == config::Head::value;
       opts.activation_checkpointing = mc.activation_checkpointing;
@@ -76,9 +100,10 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, 
       }
       role.model->to(device, dtype);
       role.tokenizer = std::shared_ptr<io::Tokenizer>(io::load_tokenizer(tokenizer_spec(mc.tokenizer)));
-      spdlog::info("role {}: {} layers, d={}, tp={} sp={} ep={} dp={} on ranks {}-{}, {} {}", n, mc.arch->num_layers,
-                   mc.arch->hidden_size, tp, sp, ep, dp, first, first + span.count - 1, device.str(),
-                   config::to_string(cfg.run.dtype));
+      spdlog::info("role {}: {} layers, d={}, tp={} sp={} ep={} dp={} pp={} on ranks {}-{}, {} {}", n,
+                   mc.arch->num_layers, mc.arch->hidden_size, tp, sp, ep, dp, pp, first, first + span.count - 1,
+                   device.str(), config::to_string(cfg.run.dtype));
+      if (pp > 1) spdlog::info("role {}: pipeline {}", n, role.model->pipeline_layout().describe());
     } else if (mc.init.kind != config::InitKind::from) {
       initialised_.insert(n);
     }

@@ -166,6 +166,7 @@ Summary summarize(const std::vector<TraceFile>& files) {
     st.gbytes_per_s = st.total_s > 0 ? st.bytes / st.total_s / 1e9 : 0;
     s.comm.push_back(std::move(st));
   }
+  s.bubbles = pipeline_bubbles(files);
   return s;
 }
 

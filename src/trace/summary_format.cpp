@@ -111,6 +111,18 @@ std::string format_markdown(const Summary& s) {
          << " | " << fmt("%.3f", st.max_rank_s) << " | " << fmt("%.2f", st.imbalance) << " |\n";
     }
   }
+  if (!s.bubbles.empty()) {
+    os << "\n## Pipeline bubble\n\n"
+       << "| pp stage | ranks | steps | p | m | v | mean step ms | bubble measured | bubble theory |\n"
+       << "|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+    for (const auto& b : s.bubbles)
+      os << "| " << b.stage << " | " << b.ranks << " | " << b.steps << " | " << fmt("%.0f", b.stages) << " | "
+         << fmt("%.0f", b.microbatches) << " | " << fmt("%.0f", b.virtual_stages) << " | "
+         << fmt("%.3f", b.mean_step_s * 1e3) << " | " << fmt("%.3f", b.measured) << " | " << fmt("%.3f", b.theory)
+         << " |\n";
+    os << "\nbubble measured: share of the pp/step spans outside pp/forward and pp/backward on the stage's lane; "
+          "theory: (p−1)/(m+p−1) ((p−1)/(v·m+p−1) interleaved).\n";
+  }
   return os.str();
 }
 
@@ -155,6 +167,11 @@ std::string format_json(const Summary& s) {
     row["gbytes_per_s"] = st.gbytes_per_s;
     j["comm"].push_back(std::move(row));
   }
+  j["pipeline_bubble"] = nlohmann::ordered_json::array();
+  for (const auto& b : s.bubbles)
+    j["pipeline_bubble"].push_back({{"stage", b.stage}, {"ranks", b.ranks}, {"steps", b.steps}, {"stages", b.stages},
+                                    {"microbatches", b.microbatches}, {"virtual_stages", b.virtual_stages},
+                                    {"mean_step_s", b.mean_step_s}, {"measured", b.measured}, {"theory", b.theory}});
   return j.dump(2) + "\n";
 }
 

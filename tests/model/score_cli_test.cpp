@@ -1,7 +1,8 @@
 // `hpcrl score` end to end: the JSON of the stories260k checkpoint equals the
 // log-softmax of llama2.c's reference logits, the same numbers come out of a
-// tp=2 and an sp=2 run under mpirun, and bad input is exit status 2 with a
-// message naming the problem.
+// tp=2 and an sp=2 run under mpirun, pipelined runs (pp=2, pp=4, pp=2 × tp=2,
+// every schedule) print the one-rank numbers, and bad input is exit status 2
+// with a message naming the problem.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -64,6 +65,27 @@ void expect_reference(const Result& r) {
 
 const std::string kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
                             "mpirun -np 2 --oversubscribe ";
+const std::string kMpirun4 = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
+                             "mpirun -np 4 --oversubscribe ";
+
+std::vector<double> json_logprobs(const Result& r) {
+  auto pos = r.out.rfind("{\"ids\"");
+  if (r.status != 0 || pos == std::string::npos) return {};
+  return nlohmann::json::parse(r.out.substr(pos, r.out.find('\n', pos) - pos))["logprobs"].get<std::vector<double>>();
+}
+
+// A pipelined run prints the reference numbers and the one-rank run's to 1e-5.
+void expect_one_rank_numbers(const std::string& mpirun, const std::string& flags) {
+  const std::string score = std::string(HPCRL_BINARY) + " score --model " + kModel + " --ids " + kIds + " --json";
+  Result one = sh(score);
+  Result many = sh(mpirun + score + " " + flags);
+  SCOPED_TRACE(flags);
+  expect_reference(many);
+  auto a = json_logprobs(one), b = json_logprobs(many);
+  ASSERT_EQ(a.size(), 15u) << one.out;
+  ASSERT_EQ(b.size(), a.size()) << many.out;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5) << i;
+}
 
 TEST(ScoreCli, Stories260kMatchesReferenceLogprobs) {
   expect_reference(sh(std::string(HPCRL_BINARY) + " score --model " + kModel + " --ids " + kIds + " --json"));
@@ -74,10 +96,27 @@ TEST(ScoreCli, TensorAndSequenceParallelRunsGiveTheSameNumbers) {
   expect_reference(sh(kMpirun + HPCRL_BINARY + " score --model " + kModel + " --ids " + kIds + " --json --sp 2"));
 }
 
+TEST(ScoreCli, PipelineParallelRunsGiveTheOneRankNumbers) {
+  expect_one_rank_numbers(kMpirun, "--pp 2");
+  expect_one_rank_numbers(kMpirun, "--pp 2 --pp-schedule gpipe --pp-microbatches 3");
+  expect_one_rank_numbers(kMpirun4, "--pp 4");
+  expect_one_rank_numbers(kMpirun4, "--pp 2 --tp 2");
+  expect_one_rank_numbers(kMpirun4, "--pp 2 --pp-virtual 2 --pp-schedule interleaved --pp-microbatches 4");
+}
+
 TEST(ScoreCli, BadInputIsExitTwoWithTheReason) {
-  Result pp = sh(std::string(HPCRL_BINARY) + " score --model " + kModel + " --ids 1,2 --pp 2");
+  Result pp = sh(kMpirun + HPCRL_BINARY + " score --model " + kModel + " --ids 1,2 --pp 2 --pp-virtual 2 "
+                 "--pp-schedule interleaved --pp-microbatches 3");
   EXPECT_EQ(pp.status, 2);
-  EXPECT_NE(pp.out.find("--pp 2: pipeline parallelism is not available in this build"), std::string::npos) << pp.out;
+  EXPECT_NE(pp.out.find("needs the number of micro-batches to be a multiple of pp, got 3 micro-batches for pp=2"),
+            std::string::npos) << pp.out;
+  Result deep = sh(kMpirun + HPCRL_BINARY + " score --model " + kModel + " --ids 1,2 --pp 2 --pp-virtual 3");
+  EXPECT_EQ(deep.status, 2);
+  EXPECT_NE(deep.out.find("use at most 5 pipeline stages"), std::string::npos) << deep.out;
+  Result gen = sh(std::string(HPCRL_BINARY) + " generate --model " + kModel + " --prompts p.jsonl --pp 2");
+  EXPECT_EQ(gen.status, 2);
+  EXPECT_NE(gen.out.find("--pp 2: hpcrl generate decodes with a KV cache on the whole model, so it runs at pp 1"),
+            std::string::npos) << gen.out;
   Result id = sh(std::string(HPCRL_BINARY) + " score --model " + kModel + " --ids 1,999");
   EXPECT_EQ(id.status, 2);
   EXPECT_NE(id.out.find("token id 999 at position 1 is outside the model's vocabulary [0, 512)"), std::string::npos)

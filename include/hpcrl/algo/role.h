@@ -24,6 +24,8 @@ struct Role {
   int dp_rank = 0, dp_size = 1;                // batch sharding coordinates
   bool writer = false;                         // the one rank that writes this role's files
   std::shared_ptr<io::Tokenizer> tokenizer;
+  // pp > 1: the whole (pp = 1) model generation runs on; see algo/rollout_copy.h.
+  std::shared_ptr<model::DecoderModel> rollout_copy;
 
   bool member() const { return model != nullptr; }
   // Where this rank's shard lives (the CPU for ranks outside the role).

@@ -9,12 +9,15 @@
 //   share                 total_s / total_s of the parent span (name up to the last '/');
 //                         top-level spans: / the sum over ranks of each rank's traced wall time;
 //                         NaN when the parent span was never recorded
+// With pipeline parallelism, a bubble table per pp stage (bubble.h): the
+// measured idle share of the pipelined steps next to (p−1)/(m+p−1).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "hpcrl/trace/bubble.h"
 #include "hpcrl/trace/reader.h"
 
 namespace hpcrl::trace {
@@ -54,6 +57,7 @@ struct Summary {
   int64_t events = 0, skipped_events = 0;
   std::vector<SpanStats> spans;  // tree order: children after their parent, siblings by first start
   std::vector<CommStats> comm;   // by op, then group
+  std::vector<BubbleStats> bubbles;  // pipeline parallelism: measured vs theoretical bubble per pp stage
 };
 
 // "policy/tp[3]" -> "policy/tp": groups of one kind (every tp group) are summed together.

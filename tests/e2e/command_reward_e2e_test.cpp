@@ -65,3 +65,33 @@ TEST(CommandRewardE2E, JudgeThatDiesIsAnErrorNamingTheSample) {
   EXPECT_NE(p.output.find("sample 1"), std::string::npos) << p.output;
   EXPECT_NE(p.output.find("judge gave up"), std::string::npos) << "the program's stderr tail: " << p.output;
 }
+
+TEST(CommandRewardE2E, GrpoRaisesTheMeanRewardItIsGiven) {
+  // A dense reward GRPO can move within seconds: shorter request lines (shorter responses) score higher.
+  const std::string dir = scratch_dir("judge-short");
+  std::ofstream(dir + "/judge.sh") << R"(while IFS= read -r line; do echo "{\"score\": -${#line}e-2}"; done)" << "\n";
+  const std::string cfg = config_with_judge(dir, "sh " + dir + "/judge.sh");
+  std::string y;
+  {
+    std::ifstream in(cfg);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    y = ss.str();
+  }
+  auto at = y.find("reward: [math, judge],");
+  ASSERT_NE(at, std::string::npos);
+  y.replace(at, std::string("reward: [math, judge],").size(), "reward: judge,");
+  std::ofstream(cfg) << y;
+  Proc p = run_hpcrl("run " + cfg +
+                     " --set stages.0.sft.steps=10 --set stages.1.grpo.iterations=12 --set stages.1.grpo.lr=1.0e-3"
+                     " --set stages.2.distill.steps=1 --set run.eval_before_train=false --out " + dir + "/run");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  auto g = lines_with(read_metrics(dir + "/run/metrics.jsonl"), "grpo", "reward/mean");
+  ASSERT_EQ(g.size(), 12u);
+  auto mean_of = [&](size_t lo, size_t hi) {
+    double s = 0;
+    for (size_t i = lo; i < hi; ++i) s += g[i]["reward/mean"].get<double>();
+    return s / double(hi - lo);
+  };
+  EXPECT_GT(mean_of(9, 12), mean_of(0, 3) + 0.05) << "first iterations " << mean_of(0, 3) << ", last " << mean_of(9, 12);
+}

@@ -23,6 +23,7 @@
 #include "cli/model_loading.h"
 #include "hpcrl/dist/bootstrap.h"
 #include "hpcrl/io/tokenizer.h"
+#include "hpcrl/model/pipeline_stage.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/rollout/engine.h"
 #include "hpcrl/rollout/prompt_file.h"
@@ -62,7 +63,6 @@ void reject_extras(const std::vector<std::string>& extras, const CLI::App& sub) 
 }
 
 void check_options(const Options& o) {
-  cli::reject_pipeline(o.layout, "generate");
   HPCRL_CHECK_INPUT(o.n >= 1, "--n " << o.n << ": the number of samples per prompt must be at least 1");
   HPCRL_CHECK_INPUT(o.max_new_tokens >= 1, "--max-new-tokens " << o.max_new_tokens << ": must be at least 1");
   HPCRL_CHECK_INPUT(o.max_batch >= 1, "--max-batch " << o.max_batch << ": must be at least 1");
@@ -123,6 +123,12 @@ int run(const Options& o, const std::vector<std::string>& extras, const CLI::App
 
     cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "generate", o.seed, o.dtype);
     const dist::Mesh& mesh = lm.mesh;
+    // Every stage of a pipeline decodes on a whole copy (model::make_whole_copy); stage 0 writes.
+    std::shared_ptr<model::DecoderModel> decoder = lm.model;
+    if (lm.ctx.pp_size() > 1) {
+      decoder = model::make_whole_copy(*lm.model);
+      model::sync_whole_copy(*lm.model, *decoder, o.model);
+    }
 
     // This rank's generation replica (sp and dp ranks decode independently) and its prompts.
     const dist::MeshCoord c = mesh.coord(world.rank);
@@ -145,14 +151,14 @@ int run(const Options& o, const std::vector<std::string>& extras, const CLI::App
     rollout::EngineOptions eo;
     eo.max_batch = o.max_batch;
     eo.progress = [&](int64_t done, int64_t) { progress.update(long(done)); };
-    rollout::Engine engine(lm.model, tok.get(), eo);
+    rollout::Engine engine(decoder, tok.get(), eo);
     std::vector<rollout::Sample> samples = engine.generate(prompts, o.n, sp);
     const auto& st = engine.last_stats();
     progress.finish(std::to_string(st.generated_tokens) + " tokens, " +
                     std::to_string(int64_t(st.generated_tokens / std::max(st.seconds, 1e-9))) + " tok/s");
 
     std::string mine;
-    if (c.tp == 0)
+    if (c.tp == 0 && c.pp == 0)
       for (const auto& s : samples)
         mine += sample_line(file.prompts[first + s.prompt_index], first + s.prompt_index, s, *tok);
     std::string all = gather_text(mine);

@@ -6,6 +6,9 @@
 
 #include <torch/torch.h>
 
+#include <map>
+
+#include "hpcrl/model/weights.h"
 #include "hpcrl/parallel/pipeline/forward_only.h"
 #include "hpcrl/util/check.h"
 
@@ -85,6 +88,27 @@ void sync_tied_embedding_grad(DecoderModel& m) {
     w.mutable_grad().add_(other);
   else
     w.mutable_grad() = other;
+}
+
+std::shared_ptr<DecoderModel> make_whole_copy(const DecoderModel& pipelined) {
+  parallel::ParallelContext ctx = pipelined.parallel_context();
+  ctx.pp = nullptr;
+  ModelOptions o = pipelined.options();
+  o.init = false;  // sync_whole_copy fills it
+  o.activation_checkpointing = false;
+  o.pp_layers.clear();
+  o.pp_virtual_stages = 1;
+  auto copy = std::make_shared<DecoderModel>(pipelined.arch(), ctx, o);
+  const at::Tensor p = pipelined.parameters().front();
+  copy->to(p.device(), p.scalar_type());
+  return copy;
+}
+
+void sync_whole_copy(DecoderModel& pipelined, DecoderModel& copy, const std::string& what) {
+  io::NamedTensors full = gather_full_weights(pipelined);
+  std::map<std::string, at::Tensor> weights(full.begin(), full.end());
+  load_weights(copy, weights, what);
+  copy.eval();
 }
 
 }  // namespace hpcrl::model

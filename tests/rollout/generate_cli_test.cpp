@@ -121,9 +121,12 @@ TEST_F(GenerateCli, SplitModelAndSplitPromptsWriteTheSameSamples) {
   ASSERT_EQ(tp.status, 0) << tp.out;
   Result sp = sh(kMpirun + generate(args + path("sp.jsonl") + " --sp 2"));
   ASSERT_EQ(sp.status, 0) << sp.out;
+  // A pipelined model decodes on a whole copy gathered from its stages.
+  Result pp = sh(kMpirun + generate(args + path("pp.jsonl") + " --pp 2"));
+  ASSERT_EQ(pp.status, 0) << pp.out;
   auto want = read_jsonl(path("one.jsonl"));
   ASSERT_EQ(want.size(), 9u);
-  for (const char* name : {"tp.jsonl", "sp.jsonl"}) {
+  for (const char* name : {"tp.jsonl", "sp.jsonl", "pp.jsonl"}) {
     auto got = read_jsonl(path(name));
     ASSERT_EQ(got.size(), want.size()) << name;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -149,8 +152,6 @@ TEST_F(GenerateCli, BadInputExitsTwoWithTheReasonAndWritesNothing) {
   expect_error("--prompts " + prompts_ + " --temprature 0.5",
                "unknown option '--temprature' for hpcrl generate; did you mean --temperature?");
   expect_error("--prompts " + prompts_ + " --top-p 1.5", "--top-p 1.5: must be in (0, 1] (1 = off)");
-  expect_error("--prompts " + prompts_ + " --pp 2",
-               "--pp 2: hpcrl generate decodes with a KV cache on the whole model, so it runs at pp 1");
   const std::string long_prompt = write("long.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": \"" +
                                                           std::string(2040, 'x') + "\"}\n");
   expect_error("--prompts " + long_prompt + " --max-new-tokens 20",

@@ -16,6 +16,9 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
+#include <string>
+
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/parallel/pipeline/schedule.h"
 
@@ -60,5 +63,14 @@ at::Tensor pipelined_logprobs(DecoderModel& model, const StageBatch& batch, cons
 // unless the model is tied, has an LM head and pp > 1; collective between pp
 // ranks 0 and pp - 1 only.
 void sync_tied_embedding_grad(DecoderModel& model);
+
+// Decoding one token at a time through a pipeline would leave every stage idle
+// most of the time, so a pipelined model generates with a whole (pp = 1) copy
+// that has its tp/sp/ep layout, device and dtype. make_whole_copy builds the
+// copy with no weights; sync_whole_copy loads the pipelined model's current
+// weights into it (collective over the pp, tp and ep groups; `what` names the
+// weights in errors).
+std::shared_ptr<DecoderModel> make_whole_copy(const DecoderModel& pipelined);
+void sync_whole_copy(DecoderModel& pipelined, DecoderModel& copy, const std::string& what);
 
 }  // namespace hpcrl::model

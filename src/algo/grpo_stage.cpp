@@ -37,13 +37,7 @@ StageResult run_grpo(StageEnv& env) {
   std::vector<TrainedRole> saved{{&policy, &trainer.optimizer()}};
   int64_t start = loop.resume(saved);
 
-  PolicyLossConfig pl;
-  pl.clip_low = cfg.clip_low;
-  pl.clip_high = cfg.clip_high;
-  pl.agg = parse_loss_agg(config::to_string(cfg.loss_agg));
-  pl.kl_coef = cfg.kl.in_reward ? 0.0 : cfg.kl.coef;
-  pl.kl_estimator = parse_kl_estimator(config::to_string(cfg.kl.estimator));
-  pl.entropy_coef = cfg.entropy_coef;
+  const PolicyLossConfig pl = policy_loss_config(cfg);
 
   StageLoop steps;
   steps.name = "grpo";

@@ -349,4 +349,15 @@ void RlLoop::write_metrics(int64_t step, const RlMetrics& m, double lr) {
   env_.metrics->write(name_, env_.stage_index, step, out);
 }
 
+PolicyLossConfig policy_loss_config(const config::RlStage& cfg) {
+  PolicyLossConfig pl;
+  pl.clip_low = cfg.clip_low;
+  pl.clip_high = cfg.clip_high;
+  pl.agg = parse_loss_agg(config::to_string(cfg.loss_agg));
+  pl.kl_coef = cfg.kl.in_reward ? 0.0 : cfg.kl.coef;
+  pl.kl_estimator = parse_kl_estimator(config::to_string(cfg.kl.estimator));
+  pl.entropy_coef = cfg.entropy_coef;
+  return pl;
+}
+
 }  // namespace hpcrl::algo

@@ -26,14 +26,6 @@ void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector
   }
 }
 
-nlohmann::json without_timing(nlohmann::json j) {
-  for (auto it = j.begin(); it != j.end();) {
-    const std::string& k = it.key();
-    if (k == "time" || k == "tokens_per_s" || k.rfind("seconds/", 0) == 0) it = j.erase(it);
-    else ++it;
-  }
-  return j;
-}
 }  // namespace
 
 TEST(DataParallelE2E, SftDp2FollowsDp1) {

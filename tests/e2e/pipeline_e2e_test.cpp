@@ -17,16 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 const std::string kConfig = "tests/e2e/data/tiny.yaml";
-
-// Metrics with the wall-clock fields removed (they differ between any two runs).
-nlohmann::json without_timing(nlohmann::json j) {
-  for (auto it = j.begin(); it != j.end();) {
-    const std::string& k = it.key();
-    if (k == "time" || k == "tokens_per_s" || k.rfind("seconds/", 0) == 0) it = j.erase(it);
-    else ++it;
-  }
-  return j;
-}
 }  // namespace
 
 TEST(PipelineE2E, AllStagesRunLearnAndLeaveTheRunDirectory) {

@@ -18,15 +18,6 @@ namespace fs = std::filesystem;
 namespace {
 const std::string kConfig = "tests/e2e/data/tiny.yaml";
 
-nlohmann::json without_timing(nlohmann::json j) {
-  for (auto it = j.begin(); it != j.end();) {
-    const std::string& k = it.key();
-    if (k == "time" || k == "tokens_per_s" || k.rfind("seconds/", 0) == 0) it = j.erase(it);
-    else ++it;
-  }
-  return j;
-}
-
 void wait_for_lines(const std::string& metrics, size_t lines) {
   for (int i = 0; i < 1200 && read_metrics(metrics).size() < lines; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -72,4 +72,13 @@ std::string scratch_dir(const std::string& name) {
   return dir.string();
 }
 
+nlohmann::json without_timing(nlohmann::json j) {
+  for (auto it = j.begin(); it != j.end();) {
+    const std::string& k = it.key();
+    if (k == "time" || k == "tokens_per_s" || k.rfind("seconds/", 0) == 0) it = j.erase(it);
+    else ++it;
+  }
+  return j;
+}
+
 }  // namespace hpcrl::test

@@ -85,4 +85,8 @@ class RlLoop {
   std::unique_ptr<rollout::Engine> engine_;
 };
 
+// The clipped-surrogate settings of a GRPO or PPO stage (KL as a loss term
+// unless the stage folds it into the reward).
+PolicyLossConfig policy_loss_config(const config::RlStage& cfg);
+
 }  // namespace hpcrl::algo

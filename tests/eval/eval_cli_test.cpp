@@ -25,26 +25,17 @@
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/model/weights.h"
 #include "hpcrl/rollout/engine.h"
+#include "support/shell.h"
 
 namespace {
 
 using namespace hpcrl;
 using nlohmann::json;
 
-struct Result {
-  int status;
-  std::string out;  // stdout (+ stderr when asked)
-};
+using Result = hpcrl::test::ShellResult;
 
-Result sh(const std::string& cmd) {
-  Result r{0, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  while (size_t k = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), k);
-  int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+// stdout only: commands add " 2>&1" where they need stderr.
+Result sh(const std::string& cmd) { return hpcrl::test::run_command(cmd); }
 
 const std::string kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
                             "mpirun -np 2 --oversubscribe ";

@@ -13,25 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "support/shell.h"
+
 namespace {
 
 const std::string kModel = std::string(HPCRL_FIXTURES_DIR) + "/stories260k";
 const std::string kIds = "1,403,407,261,378,425,266,300,322,280,9,77,500,42,7,260";
 
-struct Result {
-  int status;
-  std::string out;  // stdout + stderr
-};
+using Result = hpcrl::test::ShellResult;
 
-Result sh(const std::string& cmd) {
-  Result r{0, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf;
-  while (size_t k = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), k);
-  int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+// stdout + stderr
+Result sh(const std::string& cmd) { return hpcrl::test::run_command(cmd + " 2>&1"); }
 
 // log p(ids[t] | ids[<t]) from the reference logits, in float64.
 std::vector<double> reference_logprobs() {

@@ -15,25 +15,16 @@
 #include <unistd.h>
 
 #include "hpcrl/io/tokenizer.h"
+#include "support/shell.h"
 
 namespace {
 
 using namespace hpcrl;
 
-struct Result {
-  int status;
-  std::string out;  // stdout + stderr
-};
+using Result = hpcrl::test::ShellResult;
 
-Result sh(const std::string& cmd) {
-  Result r{0, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf;
-  while (size_t k = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), k);
-  int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+// stdout + stderr
+Result sh(const std::string& cmd) { return hpcrl::test::run_command(cmd + " 2>&1"); }
 
 const std::string kMpirun = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
                             "mpirun -np 2 --oversubscribe ";

@@ -52,12 +52,7 @@ StageResult run_ppo(StageEnv& env) {
   const PolicyLossConfig pl = policy_loss_config(cfg);
   const double grad_group = critic.ctx.grad ? critic.ctx.grad->size() : 1;
 
-  StageLoop steps;
-  steps.name = "ppo";
-  steps.unit = "iter";
-  steps.start = start;
-  steps.total = cfg.iterations;
-  steps.eval_every = cfg.eval_every;
+  StageLoop steps = loop.stage_loop(start, saved, result);
   steps.step = [&](int64_t it) -> std::string {
     trace::ScopedSpan iter_span("ppo/iteration", {{"step", double(it)}});
     auto t0 = std::chrono::steady_clock::now();
@@ -125,8 +120,6 @@ StageResult run_ppo(StageEnv& env) {
     loop.write_metrics(it + 1, m, actor.lr(it * cfg.epochs * n_mini));
     return "reward " + std::to_string(m.reward_mean).substr(0, 5);
   };
-  steps.evaluate = [&](int64_t it) { loop.evaluate(it, result); };
-  steps.checkpoint = [&](int64_t it) { loop.checkpoint(it, saved); };
   run_stage_loop(env, steps, result);
   return result;
 }

@@ -349,6 +349,18 @@ void RlLoop::write_metrics(int64_t step, const RlMetrics& m, double lr) {
   env_.metrics->write(name_, env_.stage_index, step, out);
 }
 
+StageLoop RlLoop::stage_loop(int64_t start, const std::vector<TrainedRole>& saved, StageResult& result) {
+  StageLoop steps;
+  steps.name = name_;
+  steps.unit = "iter";
+  steps.start = start;
+  steps.total = cfg_.iterations;
+  steps.eval_every = cfg_.eval_every;
+  steps.evaluate = [this, &result](int64_t it) { evaluate(it, result); };
+  steps.checkpoint = [this, &saved](int64_t it) { checkpoint(it, saved); };
+  return steps;
+}
+
 PolicyLossConfig policy_loss_config(const config::RlStage& cfg) {
   PolicyLossConfig pl;
   pl.clip_low = cfg.clip_low;

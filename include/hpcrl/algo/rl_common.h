@@ -14,6 +14,7 @@
 #include "hpcrl/algo/prompting.h"
 #include "hpcrl/algo/reward_fn.h"
 #include "hpcrl/algo/rollout_batch.h"
+#include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/algo/stage_env.h"
 #include "hpcrl/algo/train_checkpoint.h"
 #include "hpcrl/algo/train_step.h"
@@ -61,6 +62,9 @@ class RlLoop {
               RlMetrics& m);
 
   void evaluate(int64_t step, StageResult& result);
+  // The stage's iteration loop from `start`, evaluating into `result` and
+  // checkpointing `saved` (both must outlive it); the caller sets .step.
+  StageLoop stage_loop(int64_t start, const std::vector<TrainedRole>& saved, StageResult& result);
   void write_metrics(int64_t step, const RlMetrics& m, double lr);
 
   const PromptBuilder& prompts() const { return *prompts_; }

@@ -6,12 +6,17 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <memory>
 #include <numeric>
+#include <utility>
+#include <vector>
 
 #include "hpcrl/algo/distill_loss.h"
 #include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/prompting.h"
 #include "hpcrl/algo/reward_fn.h"
+#include "hpcrl/algo/rollout_copy.h"
 #include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/algo/teacher_topk.h"
 #include "hpcrl/algo/token_batch.h"
@@ -49,6 +54,7 @@ StageResult run_distill(StageEnv& env) {
                     env.stage->path << ": every rank must hold teacher and student in this build; use "
                     "placement.mode: colocated");
   check_pair(cfg, teacher, student, env.stage->path);
+  check_same_rows(env.world, student, teacher, env.stage->path);  // the teacher scores the student's rows
 
   const DistillLoss kind = parse_distill_loss(config::to_string(cfg.loss));
   Trainer trainer(student, cfg.train, cfg.steps);
@@ -56,7 +62,6 @@ StageResult run_distill(StageEnv& env) {
   io::DataSampler sampler(data.train.size(), static_cast<uint64_t>(pipeline.run.seed) + 17u * env.stage_index,
                           pipeline.find_data(cfg.data)->shuffle);
   const int64_t local_batch = student.local_batch(cfg.batch, env.stage->path + ".batch");
-  const int64_t micro = cfg.train.micro_batch > 0 ? std::min(cfg.train.micro_batch, local_batch) : local_batch;
   std::vector<TrainedRole> saved{{&student, &trainer.optimizer()}};
   RewardFunction verifier(pipeline, {});
 
@@ -80,6 +85,7 @@ StageResult run_distill(StageEnv& env) {
   gen.eos_ids = prompts.stop_ids();
   const double T = 1.0;  // distributions are matched at the models' own temperature
   const double grad_group = student.ctx.grad ? student.ctx.grad->size() : 1;
+  std::shared_ptr<model::DecoderModel> teacher_generator;  // sequence-level: what the teacher generates with
 
   auto train_step = [&](int64_t step, const std::vector<size_t>& rows) {
     trace::ScopedSpan step_span("distill/step", {{"step", double(step)}});
@@ -88,14 +94,18 @@ StageResult run_distill(StageEnv& env) {
     for (size_t i : rows) p_ids.push_back(prompts.prompt_ids(data.train[i]));
     if (cfg.on_policy || cfg.sequence_level) {
       trace::ScopedSpan span("distill/rollout");
-      Role& gen_role = cfg.on_policy ? student : teacher;
+      // A pipelined role generates from its pp = 1 copy: the student's is
+      // refreshed every step, the teacher's (not trained here) made once.
+      if (!cfg.on_policy && !teacher_generator) teacher_generator = rollout_model(teacher);
+      std::shared_ptr<model::DecoderModel> generator = cfg.on_policy ? rollout_model(student) : teacher_generator;
+      const Role& gen_role = cfg.on_policy ? student : teacher;
       torch::NoGradGuard no_grad;
-      gen_role.model->eval();
-      rollout::Engine engine(gen_role.model, gen_role.tokenizer.get(), {gen_role.config->rollout.max_batch, true});
+      generator->eval();
+      rollout::Engine engine(generator, gen_role.tokenizer.get(), {gen_role.config->rollout.max_batch, true});
       gen.seed = static_cast<uint64_t>(pipeline.run.seed) * 1000003u + static_cast<uint64_t>(step);
       gen.prompt_offset = student.dp_rank * local_batch;
       for (auto& s : engine.generate(p_ids, 1, gen)) r_ids.push_back(s.tokens);
-      gen_role.model->train();
+      student.model->train();
     } else {
       for (size_t i : rows) r_ids.push_back(prompts.response_ids(data.train[i]));
     }
@@ -107,43 +117,70 @@ StageResult run_distill(StageEnv& env) {
     if (student.ctx.dp && student.ctx.dp->size() > 1) student.ctx.dp->all_reduce(counts);
     const double global_tokens = std::max(1.0, counts.item<double>());
 
+    TopK tk;  // [B, T, k] for the whole local batch, in the same micro-batches as the student's
+    if (!cfg.sequence_level) {
+      trace::ScopedSpan span("distill/teacher_forward");
+      tk = teacher_topk(teacher, batch, cfg.top_k > 0 ? cfg.top_k : teacher.model->arch().vocab_size, T,
+                        micro_batch_options(cfg.train, teacher.ctx.sp_size()));
+    }
     at::Tensor loss_sum = at::zeros({1}, at::TensorOptions(at::kDouble).device(student.device()));
-    for (int64_t m = 0; m < local_batch; m += micro) {
-      TokenBatch full = slice_rows(batch, m, std::min(local_batch, m + micro));
-      TopK tk;
-      if (!cfg.sequence_level) {
-        trace::ScopedSpan span("distill/teacher_forward");
-        torch::NoGradGuard no_grad;
-        TokenBatch tb = sequence_shard(full, teacher.ctx.sp_rank(), teacher.ctx.sp_size());
-        auto out = teacher.model->forward(tb.ids);
-        const int64_t k = cfg.top_k > 0 ? cfg.top_k : teacher.model->arch().vocab_size;
-        tk = vocab_parallel_topk(teacher, out.hidden, k, T);
-        if (teacher.ctx.sp_size() > 1) {
-          tk.ids = teacher.ctx.sp->all_gather(tk.ids.contiguous(), 1);
-          tk.logprob = teacher.ctx.sp->all_gather(tk.logprob.contiguous(), 1);
+    {
+      trace::ScopedSpan span("distill/student_update");
+      const int sp = student.ctx.sp_size();
+      // Each micro-batch (trimmed or packed): its sp shard, the teacher's top-k in its layout, its MoE aux-loss weight.
+      struct Micro {
+        TokenBatch tokens;
+        TopK teacher;
+        double aux_weight;
+      };
+      std::vector<Micro> micros;
+      for (const MicroBatch& mb : plan_micro_batches(batch, micro_batch_options(cfg.train, sp))) {
+        auto cut = [&](const at::Tensor& t) {
+          if (!t.defined()) return t;
+          at::Tensor v = mb.gather(t);  // [R, L, k]
+          const int64_t chunk = v.size(1) / sp;
+          return v.slice(1, student.ctx.sp_rank() * chunk, (student.ctx.sp_rank() + 1) * chunk);
+        };
+        micros.push_back({sequence_shard(mb.tokens, student.ctx.sp_rank(), sp), {cut(tk.ids), cut(tk.logprob)},
+                          double(mb.end - mb.begin) / local_batch});
+      }
+      // A micro-batch's loss from the student's final hidden states.
+      auto micro_loss = [&](size_t i, const at::Tensor& hidden) {
+        const Micro& u = micros[i];
+        at::Tensor per_token;  // [R, L/sp]
+        if (cfg.sequence_level) {
+          per_token = -student.model->token_logprobs(hidden, u.tokens.targets, false).logprobs;
+        } else {
+          at::Tensor ls = logprobs_at(student, hidden, u.teacher.ids, T);  // [R, L/sp, k]
+          per_token = distill_divergence_on_support(ls, u.teacher.logprob, kind, cfg.beta);
+        }
+        at::Tensor total = (per_token * u.tokens.loss_mask).sum();
+        loss_sum += total.detach().to(at::kDouble);
+        return total * (grad_group / global_tokens);
+      };
+      if (student.ctx.pp_size() > 1) {
+        // The same micro-batches through the student's pipeline; the loss on its last stage.
+        std::vector<model::StageBatch> stage_mbs;
+        std::vector<double> aux_weight;
+        for (const Micro& u : micros) {
+          stage_mbs.push_back(stage_batch(u.tokens));
+          aux_weight.push_back(u.aux_weight);
+        }
+        pipeline_forward_backward(
+            student, trainer, stage_mbs, [&](int i, const at::Tensor& hidden) { return micro_loss(i, hidden); },
+            aux_weight);
+      } else {
+        for (size_t i = 0; i < micros.size(); ++i) {
+          trainer.begin_micro_batch(i + 1 == micros.size());
+          auto out = forward_tokens(*student.model, micros[i].tokens);
+          at::Tensor loss = micro_loss(i, out.hidden);
+          if (out.aux_loss.defined()) loss = loss + out.aux_loss * micros[i].aux_weight;
+          loss.backward();
         }
       }
-      trace::ScopedSpan span("distill/student_update");
-      TokenBatch sb = sequence_shard(full, student.ctx.sp_rank(), student.ctx.sp_size());
-      trainer.begin_micro_batch(m + micro >= local_batch);
-      auto out = student.model->forward(sb.ids);
-      at::Tensor per_token;  // [b, T/sp]
-      if (cfg.sequence_level) {
-        per_token = -student.model->token_logprobs(out.hidden, sb.targets, false).logprobs;
-      } else {
-        const int sp = student.ctx.sp_size();
-        const int64_t chunk = full.ids.size(1) / sp, lo = student.ctx.sp_rank() * chunk;
-        at::Tensor ids = tk.ids.slice(1, lo, lo + chunk);
-        at::Tensor ls = logprobs_at(student, out.hidden, ids, T);  // [b, T/sp, k]
-        per_token = distill_divergence_on_support(ls, tk.logprob.slice(1, lo, lo + chunk), kind, cfg.beta);
-      }
-      at::Tensor total = (per_token * sb.loss_mask).sum();
-      at::Tensor loss = total * (grad_group / global_tokens);
-      if (out.aux_loss.defined()) loss = loss + out.aux_loss * (double(full.rows()) / local_batch);
-      loss.backward();
-      loss_sum += total.detach().to(at::kDouble);
     }
     double grad_norm = trainer.finish_step("distill", step, world_rank);
+    share_from_last_stage(student, loss_sum);
     if (student.ctx.grad && student.ctx.grad->size() > 1) student.ctx.grad->all_reduce(loss_sum);
     const double loss = loss_sum.item<double>() / global_tokens;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

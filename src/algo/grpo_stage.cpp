@@ -9,6 +9,7 @@
 
 #include "hpcrl/algo/advantages.h"
 #include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/policy_loss.h"
 #include "hpcrl/algo/prompting.h"
 #include "hpcrl/algo/reward_fn.h"
@@ -31,6 +32,7 @@ StageResult run_grpo(StageEnv& env) {
   const int world_rank = env.world->rank();
   StageResult result;
 
+  if (reference) check_same_rows(env.world, policy, *reference, env.stage->path);  // it scores the policy's rows
   RlLoop loop(env, cfg, policy, reference, data, "grpo");
   const int64_t n_mini = loop.minibatches_per_epoch();
   Trainer trainer(policy, cfg.train, cfg.iterations * cfg.epochs * n_mini);

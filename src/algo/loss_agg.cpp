@@ -21,11 +21,15 @@ at::Tensor masked_mean(const at::Tensor& values, const at::Tensor& mask) {
   return (values * m).sum() / m.sum().clamp_min(1.0);
 }
 
+at::Tensor loss_weights(const at::Tensor& mask, LossAgg agg) {
+  at::Tensor m = mask.to(at::kFloat);
+  if (agg == LossAgg::kSeqMeanTokenMean) return m / m.sum(-1, /*keepdim=*/true).clamp_min(1.0);
+  return m;
+}
+
 at::Tensor aggregate_numerator(const at::Tensor& values, const at::Tensor& mask, LossAgg agg) {
   HPCRL_CHECK(values.sizes() == mask.sizes(), "values " << values.sizes() << " vs mask " << mask.sizes());
-  at::Tensor m = mask.to(values.scalar_type());
-  if (agg == LossAgg::kSeqMeanTokenMean) return ((values * m).sum(-1) / m.sum(-1).clamp_min(1.0)).sum();
-  return (values * m).sum();
+  return (values * loss_weights(mask, agg).to(values.scalar_type())).sum();
 }
 
 double aggregate_denominator(const at::Tensor& mask, LossAgg agg) {

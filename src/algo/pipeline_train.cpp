@@ -3,6 +3,9 @@
 
 #include <torch/torch.h>
 
+#include <map>
+
+#include "hpcrl/parallel/pipeline/forward_only.h"
 #include "hpcrl/util/check.h"
 
 namespace hpcrl::algo {
@@ -48,23 +51,66 @@ parallel::pipeline::PipelineStats pipeline_forward_backward(Role& role, Trainer&
   return stats;
 }
 
-at::Tensor pipeline_logprobs(Role& role, const at::Tensor& ids, const at::Tensor& targets, int64_t micro_rows) {
+at::Tensor pipeline_forward_only(Role& role, const at::Tensor& ids, int64_t micro_rows, const LastStageOutput& head,
+                                 at::IntArrayRef row_shape, at::ScalarType dtype) {
   torch::NoGradGuard no_grad;
+  model::DecoderModel& m = *role.model;
   const int64_t B = ids.size(0);
+  HPCRL_CHECK(B > 0, "a forward-only pipeline pass needs at least one row");
   const parallel::pipeline::Schedule schedule = pipeline_schedule(role);
-  int64_t m = micro_rows > 0 ? (B + micro_rows - 1) / micro_rows : 1;
+  int64_t mbs = micro_rows > 0 ? (B + micro_rows - 1) / micro_rows : 1;
   if (schedule == parallel::pipeline::Schedule::kInterleaved) {
     const int64_t pp = role.ctx.pp_size();
-    m = (m + pp - 1) / pp * pp;
+    mbs = (mbs + pp - 1) / pp * pp;
   }
-  const int64_t rows = (B + m - 1) / m;
-  auto padded = [&](const at::Tensor& t) {
-    if (rows * m == B) return t;
-    return at::cat({t, t.narrow(0, B - 1, 1).expand({rows * m - B, t.size(1)})}, 0);
+  const int64_t rows = (B + mbs - 1) / mbs;
+  // [rows · mbs] row indices into the batch, the padding repeating its last row.
+  const at::Tensor index = at::arange(rows * mbs, ids.options().dtype(at::kLong)).clamp_max(B - 1);
+  const at::Tensor padded = ids.index_select(0, index);  // [rows · mbs, Tl]
+  auto rows_of = [&](const at::Tensor& t, int i) { return t.narrow(0, i * rows, rows); };
+
+  parallel::pipeline::ForwardOnlyStep step;
+  step.forward = [&](int i, int chunk, const at::Tensor& input) {
+    model::ForwardOutput out = model::forward_chunk(m, chunk, input, {rows_of(padded, i), {}, {}});
+    if (!m.pipeline_layout().is_last_chunk(chunk)) return out.hidden;
+    return head(out.hidden, rows_of(index, i)).to(dtype);
   };
-  model::StageBatch batch{padded(ids), {}, {}};
-  at::Tensor lp = model::pipelined_logprobs(*role.model, batch, padded(targets), static_cast<int>(m), schedule);
-  return lp.narrow(0, 0, B);  // [B, Tl]
+  step.activation_buffer = [&](int i) { return model::activation_buffer(m, rows_of(padded, i)); };
+  std::vector<int64_t> shape{rows};
+  shape.insert(shape.end(), row_shape.begin(), row_shape.end());
+  const at::TensorOptions result = at::TensorOptions().dtype(dtype).device(ids.device());
+  step.result_buffer = [&](int) { return at::empty(shape, result); };
+  const dist::CommPtr pp = role.ctx.pp_size() > 1 ? role.ctx.pp : nullptr;
+  const int v = m.pipeline_layout().virtual_stages;
+  std::vector<at::Tensor> parts = parallel::pipeline::run_forward_only(pp, step, static_cast<int>(mbs), schedule, v);
+  return at::cat(parts, 0).narrow(0, 0, B);  // [B, row_shape...]
+}
+
+at::Tensor pipeline_logprobs(Role& role, const at::Tensor& ids, const at::Tensor& targets, int64_t micro_rows,
+                             double temperature) {
+  auto head = [&](const at::Tensor& hidden, const at::Tensor& rows) {
+    return role.model->token_logprobs(hidden / temperature, targets.index_select(0, rows), /*with_entropy=*/false)
+        .logprobs;
+  };
+  return pipeline_forward_only(role, ids, micro_rows, head, {ids.size(1)}, at::kFloat);  // [B, Tl]
+}
+
+void check_same_rows(const dist::CommPtr& world, const Role& owner, const Role& runner, const std::string& where) {
+  at::Tensor mine = at::tensor({int64_t(owner.dp_rank), int64_t(runner.dp_rank)}, at::kLong);
+  at::Tensor all = world && world->size() > 1 ? world->all_gather(mine) : mine;  // [2 · world]
+  auto acc = all.accessor<int64_t, 1>();
+  std::map<int64_t, int64_t> first;  // runner dp rank → the first world rank holding it
+  for (int64_t r = 0; r < all.size(0) / 2; ++r) {
+    const int64_t o = acc[2 * r], d = acc[2 * r + 1];
+    const int64_t q = first.emplace(d, r).first->second;
+    HPCRL_CHECK_INPUT(acc[2 * q] == o,
+                      where << ": ranks " << q << " and " << r << " form one replica of role '" << runner.name
+                            << "' (its data-parallel rank " << d << ") but hold different rows of role '"
+                            << owner.name << "' (its data-parallel ranks " << acc[2 * q] << " and " << o
+                            << "), which '" << runner.name << "' has to process together; give '" << runner.name
+                            << "' (pp=" << runner.ctx.pp_size() << ") the same pp as '" << owner.name
+                            << "' (pp=" << owner.ctx.pp_size() << "; pp is the outermost mesh dimension), or dp = 1");
+  }
 }
 
 void share_from_last_stage(const Role& role, at::Tensor& values) {

@@ -4,28 +4,88 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
+#include <utility>
+#include <vector>
 
 #include "hpcrl/algo/advantages.h"
+#include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/rl_common.h"
-#include "hpcrl/trace/trace.h"
 #include "hpcrl/algo/stage_loop.h"
+#include "hpcrl/algo/value_pass.h"
+#include "hpcrl/trace/trace.h"
 
 namespace hpcrl::algo {
 
 namespace {
-// Critic values of the batch's positions [B, T] (no grad), aligned with loss_mask.
-at::Tensor critic_values(Role& critic, const TokenBatch& b, int64_t micro_batch, bool grad) {
+// What the critic's clipped value loss compares its values with: the batch's
+// [B, T] loss mask, the values of the rollout (old_values) and the GAE returns.
+struct ValueTargets {
+  const at::Tensor& mask;
+  const at::Tensor& old_values;
+  const at::Tensor& returns;
+  double clip;  // value_clip; 0 = unclipped
+};
+
+// The critic's forward and backward on rows [lo, hi) of `batch` (one optimizer
+// step's mini-batch; finish_step is the caller's): micro-batches as `micro`
+// plans them (trimmed or packed), through the critic's pipeline at pp > 1 (the
+// value head and the loss on the last stage). Loss 0.5·max((v − R)², (v_clip − R)²)
+// summed over this rank's tokens, divided by `den` (the mini-batch's global
+// tokens) and scaled by the gradient group as the policy loss is. Adds
+// [Σ loss, Σ clipped tokens] of this rank's share to `sums` (at pp > 1 on the
+// last stage only).
+void critic_forward_backward(Role& critic, Trainer& trainer, const TokenBatch& batch, const ValueTargets& target,
+                             int64_t lo, int64_t hi, MicroBatchOptions micro, double den, at::Tensor& sums) {
+  const double grad_group = critic.ctx.grad ? critic.ctx.grad->size() : 1;
   const int sp = critic.ctx.sp_size();
-  const int64_t B = b.rows(), micro = micro_batch > 0 ? micro_batch : std::max<int64_t>(1, B);
-  std::vector<at::Tensor> parts;
-  for (int64_t m = 0; m < B; m += micro) {
-    TokenBatch mb = sequence_shard(slice_rows(b, m, std::min(B, m + micro)), critic.ctx.sp_rank(), sp);
-    at::Tensor v = critic.model->values(critic.model->forward(mb.ids).hidden);  // [b, T/sp]
-    if (!grad && sp > 1) v = critic.ctx.sp->all_gather(v.contiguous(), 1);
-    parts.push_back(v);
+  micro.multiple = sp;
+  // Each micro-batch's tokens and targets in its layout, this sp rank's columns.
+  struct Micro {
+    TokenBatch tokens;
+    at::Tensor mask, old_values, returns;
+  };
+  std::vector<Micro> micros;
+  for (const MicroBatch& mb : plan_micro_batches(slice_rows(batch, lo, hi), micro)) {
+    auto cut = [&](const at::Tensor& t) {
+      at::Tensor v = mb.gather(t.slice(0, lo, hi));
+      const int64_t chunk = v.size(1) / sp;
+      return v.slice(1, critic.ctx.sp_rank() * chunk, (critic.ctx.sp_rank() + 1) * chunk);
+    };
+    micros.push_back({sequence_shard(mb.tokens, critic.ctx.sp_rank(), sp), cut(target.mask), cut(target.old_values),
+                      cut(target.returns)});
   }
-  return B == 0 ? at::zeros(b.loss_mask.sizes(), b.loss_mask.options()) : at::cat(parts, 0);
+  // v [R, L/sp] of one micro-batch → its loss.
+  auto micro_loss = [&](const at::Tensor& v, const Micro& u) {
+    const at::Tensor clipped =
+        target.clip > 0 ? u.old_values + (v - u.old_values).clamp(-target.clip, target.clip) : v;
+    const at::Tensor per_tok = at::maximum((v - u.returns).pow(2), (clipped - u.returns).pow(2)) * 0.5;
+    at::Tensor loss = (per_tok * u.mask).sum() * (grad_group / den);
+    auto acc = sums.accessor<double, 1>();
+    acc[0] += loss.item<double>() / grad_group;
+    acc[1] += ((((clipped - u.returns).pow(2)) > ((v - u.returns).pow(2))).to(at::kFloat) * u.mask).sum().item<double>();
+    return loss;
+  };
+  if (micros.empty()) {
+    trainer.begin_micro_batch(true);
+    return;
+  }
+  if (critic.ctx.pp_size() > 1) {
+    std::vector<model::StageBatch> stage_mbs;
+    for (const Micro& u : micros) stage_mbs.push_back(stage_batch(u.tokens));
+    // The un-pipelined critic update adds no MoE aux loss either.
+    const std::vector<double> aux_weight(micros.size(), 0.0);
+    pipeline_forward_backward(
+        critic, trainer, stage_mbs,
+        [&](int i, const at::Tensor& hidden) { return micro_loss(critic.model->values(hidden), micros[i]); },
+        aux_weight);
+    return;
+  }
+  for (size_t i = 0; i < micros.size(); ++i) {
+    trainer.begin_micro_batch(i + 1 == micros.size());
+    micro_loss(critic.model->values(forward_tokens(*critic.model, micros[i].tokens).hidden), micros[i]).backward();
+  }
 }
 }  // namespace
 
@@ -37,10 +97,14 @@ StageResult run_ppo(StageEnv& env) {
   Role* reference = cfg.reference.empty() ? nullptr : &env.role(cfg.reference);
   const DataSplits& data = env.data(cfg.data);
   StageResult result;
-  HPCRL_CHECK_INPUT(critic.member() && critic.model->score, env.stage->path << ".critic: role '" << critic.name
-                    << "' has no value head on this rank; give it head: value and place it on every rank");
+  HPCRL_CHECK_INPUT(critic.member() && critic.model->options().value_head,
+                    env.stage->path << ".critic: role '" << critic.name
+                                    << "' has no value head on this rank; give it head: value and place it on every rank");
   HPCRL_CHECK_INPUT(critic.dp_size == policy.dp_size, env.stage->path << ": critic dp=" << critic.dp_size
                     << " differs from policy dp=" << policy.dp_size << "; use layouts with the same dp size");
+  // The critic (and the reference) score the policy's experience rows.
+  check_same_rows(env.world, policy, critic, env.stage->path);
+  if (reference) check_same_rows(env.world, policy, *reference, env.stage->path);
 
   RlLoop loop(env, cfg, policy, reference, data, "ppo");
   const int64_t n_mini = loop.minibatches_per_epoch();
@@ -50,7 +114,6 @@ StageResult run_ppo(StageEnv& env) {
   int64_t start = loop.resume(saved);
 
   const PolicyLossConfig pl = policy_loss_config(cfg);
-  const double grad_group = critic.ctx.grad ? critic.ctx.grad->size() : 1;
 
   StageLoop steps = loop.stage_loop(start, saved, result);
   steps.step = [&](int64_t it) -> std::string {
@@ -63,8 +126,7 @@ StageResult run_ppo(StageEnv& env) {
     at::Tensor old_values;
     {
       trace::ScopedSpan span("ppo/values");
-      torch::NoGradGuard no_grad;
-      old_values = critic_values(critic, exp.batch, cfg.train.micro_batch, false) * mask;
+      old_values = forward_values(critic, exp.batch, micro_batch_options(cfg.train, critic.ctx.sp_size())) * mask;
     }
     at::Tensor kl = reference && cfg.kl.in_reward
                         ? kl_estimate(exp.old_logp, exp.ref_logp, parse_kl_estimator(config::to_string(cfg.kl.estimator)))
@@ -79,43 +141,32 @@ StageResult run_ppo(StageEnv& env) {
     if (it >= cfg.critic_warmup) loop.update(exp, actor, pl, it, m);
 
     // Critic: clipped value loss, token mean over the global batch.
-    double vloss_sum = 0, vclip_sum = 0;
+    at::Tensor vsums = at::zeros({2}, at::kDouble);  // [Σ loss / den, Σ clipped tokens]
     {
       trace::ScopedSpan span("ppo/critic_update");
       const int64_t B = exp.batch.rows();
+      const ValueTargets target{mask, old_values, g.returns, cfg.value_clip};
+      const MicroBatchOptions micro = micro_batch_options(cfg.train, critic.ctx.sp_size());
       int64_t step = it * cfg.epochs * n_mini;
       for (int64_t epoch = 0; epoch < cfg.epochs; ++epoch) {
         for (int64_t k = 0; k < n_mini; ++k, ++step) {
           const int64_t lo = k * B / n_mini, hi = (k + 1) * B / n_mini;
           double den_local = mask.slice(0, lo, hi).sum().item<double>();
           const double den = std::max(1.0, loop.dp_sum(at::full({1}, den_local, at::kDouble)).item<double>());
-          critic_trainer.begin_micro_batch(true);
-          if (hi > lo) {
-            TokenBatch sub = slice_rows(exp.batch, lo, hi);
-            TokenBatch sb = sequence_shard(sub, critic.ctx.sp_rank(), critic.ctx.sp_size());
-            at::Tensor v = critic.model->values(critic.model->forward(sb.ids).hidden);  // [b, T/sp]
-            const int sp = critic.ctx.sp_size();
-            const int64_t chunk = sub.ids.size(1) / sp, c0 = critic.ctx.sp_rank() * chunk;
-            auto cols = [&](const at::Tensor& t) { return t.slice(0, lo, hi).slice(1, c0, c0 + chunk); };
-            at::Tensor msk = cols(mask);
-            at::Tensor old_v = cols(old_values), ret = cols(g.returns);
-            at::Tensor clipped = cfg.value_clip > 0 ? old_v + (v - old_v).clamp(-cfg.value_clip, cfg.value_clip) : v;
-            at::Tensor per_tok = at::maximum((v - ret).pow(2), (clipped - ret).pow(2)) * 0.5;
-            at::Tensor loss = (per_tok * msk).sum() * (grad_group / den);
-            loss.backward();
-            vloss_sum += loss.item<double>() / grad_group;
-            vclip_sum += ((((clipped - ret).pow(2)) > ((v - ret).pow(2))).to(at::kFloat) * msk).sum().item<double>();
-          }
+          critic_forward_backward(critic, critic_trainer, exp.batch, target, lo, hi, micro, den, vsums);
           critic_trainer.finish_step("ppo_critic", step, env.world->rank());
         }
       }
     }
-    at::Tensor vs = loop.dp_sum(at::tensor({vloss_sum, vclip_sum, mask.sum().item<double>()}, at::kDouble));
-    m.extra.emplace_back("critic/loss", vs[0].item<double>() / double(cfg.epochs * n_mini));
-    m.extra.emplace_back("critic/clip_frac", vs[1].item<double>() / std::max(1.0, vs[2].item<double>() * cfg.epochs));
+    // Each sp rank's share of its dp replica's rows, computed on the last pp stage.
+    share_from_last_stage(critic, vsums);
+    if (critic.ctx.grad && critic.ctx.grad->size() > 1) critic.ctx.grad->all_reduce(vsums);
+    const double tokens = std::max(1.0, loop.dp_sum(mask.sum().to(at::kCPU, at::kDouble).reshape({1})).item<double>());
+    m.extra.emplace_back("critic/loss", vsums[0].item<double>() / double(cfg.epochs * n_mini));
+    m.extra.emplace_back("critic/clip_frac", vsums[1].item<double>() / (tokens * cfg.epochs));
     m.extra.emplace_back("critic/values_mean",
                          loop.dp_sum((old_values * mask).sum().to(at::kCPU, at::kDouble).reshape({1})).item<double>() /
-                             std::max(1.0, vs[2].item<double>()));
+                             tokens);
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     loop.write_metrics(it + 1, m, actor.lr(it * cfg.epochs * n_mini));
     return "reward " + std::to_string(m.reward_mean).substr(0, 5);

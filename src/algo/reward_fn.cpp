@@ -1,4 +1,4 @@
-// Summed stage rewards (see reward_fn.h).
+// Summed stage rewards (see reward_fn.h): text rewards here, model rewards in reward_model.cpp.
 #include "hpcrl/algo/reward_fn.h"
 
 #include "hpcrl/util/check.h"
@@ -17,21 +17,44 @@ RewardFunction::RewardFunction(const config::PipelineConfig& pipeline, const std
   for (const auto& n : names) {
     const config::RewardConfig& rc = *pipeline.find_reward(n);
     HPCRL_CHECK_INPUT(rc.type != config::RewardType::model,
-                      pipeline.pos("rewards." + n).str() << ": rewards." << n << ": type '"
-                      << config::to_string(rc.type) << "' rewards are not available in this build; "
-                      "use type: verifiable or type: command");
-    if (rc.type == config::RewardType::command) {
-      command_.emplace_back(reward::CommandRewardConfig{rc.name, rc.command, rc.timeout_s});
-      command_pos_.push_back(pipeline.pos("rewards." + n).str());
-    } else {
-      verifiable_.emplace_back(verifiable_config(rc));
-    }
+                      pipeline.pos("rewards." + n).str() << ": rewards." << n << ": a type: model reward scores "
+                      "token ids with a model role and runs only inside a grpo or ppo stage; use type: verifiable "
+                      "or type: command here");
+    add_text_reward(pipeline, n);
   }
+  set_verifier();
+}
+
+RewardFunction::RewardFunction(StageEnv& env, const std::vector<std::string>& names, const Role& policy,
+                               int64_t micro_batch) {
+  for (const auto& n : names) {
+    if (env.pipeline->find_reward(n)->type == config::RewardType::model)
+      models_.emplace_back(env, n, policy, micro_batch);
+    else
+      add_text_reward(*env.pipeline, n);
+  }
+  set_verifier();
+}
+
+void RewardFunction::add_text_reward(const config::PipelineConfig& pipeline, const std::string& name) {
+  const config::RewardConfig& rc = *pipeline.find_reward(name);
+  if (rc.type == config::RewardType::command) {
+    command_.emplace_back(reward::CommandRewardConfig{rc.name, rc.command, rc.timeout_s});
+    command_pos_.push_back(pipeline.pos("rewards." + name).str());
+  } else {
+    verifiable_.emplace_back(verifiable_config(rc));
+  }
+}
+
+void RewardFunction::set_verifier() {
   verifier_ = std::make_unique<reward::VerifiableReward>(verifiable_.empty() ? reward::VerifiableRewardConfig{}
                                                                                : verifiable_.front().config());
 }
 
-std::vector<ScoredResponse> RewardFunction::score_batch(const std::vector<reward::RewardSample>& samples) {
+std::vector<ScoredResponse> RewardFunction::score_batch(const std::vector<reward::RewardSample>& samples,
+                                                        const std::vector<SampleIds>& ids) {
+  HPCRL_CHECK(models_.empty() || ids.size() == samples.size(),
+              "model rewards need the token ids of every sample (" << ids.size() << " for " << samples.size() << ")");
   std::vector<ScoredResponse> out(samples.size());
   for (size_t k = 0; k < samples.size(); ++k)
     for (size_t i = 0; i < verifiable_.size(); ++i) {
@@ -48,6 +71,10 @@ std::vector<ScoredResponse> RewardFunction::score_batch(const std::vector<reward
     } catch (const RuntimeError& e) {
       throw RuntimeError(command_pos_[i] + ": " + e.what());
     }
+    for (size_t k = 0; k < samples.size(); ++k) out[k].score += scores[k];
+  }
+  for (auto& rm : models_) {
+    const std::vector<double> scores = rm.score(ids);
     for (size_t k = 0; k < samples.size(); ++k) out[k].score += scores[k];
   }
   return out;

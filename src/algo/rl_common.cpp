@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/micro_batches.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/rollout_copy.h"
 #include "hpcrl/algo/stage_loop.h"
@@ -43,7 +44,7 @@ void RolloutSamples::append(const RolloutSamples& o, size_t first, size_t count)
 RlLoop::RlLoop(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* reference, const DataSplits& data,
                std::string stage_name)
     : env_(env), cfg_(cfg), policy_(policy), reference_(reference), data_(data), name_(std::move(stage_name)),
-      rewards_(*env.pipeline, cfg.rewards) {
+      rewards_(env, cfg.rewards, policy, cfg.train.micro_batch) {
   HPCRL_CHECK_INPUT(policy.member(), env.stage->path << ": every rank must hold the policy in this build "
                     "(disaggregated RL placement is not available yet); use placement.mode: colocated");
   prompts_ = std::make_unique<PromptBuilder>(*policy.tokenizer, env.pipeline->find_data(cfg.data));
@@ -101,6 +102,7 @@ RolloutSamples RlLoop::rollout_round(const std::vector<size_t>& rows, int64_t it
   sp.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(iteration) * 101u +
             static_cast<uint64_t>(round);
   sp.prompt_offset = static_cast<int64_t>(policy_.dp_rank * rows.size());
+  sp.logprobs_at_temperature = true;
   std::vector<rollout::Sample> samples;
   timed("rollout", m, [&] {
     torch::NoGradGuard no_grad;
@@ -126,7 +128,7 @@ RolloutSamples RlLoop::rollout_round(const std::vector<size_t>& rows, int64_t it
       const auto& ex = data_.train[rows[samples[k].prompt_index]];
       batch.push_back({ex.prompt, texts[k], ex.answer, &meta[k]});
     }
-    const std::vector<ScoredResponse> scored = rewards_.score_batch(batch);
+    const std::vector<ScoredResponse> scored = rewards_.score_batch(batch, sample_ids(p_ids, samples));
     for (size_t k = 0; k < samples.size(); ++k) {
       const auto& s = samples[k];
       const ScoredResponse& r = scored[k];
@@ -213,12 +215,12 @@ Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
   e.scores = at::tensor(std::vector<float>(kept.scores.begin(), kept.scores.end())).to(policy_.device());
   e.correct = kept.correct;
   e.truncated = kept.truncated;
-  const int64_t micro = cfg_.train.micro_batch;
+  const MicroBatchOptions micro = micro_batch_options(cfg_.train, policy_.ctx.sp_size());
   if (cfg_.recompute_old_logprobs)
-    timed("old_logprob", m, [&] { e.old_logp = forward_logprobs(policy_, e.batch, micro); });
+    timed("old_logprob", m, [&] { e.old_logp = forward_logprobs(policy_, e.batch, micro, sampling_temperature(cfg_)); });
   else
     e.old_logp = scatter_response_values(e.batch, kept.logprobs);
-  if (reference_) timed("ref_logprob", m, [&] { e.ref_logp = forward_logprobs(*reference_, e.batch, micro); });
+  if (reference_) timed("ref_logprob", m, [&] { e.ref_logp = forward_logprobs(*reference_, e.batch, micro, sampling_temperature(cfg_)); });
   return e;
 }
 
@@ -243,17 +245,28 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
         at::Tensor mk = mask.slice(0, lo, hi);
         double den_local = pl.agg == LossAgg::kTokenMean ? mk.sum().item<double>() : double(hi - lo);
         const double den = std::max(1.0, dp_sum(at::full({1}, den_local, at::kDouble)).item<double>());
-        const int64_t micro = cfg_.train.micro_batch > 0 ? cfg_.train.micro_batch : std::max<int64_t>(1, hi - lo);
-        if (hi == lo) trainer.begin_micro_batch(true);
+        // Every per-token input in each micro-batch's layout (trimmed or packed), this sp rank's columns.
+        struct Micro {
+          TokenBatch tokens;
+          at::Tensor old_logp, advantages, ref_logp, mask, weights;
+        };
+        const TokenBatch rows = slice_rows(exp.batch, lo, hi);
+        const at::Tensor weights = loss_weights(mk, pl.agg);  // on whole rows, before any cut
+        std::vector<Micro> micros;
+        for (const MicroBatch& mb : plan_micro_batches(rows, micro_batch_options(cfg_.train, policy_.ctx.sp_size()))) {
+          auto cut = [&](const at::Tensor& t) { return shard_cols(mb.gather(t.defined() ? t.slice(0, lo, hi) : t), policy_); };
+          micros.push_back({sequence_shard(mb.tokens, policy_.ctx.sp_rank(), policy_.ctx.sp_size()), cut(exp.old_logp),
+                            cut(exp.advantages), cut(exp.ref_logp), cut(mask), shard_cols(mb.gather(weights), policy_)});
+        }
+        if (micros.empty()) trainer.begin_micro_batch(true);
         // The per-micro-batch loss and statistics, from the policy's final hidden states.
-        auto micro_loss = [&](const at::Tensor& hidden, const Experience& mb, const TokenBatch& sb,
-                              const at::Tensor& msk) {
-          auto lp = policy_.model->token_logprobs(hidden, sb.targets, /*with_entropy=*/true);
-          PolicyLossInputs in{lp.logprobs, shard_cols(mb.old_logp, policy_), shard_cols(mb.advantages, policy_), msk,
-                              shard_cols(mb.ref_logp, policy_), lp.entropy};
+        auto micro_loss = [&](const at::Tensor& hidden, const Micro& u) {
+          auto lp = policy_.model->token_logprobs(hidden / sampling_temperature(cfg_), u.tokens.targets,
+                                                  /*with_entropy=*/true);
+          PolicyLossInputs in{lp.logprobs, u.old_logp, u.advantages, u.mask, u.ref_logp, lp.entropy};
           PolicyLossOutput po = policy_loss(in, pl);
-          at::Tensor loss = aggregate_numerator(po.per_token, msk, pl.agg) * (grad_group / den);
-          const double tok = msk.sum().item<double>();
+          at::Tensor loss = (po.per_token * u.weights).sum() * (grad_group / den);
+          const double tok = u.mask.sum().item<double>();
           auto acc = sums.accessor<double, 1>();
           acc[0] += po.clip_frac * tok;
           acc[1] += po.kl * tok;
@@ -262,35 +275,20 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
           acc[4] += loss.item<double>() / grad_group;
           return loss;
         };
-        if (policy_.ctx.pp_size() > 1 && hi > lo) {
+        if (policy_.ctx.pp_size() > 1 && !micros.empty()) {
           // The same micro-batches through the pipeline; only the last stage
           // computes the loss and the statistics (shared over pp below).
-          std::vector<Experience> mbs;
-          std::vector<TokenBatch> sbs;
-          std::vector<at::Tensor> msks;
           std::vector<model::StageBatch> stage_mbs;
-          std::vector<double> aux_weight;
-          for (int64_t a = lo; a < hi; a += micro) {
-            const int64_t b = std::min(hi, a + micro);
-            mbs.push_back(slice_experience(exp, a, b));
-            sbs.push_back(sequence_shard(mbs.back().batch, policy_.ctx.sp_rank(), policy_.ctx.sp_size()));
-            msks.push_back(shard_cols(mask.slice(0, a, b), policy_));
-            stage_mbs.push_back({sbs.back().ids, {}, {}});
-            aux_weight.push_back(0.0);  // the un-pipelined update does not add forward()'s aux loss either
-          }
+          for (const Micro& u : micros) stage_mbs.push_back(stage_batch(u.tokens));
+          // The un-pipelined update does not add forward()'s aux loss either.
+          const std::vector<double> aux_weight(micros.size(), 0.0);
           pipeline_forward_backward(
-              policy_, trainer, stage_mbs,
-              [&](int i, const at::Tensor& hidden) { return micro_loss(hidden, mbs[i], sbs[i], msks[i]); },
+              policy_, trainer, stage_mbs, [&](int i, const at::Tensor& hidden) { return micro_loss(hidden, micros[i]); },
               aux_weight);
         } else {
-          for (int64_t a = lo; a < hi; a += micro) {
-            const int64_t b = std::min(hi, a + micro);
-            trainer.begin_micro_batch(b >= hi);
-            Experience mb = slice_experience(exp, a, b);
-            TokenBatch sb = sequence_shard(mb.batch, policy_.ctx.sp_rank(), policy_.ctx.sp_size());
-            at::Tensor msk = shard_cols(mask.slice(0, a, b), policy_);
-            auto out = policy_.model->forward(sb.ids);
-            micro_loss(out.hidden, mb, sb, msk).backward();
+          for (size_t i = 0; i < micros.size(); ++i) {
+            trainer.begin_micro_batch(i + 1 == micros.size());
+            micro_loss(forward_tokens(*policy_.model, micros[i].tokens).hidden, micros[i]).backward();
           }
         }
         norm_sum += trainer.finish_step(name_, step, env_.world->rank());
@@ -359,6 +357,10 @@ StageLoop RlLoop::stage_loop(int64_t start, const std::vector<TrainedRole>& save
   steps.evaluate = [this, &result](int64_t it) { evaluate(it, result); };
   steps.checkpoint = [this, &saved](int64_t it) { checkpoint(it, saved); };
   return steps;
+}
+
+double sampling_temperature(const config::RlStage& cfg) {
+  return cfg.sampling.temperature > 0 ? cfg.sampling.temperature : 1.0;
 }
 
 PolicyLossConfig policy_loss_config(const config::RlStage& cfg) {

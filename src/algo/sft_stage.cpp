@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/micro_batches.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/prompting.h"
 #include "hpcrl/algo/stage_loop.h"
@@ -35,7 +36,6 @@ StageResult run_sft(StageEnv& env) {
   io::DataSampler sampler(data.train.size(), static_cast<uint64_t>(pipeline.run.seed) + 17u * env.stage_index,
                           pipeline.find_data(cfg.data)->shuffle);
   const int64_t local_batch = role.member() ? role.local_batch(cfg.batch, env.stage->path + ".batch") : 0;
-  const int64_t micro = cfg.train.micro_batch > 0 ? std::min(cfg.train.micro_batch, local_batch) : local_batch;
 
   std::vector<TrainedRole> saved{{&role, trainer ? &trainer->optimizer() : nullptr}};
   const int64_t start = resume_stage(env, saved, sampler, "sft");
@@ -79,28 +79,28 @@ StageResult run_sft(StageEnv& env) {
         nll_sum += nll.detach().to(at::kDouble);
         return nll * (grad_group / global_tokens);
       };
+      const auto plan = plan_micro_batches(batch, micro_batch_options(cfg.train, sp));
+      std::vector<TokenBatch> mbs;  // this sp rank's share of each micro-batch
+      for (const MicroBatch& mb : plan) mbs.push_back(sequence_shard(mb.tokens, role.ctx.sp_rank(), sp));
+      auto aux_weight = [&](size_t i) { return double(plan[i].end - plan[i].begin) / local_batch; };
       if (role.ctx.pp_size() > 1) {
         // The same micro-batches and loss through the pipeline schedule (only
         // the last stage computes the loss; its NLL reaches the others below).
-        std::vector<TokenBatch> mbs;
         std::vector<model::StageBatch> stage_mbs;
-        std::vector<double> aux_weight;
-        for (int64_t m = 0; m < local_batch; m += micro) {
-          mbs.push_back(sequence_shard(slice_rows(batch, m, std::min(local_batch, m + micro)), role.ctx.sp_rank(), sp));
-          stage_mbs.push_back({mbs.back().ids, {}, {}});
-          aux_weight.push_back(double(mbs.back().rows()) / local_batch);
+        std::vector<double> weights;
+        for (size_t i = 0; i < mbs.size(); ++i) {
+          stage_mbs.push_back(stage_batch(mbs[i]));
+          weights.push_back(aux_weight(i));
         }
         pipeline_forward_backward(
             role, *trainer, stage_mbs, [&](int i, const at::Tensor& hidden) { return scaled_nll(hidden, mbs[i]); },
-            aux_weight);
+            weights);
       } else {
-        for (int64_t m = 0; m < local_batch; m += micro) {
-          TokenBatch mb =
-              sequence_shard(slice_rows(batch, m, std::min(local_batch, m + micro)), role.ctx.sp_rank(), sp);
-          trainer->begin_micro_batch(m + micro >= local_batch);
-          auto out = role.model->forward(mb.ids);
-          at::Tensor loss = scaled_nll(out.hidden, mb);
-          if (out.aux_loss.defined()) loss = loss + out.aux_loss * (double(mb.rows()) / local_batch);
+        for (size_t i = 0; i < mbs.size(); ++i) {
+          trainer->begin_micro_batch(i + 1 == mbs.size());
+          auto out = forward_tokens(*role.model, mbs[i]);
+          at::Tensor loss = scaled_nll(out.hidden, mbs[i]);
+          if (out.aux_loss.defined()) loss = loss + out.aux_loss * aux_weight(i);
           loss.backward();
         }
       }

@@ -59,6 +59,8 @@ TokenBatch slice_rows(const TokenBatch& b, int64_t begin, int64_t end) {
   s.targets = b.targets.slice(0, begin, end);
   s.loss_mask = b.loss_mask.slice(0, begin, end);
   s.attention_mask = b.attention_mask.slice(0, begin, end);
+  if (b.packed()) s.positions = b.positions.slice(0, begin, end);
+  if (b.prompt_lens.empty()) return s;
   s.prompt_lens.assign(b.prompt_lens.begin() + begin, b.prompt_lens.begin() + end);
   s.response_lens.assign(b.response_lens.begin() + begin, b.response_lens.begin() + end);
   return s;
@@ -74,6 +76,7 @@ TokenBatch sequence_shard(const TokenBatch& b, int sp_rank, int sp_size) {
   s.targets = b.targets.slice(1, lo, hi);
   s.loss_mask = b.loss_mask.slice(1, lo, hi);
   s.attention_mask = b.attention_mask.slice(1, lo, hi);
+  if (b.packed()) s.positions = b.positions.slice(1, lo, hi);
   return s;
 }
 

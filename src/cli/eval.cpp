@@ -9,6 +9,9 @@
 //   hpcrl eval --responses FILE.jsonl [--reward ...] [--json]
 // The model path is algo::evaluate, the held-out evaluation every stage runs,
 // so `hpcrl eval` on a checkpoint reports what the run's eval/accuracy would.
+// With --pp each rank loads only its pipeline stage and, like a pipelined
+// training role and `hpcrl generate --pp`, decodes on a whole (pp = 1) copy
+// gathered from the stages (algo::rollout_model), so accuracy equals --pp 1.
 // Output shapes: docs/eval.md. Rank 0 prints; --json prints one JSON document.
 #include <nlohmann/json.hpp>
 #include <spdlog/fmt/fmt.h>
@@ -142,7 +145,6 @@ int evaluate_model(const Options& o, const cli::EvalReward& reward, const dist::
                                       "--responses FILE.jsonl scores pre-generated responses");
   HPCRL_CHECK_INPUT(!o.data.empty(), "--data is required with --model: FILE.jsonl, synthetic[:key=value,...] or "
                                      "PIPELINE.yaml:NAME");
-  cli::reject_pipeline(o.layout, "eval");
   if (o.n > 1 && o.temperature == 0)
     spdlog::warn("--n {} with --temperature 0: greedy samples are identical, so every pass@k equals pass@1; "
                  "sample with e.g. --temperature 0.8", o.n);

@@ -18,13 +18,6 @@ void add_layout_options(CLI::App* sub, LayoutFlags& layout, const std::string& s
   sub->add_option("--pp", layout.pp, "Pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
 }
 
-void reject_pipeline(const LayoutFlags& layout, const std::string& command) {
-  HPCRL_CHECK_INPUT(layout.pp == 1, "--pp " << layout.pp << ": hpcrl " << command << " decodes with a KV cache on the "
-                    << "whole model, so it runs at pp 1 (as rollout does; pipelined training roles generate from a "
-                    << "pp=1 copy of their weights); use --pp 1 and split the model with --tp/--sp/--ep "
-                    << "(hpcrl score and hpcrl generate take --pp)");
-}
-
 LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, const LayoutFlags& layout,
                                const std::string& command, uint64_t seed, const std::string& dtype,
                                int64_t seq_len) {

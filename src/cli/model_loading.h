@@ -27,11 +27,6 @@ struct LayoutFlags {
 // Adds --tp --sp --ep --pp to `sub`; `sp_help` says what sp means for this command.
 void add_layout_options(CLI::App* sub, LayoutFlags& layout, const std::string& sp_help);
 
-// eval decodes with a KV cache, which needs the whole model on a
-// rank (rollout runs at pp = 1; a pipelined training role and `hpcrl generate`
-// decode on a pp = 1 copy of the weights). InputError naming `command` when --pp > 1.
-void reject_pipeline(const LayoutFlags& layout, const std::string& command);
-
 struct LoadedModel {
   dist::Mesh mesh;
   dist::MeshComms comms;

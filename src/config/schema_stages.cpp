@@ -23,6 +23,7 @@ void add_train_fields(std::vector<Field<S>>& f) {
   f.push_back(field<S>("grad_clip", [](auto& s) -> auto& { return s.train.grad_clip; }, number(0, HUGE_VAL)));
   f.push_back(field<S>("micro_batch", [](auto& s) -> auto& { return s.train.micro_batch; }, integer(0)));
   f.push_back(field<S>("micro_batch_tokens", [](auto& s) -> auto& { return s.train.micro_batch_tokens; }, integer(0)));
+  f.push_back(field<S>("packing", [](auto& s) -> auto& { return s.train.packing; }, boolean()));
 }
 
 // Distillation's `top_k` is the teacher's logit top-k, so there `with_top_k` is false.
@@ -74,7 +75,6 @@ Codec<SftStage> sft_codec() {
       field<S>("batch", [](auto& s) -> auto& { return s.batch; }, integer(1), kRequired),
   };
   add_train_fields(f);
-  f.push_back(field<S>("packing", [](auto& s) -> auto& { return s.packing; }, boolean()));
   f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
   return structure<S>({"an sft stage", std::move(f)});
 }

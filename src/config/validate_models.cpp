@@ -122,7 +122,7 @@ void resolve_arch(PipelineConfig& c, const ValidateOptions& opt, Diagnostics& di
 }
 
 // The tokenizer a role gets when none is named: byte for presets, the model
-// directory for init.path, the source's for init.from.
+// directory for init.path, the source's (named or default) for init.from.
 std::string default_tokenizer(const PipelineConfig& c, const ModelConfig& m, int depth = 0) {
   switch (m.init.kind) {
     case InitKind::preset: return "byte";
@@ -130,7 +130,9 @@ std::string default_tokenizer(const PipelineConfig& c, const ModelConfig& m, int
     case InitKind::from: break;
   }
   const ModelConfig* src = c.find_model(m.init.from);
-  return src && depth < 16 ? default_tokenizer(c, *src, depth + 1) : "";
+  if (!src || depth >= 16) return "";
+  if (c.positions.count("models." + src->name + ".tokenizer")) return src->tokenizer;
+  return default_tokenizer(c, *src, depth + 1);
 }
 
 void resolve_tokenizers(PipelineConfig& c, const ValidateOptions& opt, Diagnostics& diag) {

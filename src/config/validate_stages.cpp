@@ -138,9 +138,6 @@ struct StageChecker {
         trained(m, p + ".model", Head::lm);
         data(st.sft.data, p + ".data");
         batch_split(m, st.sft.batch, p + ".batch", "global batch");
-        if (st.sft.packing)
-          diag.error(c.pos(p + ".packing"), p + ".packing", "sequence packing is not available in this build",
-                     "set packing: false (rows are right-padded and padding is masked out of the loss)");
         break;
       }
       case StageKind::grpo: rl(st.grpo, p, role(st.grpo.policy, p + ".policy")); break;

@@ -26,15 +26,18 @@ at::Tensor causal_mask(int64_t tq, int64_t tk, at::Device device) {
 
 }  // namespace
 
-at::Tensor attention_mask(const at::Tensor& key_valid, int64_t tq, int64_t tk) {
+at::Tensor attention_mask(const at::Tensor& key_segments, int64_t tq, int64_t tk) {
   HPCRL_CHECK(tq <= tk, "attention over " << tk << " keys for " << tq << " queries");
-  if (!key_valid.defined() && tq == tk) return {};
-  auto device = key_valid.defined() ? key_valid.device() : at::Device(at::kCPU);
+  if (!key_segments.defined() && tq == tk) return {};
+  auto device = key_segments.defined() ? key_segments.device() : at::Device(at::kCPU);
   at::Tensor causal = causal_mask(tq, tk, device).view({tq, tk});
-  if (!key_valid.defined()) return causal.view({1, 1, tq, tk});
-  HPCRL_CHECK(key_valid.dim() == 2 && key_valid.size(1) == tk,
-              "attention mask " << key_valid.sizes() << " does not cover the " << tk << " keys");
-  at::Tensor allowed = causal.unsqueeze(0) & key_valid.to(at::kBool).unsqueeze(1);  // [B, Tq, Tk]
+  if (!key_segments.defined()) return causal.view({1, 1, tq, tk});
+  HPCRL_CHECK(key_segments.dim() == 2 && key_segments.size(1) == tk,
+              "attention mask " << key_segments.sizes() << " does not cover the " << tk << " keys");
+  at::Tensor seg = key_segments.to(at::kLong);                               // [B, Tk]
+  at::Tensor query_seg = seg.narrow(1, tk - tq, tq).unsqueeze(2);            // [B, Tq, 1]
+  at::Tensor same = (seg.unsqueeze(1) == query_seg) & (seg != 0).unsqueeze(1);  // [B, Tq, Tk]
+  at::Tensor allowed = causal.unsqueeze(0) & same;
   // Every query may see itself: keeps the rows of padding queries non-empty.
   auto longs = at::TensorOptions().dtype(at::kLong).device(device);
   at::Tensor self = (at::arange(tk, longs).unsqueeze(0) == (at::arange(tq, longs) + (tk - tq)).unsqueeze(1))

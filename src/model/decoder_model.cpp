@@ -156,18 +156,20 @@ LayerInputs DecoderModel::layer_inputs(const at::Tensor& ids, const at::Tensor& 
   }
   HPCRL_CHECK(pos.sizes() == ids.sizes(), "positions " << pos.sizes() << " do not match ids " << ids.sizes());
 
-  // Which keys are real tokens, over everything attention sees (all sp chunks, the cache).
+  // The segment of every key attention sees (all sp chunks, the cache): 0 for
+  // padding, one id per sequence of a packed row.
   LayerInputs in;
-  at::Tensor key_valid;
+  at::Tensor key_segments;
   if (attention_mask.defined()) {
-    at::Tensor mask = attention_mask.to(at::kBool);
-    HPCRL_CHECK(mask.dim() == 2 && mask.size(0) == B && mask.size(1) == past + Tl,
-                "attention_mask " << mask.sizes() << " must be [B, cached + T] = [" << B << ", " << past + Tl << "]");
-    in.token_mask = mask.narrow(1, past, Tl);
-    key_valid = sp > 1 ? parallel::sequence::gather_sequence(mask, ctx_.sp) : mask;
+    at::Tensor segments = attention_mask.to(at::kLong);
+    HPCRL_CHECK(segments.dim() == 2 && segments.size(0) == B && segments.size(1) == past + Tl,
+                "attention_mask " << segments.sizes() << " must be [B, cached + T] = [" << B << ", " << past + Tl
+                                  << "]");
+    in.token_mask = segments.narrow(1, past, Tl) != 0;
+    key_segments = sp > 1 ? parallel::sequence::gather_sequence(segments, ctx_.sp) : segments;
   }
   const int64_t tq = Tl * sp;
-  in.allowed = hpcrl::model::attention_mask(key_valid, tq, past + tq);
+  in.allowed = hpcrl::model::attention_mask(key_segments, tq, past + tq);
   in.rope = rope_.tables(pos, dtype);
   return in;
 }

@@ -100,7 +100,8 @@ std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& pr
   // Appends one token to live rows [first, first + logits.size(0)) and applies the stop rules.
   auto choose = [&](at::Tensor logits, int64_t first) {
     logits = logits.cpu();
-    at::Tensor logp = logits.log_softmax(-1);  // [R, V]
+    const bool tempered = params.logprobs_at_temperature && params.temperature > 0;
+    at::Tensor logp = (tempered ? logits.to(at::kFloat) / params.temperature : logits).log_softmax(-1);  // [R, V]
     at::Tensor greedy = params.temperature <= 0 ? logits.argmax(-1) : at::Tensor();
     for (int64_t r = 0; r < logits.size(0); ++r) {
       Sequence& s = active[first + r];

@@ -31,24 +31,28 @@ int position_in(const dist::RankGroups& groups, int rank) {
 std::string tokenizer_spec(const std::string& t) { return t == "byte" || t.empty() ? "builtin" : t; }
 
 // A pipelined role (pp > 1) holds only its stage's layers, so it can run only
-// where a stage drives it through the pipeline executor: the model an SFT
-// stage trains, GRPO's policy and reference (generation, for rollouts and
-// evaluation, uses a pp = 1 copy: algo/rollout_copy.h).
-// Any other use is refused here, before a model is built, naming the stage.
+// where a stage drives it through the pipeline executor: every stage does for
+// the roles it trains and scores with (SFT's model; GRPO's and PPO's policy,
+// reference and critic; distillation's student and teacher), and generation
+// uses a pp = 1 copy (algo/rollout_copy.h). The model of a `type: model`
+// reward scores responses unpipelined, so a pipelined one is refused here,
+// before a model is built, naming the stage.
 void check_pipeline_uses(const config::PipelineConfig& cfg, const config::ModelConfig& mc) {
   if (mc.parallel.pp == 1) return;
   const std::string& n = mc.name;
   for (const auto& st : cfg.stages) {
-    const bool supported = (st.kind == config::StageKind::sft && st.sft.model == n) ||
-                           (st.kind == config::StageKind::grpo && (st.grpo.policy == n || st.grpo.reference == n));
-    const auto uses = st.used_roles();  // includes the trained ones
-    const bool used = std::find(uses.begin(), uses.end(), n) != uses.end();
-    HPCRL_CHECK_INPUT(!used || supported,
-                      cfg.pos("models." + n + ".parallel.pp").str()
-                          << ": models." << n << ".parallel.pp = " << mc.parallel.pp << ", but stage " << st.path
-                          << " uses role '" << n << "', and pipeline parallelism runs only for the model of an sft stage and "
-                          << "the policy and reference of a grpo stage so far; "
-                          << "use pp: 1 for this role (split it with tp/sp instead)");
+    std::vector<std::string> rewards;
+    if (st.kind == config::StageKind::grpo) rewards = st.grpo.rewards;
+    if (st.kind == config::StageKind::ppo) rewards = st.ppo.rewards;
+    for (const auto& r : rewards) {
+      const config::RewardConfig* rc = cfg.find_reward(r);
+      HPCRL_CHECK_INPUT(!rc || rc->type != config::RewardType::model || rc->model != n,
+                        cfg.pos("models." + n + ".parallel.pp").str()
+                            << ": models." << n << ".parallel.pp = " << mc.parallel.pp << ", but stage " << st.path
+                            << " scores responses with role '" << n << "' (the model of reward '" << r
+                            << "'), and reward models run unpipelined so far; use pp: 1 for this role "
+                            << "(split it with tp/sp instead)");
+    }
   }
 }
 }  // namespace
@@ -122,6 +126,13 @@ void Roles::snapshot_for(const config::StageConfig& stage) {
   auto used = stage.used_roles();
   auto trained = stage.trained_roles();
   used.insert(used.end(), trained.begin(), trained.end());
+  // The role of a `type: model` reward is read by the stage too.
+  std::vector<std::string> rewards;
+  if (stage.kind == config::StageKind::grpo) rewards = stage.grpo.rewards;
+  if (stage.kind == config::StageKind::ppo) rewards = stage.ppo.rewards;
+  for (const auto& r : rewards)
+    if (const config::RewardConfig* rc = cfg_.find_reward(r); rc && rc->type == config::RewardType::model)
+      used.push_back(rc->model);
   for (const auto& name : used) ensure_initialised(name);
 }
 

@@ -232,6 +232,24 @@ TEST(Loader, MissingWeightsWarnInValidateAndFailInRun) {
   EXPECT_TRUE(ok.config.model("policy").weights_present);
 }
 
+// A checkpoint directory without tokenizer.json (hpcrl's own, trained with the
+// byte tokenizer) with `tokenizer: byte`: the roles copied from it get byte too.
+TEST(Loader, RolesCopiedFromANamedTokenizerRoleInheritIt) {
+  TempDir dir("byte-ckpt");
+  stdfs::create_directories(dir.path / "model");
+  stdfs::copy_file("configs/models/qwen2.5-1.5b/config.json", dir.path / "model/config.json");
+  std::ofstream(dir.path / "model/model.safetensors") << "x";
+  std::string text = kMinimal;
+  text.replace(text.find("{preset: tiny}}"), 15, "{path: " + (dir.path / "model").string() + "}, tokenizer: byte}");
+  text.replace(text.find("{preset: tiny-2l}"), 17, "{from: policy}");
+  ValidateOptions run;
+  run.require_weights = true;
+  LoadResult r = check_pipeline_text(text, "p.yaml", {}, run);
+  ASSERT_TRUE(r.ok()) << joined(r);
+  EXPECT_EQ(r.config.model("policy").tokenizer, "byte");
+  EXPECT_EQ(r.config.model("critic").tokenizer, "byte");
+}
+
 TEST(Loader, WorldSizeEnablesRankChecks) {
   std::string text = kMinimal;
   text.replace(text.find("policy: {init: {preset: tiny}}"), 30,

@@ -16,16 +16,6 @@ using namespace hpcrl::test;
 namespace {
 const std::string kConfig = "tests/e2e/data/tiny.yaml";
 
-void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
-                         const std::string& key, double rel_tol) {
-  ASSERT_EQ(a.size(), b.size()) << key;
-  ASSERT_FALSE(a.empty()) << key;
-  for (size_t i = 0; i < a.size(); ++i) {
-    double x = a[i][key].get<double>(), y = b[i][key].get<double>();
-    EXPECT_NEAR(x, y, rel_tol * std::max(1.0, std::abs(x))) << key << " at line " << i;
-  }
-}
-
 }  // namespace
 
 TEST(DataParallelE2E, SftDp2FollowsDp1) {

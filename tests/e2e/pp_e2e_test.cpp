@@ -1,12 +1,17 @@
 // End-to-end pipeline parallelism: `hpcrl run` with the trained role split
 // over pp stages follows the single-rank run step by step (fp32), including
 // the held-out evaluation (generation on the pp = 1 rollout copy) and the
-// saved checkpoint; a GRPO run with a pipelined policy and reference matches
-// the single-rank iterations.
+// saved checkpoint, also with sp × pp and, for a MoE model, ep × pp; GRPO and
+// PPO runs whose every role is pipelined (policy, reference, critic) and a
+// distillation with a pipelined teacher and student match the single-rank
+// run; `hpcrl eval --pp` equals one rank; what stays unsupported is refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "run_util.h"
 
@@ -154,13 +159,242 @@ trace: {chrome: true, metrics: true, comm: true}
   }
 }
 
-TEST(PipelineParallelE2E, PipelinedRoleOfAStageWithoutPipelineSupportIsRefused) {
+TEST(PipelineParallelE2E, PpoPp2MatchesPp1) {
+  // Policy, reference and critic all pipelined (2 layers: one per stage). A
+  // small reward that differs between samples (the judge's request line length
+  // mod 7), two epochs over two mini-batches of two micro-batches each, so the
+  // value clipping, the critic's pipelined micro-batches and its optimizer
+  // steps all matter; the critic moves, so iteration 2's values differ.
+  std::string dir = scratch_dir("pp-ppo");
+  const std::string yaml = dir + "/ppo.yaml";
+  std::ofstream(yaml) << R"(run: {name: pp-ppo, seed: 3, eval_before_train: false,
+      eval_sampling: {prompts: 16, max_new_tokens: 12}}
+models:
+  policy:    {init: {preset: tiny-2l}}
+  reference: {init: {from: policy}, frozen: true}
+  critic:    {init: {preset: tiny-2l}, head: value}
+rewards:
+  judge: {type: command, command: 'while read -r line; do echo "{\"score\": $(( ${#line} % 7 ))}"; done', timeout_s: 20}
+data:
+  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}
+stages:
+  - ppo: {policy: policy, reference: reference, critic: critic, reward: judge, data: arith, iterations: 2, prompts: 8,
+          group: 2, max_new_tokens: 24, temperature: 1.0, lr: 1.0e-3, critic_lr: 1.0e-2, epochs: 2, mini_batch: 8,
+          micro_batch: 4, value_clip: 0.1, recompute_old_logprobs: true, kl: {coef: 0.05, estimator: k3}}
+trace: {chrome: true, metrics: true, comm: true}
+)";
+  Proc one = run_hpcrl("run " + yaml + " --out " + dir + "/pp1");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const std::string pp2 = " --set models.policy.parallel.pp=2 --set models.reference.parallel.pp=2"
+                         " --set models.critic.parallel.pp=2";
+  Proc two = run_hpcrl("run " + yaml + pp2 + " --out " + dir + "/pp2", 2);
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("role critic: pipeline"), std::string::npos) << "the critic runs pipelined: " << two.output;
+  auto a = lines_with(read_metrics(dir + "/pp1/metrics.jsonl"), "ppo", "critic/loss");
+  auto b = lines_with(read_metrics(dir + "/pp2/metrics.jsonl"), "ppo", "critic/loss");
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_GT(a[0]["reward/std"].get<double>(), 0.0);
+  EXPECT_GT(a[0]["critic/loss"].get<double>(), 0.0);
+  EXPECT_GT(a[0]["critic/clip_frac"].get<double>() + a[1]["critic/clip_frac"].get<double>(), 0.0);
+  EXPECT_NE(a[0]["critic/values_mean"], a[1]["critic/values_mean"]);  // the critic was trained
+  EXPECT_GT(a[1]["kl"].get<double>(), 0.0);
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE("iteration " + std::to_string(i + 1));
+    EXPECT_EQ(a[i]["reward/mean"], b[i]["reward/mean"]);
+    EXPECT_EQ(a[i]["response_len/mean"], b[i]["response_len/mean"]);
+    expect_close({a[i]}, {b[i]}, "critic/values_mean", 1e-5);
+    expect_close({a[i]}, {b[i]}, "critic/loss", 1e-5);
+    expect_close({a[i]}, {b[i]}, "critic/clip_frac", 1e-6);
+    expect_close({a[i]}, {b[i]}, "loss", 1e-5);
+    expect_close({a[i]}, {b[i]}, "kl", 1e-4);
+    expect_close({a[i]}, {b[i]}, "grad_norm", 1e-4);
+  }
+}
+
+TEST(PipelineParallelE2E, DistillPp2MatchesPp1) {
+  // Top-k distillation (teacher forward-only through its pipeline, the top-k
+  // broadcast from its last stage; the student trained through its pipeline),
+  // two micro-batches per step; then a teacher with a different pp than the
+  // student (teacher pp=2, student tp=2).
+  const std::string cfg = kConfig + " --set 'stages=[{distill: {teacher: policy, student: student, data: arith, "
+                          "steps: 4, batch: 8, lr: 3.0e-3, top_k: 16, micro_batch: 4}}]'"
+                          " --set run.eval_before_train=false --set run.eval_sampling.prompts=8"
+                          " --set run.eval_sampling.max_new_tokens=12";
+  std::string dir = scratch_dir("pp-distill");
+  Proc one = run_hpcrl("run " + cfg + " --out " + dir + "/pp1");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  Proc two = run_hpcrl("run " + cfg + " --set models.policy.parallel.pp=2 --set models.student.parallel.pp=2 --out " +
+                       dir + "/pp2", 2);
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  Proc mixed = run_hpcrl("run " + cfg + " --set models.policy.parallel.pp=2 --set models.student.parallel.tp=2 --out " +
+                         dir + "/mixed", 2);
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.output;
+  auto a = lines_with(read_metrics(dir + "/pp1/metrics.jsonl"), "distill", "loss");
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_GT(a[0]["loss"].get<double>(), 0.0);
+  for (const char* run : {"/pp2", "/mixed"}) {
+    SCOPED_TRACE(run);
+    auto b = lines_with(read_metrics(dir + run + "/metrics.jsonl"), "distill", "loss");
+    // Step 1 (same weights) to fp32 round-off; later steps drift a little
+    // further, as Adam's first updates turn round-off-sized gradients into
+    // lr-sized steps (the tp=2 student, a path pp does not touch, drifts alike).
+    expect_close({a[0]}, {b[0]}, "loss", 1e-6);
+    expect_close({a[0]}, {b[0]}, "grad_norm", 1e-6);
+    expect_close(a, b, "loss", 1e-4);
+    expect_close(a, b, "grad_norm", 1e-4);
+  }
+}
+
+TEST(PipelineParallelE2E, SftSp2Pp2FollowsPp1) {
+  // 4 ranks: each pipeline stage is a sequence-parallel pair ([B, T/2, C] activations).
+  std::string dir = scratch_dir("pp-sp-sft");
+  Proc one = run_hpcrl("run " + kSft + " --out " + dir + "/pp1");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  Proc four = run_hpcrl("run " + kSft + " --set models.policy.parallel.pp=2 --set models.policy.parallel.sp=2 --out " +
+                        dir + "/sp2pp2", 4);
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  EXPECT_NE(four.output.find("sp=2 ep=1 dp=1 pp=2"), std::string::npos) << four.output;
+  expect_follows(dir + "/pp1", dir + "/sp2pp2");
+}
+
+namespace {
+// A random 2-layer Mixtral-family MoE (4 experts, top-2, tied embeddings,
+// byte vocabulary) as an HF directory: config.json and model.safetensors in
+// float32, weights uniform in ±0.035 from a fixed LCG, norms 1.
+void write_moe_model(const std::string& dir, double aux_coef) {
+  const int64_t V = 272, C = 64, I = 96, L = 2, H = 4, KV = 2, E = 4, D = C / H;
+  nlohmann::json cfg = {{"model_type", "mixtral"}, {"vocab_size", V}, {"hidden_size", C}, {"intermediate_size", I},
+                        {"num_hidden_layers", L}, {"num_attention_heads", H}, {"num_key_value_heads", KV},
+                        {"max_position_embeddings", 512}, {"rope_theta", 10000.0}, {"rms_norm_eps", 1e-5},
+                        {"tie_word_embeddings", true}, {"num_local_experts", E}, {"num_experts_per_tok", 2},
+                        {"router_aux_loss_coef", aux_coef}};
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes{{"model.embed_tokens.weight", {V, C}}};
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    for (const char* n : {"input_layernorm.weight", "post_attention_layernorm.weight"}) shapes.push_back({p + n, {C}});
+    shapes.push_back({p + "self_attn.q_proj.weight", {H * D, C}});
+    shapes.push_back({p + "self_attn.k_proj.weight", {KV * D, C}});
+    shapes.push_back({p + "self_attn.v_proj.weight", {KV * D, C}});
+    shapes.push_back({p + "self_attn.o_proj.weight", {C, H * D}});
+    shapes.push_back({p + "block_sparse_moe.gate.weight", {E, C}});
+    for (int64_t e = 0; e < E; ++e) {
+      const std::string q = p + "block_sparse_moe.experts." + std::to_string(e) + ".";
+      shapes.push_back({q + "w1.weight", {I, C}});
+      shapes.push_back({q + "w3.weight", {I, C}});
+      shapes.push_back({q + "w2.weight", {C, I}});
+    }
+  }
+  shapes.push_back({"model.norm.weight", {C}});
+  nlohmann::json header = nlohmann::json::object();
+  std::vector<float> data;
+  uint64_t state = 5;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const bool norm = name.find("norm.weight") != std::string::npos;
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {data.size() * 4, (data.size() + n) * 4}}};
+    for (int64_t i = 0; i < n; ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      data.push_back(norm ? 1.0f : (float((state >> 40) & 0xFFFFFF) / float(1 << 24) - 0.5f) * 0.07f);
+    }
+  }
+  std::string h = header.dump();
+  h.append((8 - h.size() % 8) % 8, ' ');
+  const uint64_t len = h.size();  // little-endian on every machine this runs on
+  std::ofstream out(dir + "/model.safetensors", std::ios::binary);
+  out.write(reinterpret_cast<const char*>(&len), 8);
+  out.write(h.data(), std::streamsize(h.size()));
+  out.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size() * 4));
+  std::ofstream(dir + "/config.json") << cfg.dump(2);
+}
+}  // namespace
+
+TEST(PipelineParallelE2E, MoeSftEp2Pp2FollowsOneRank) {
+  // 4 ranks: pp=2 × dp=2 with the 4 experts split over ep=2 inside each
+  // stage, the router's aux loss on (each micro-batch's aux share flows back
+  // through its own stage). dp=2 with micro-batches of 4 rows sees the same
+  // micro-batches as one rank, so even the aux-loss gradient is the one-rank one.
+  std::string dir = scratch_dir("pp-ep-sft");
+  ASSERT_EQ(run_shell("mkdir -p " + dir + "/moe").exit_code, 0);
+  write_moe_model(dir + "/moe", 0.02);
+  const std::string yaml = dir + "/moe.yaml";
+  std::ofstream(yaml) << "run: {name: pp-ep, seed: 3, eval_before_train: false, eval_sampling: {prompts: 16, "
+                         "max_new_tokens: 12}}\n"
+                         "models:\n  policy: {init: {path: " + dir + "/moe}, tokenizer: byte}\n"
+                         "data:\n  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}\n"
+                         "stages:\n  - sft: {model: policy, data: arith, steps: 8, batch: 16, lr: 3.0e-3, "
+                         "micro_batch: 4}\n"
+                         "trace: {metrics: true}\n";
+  Proc one = run_hpcrl("run " + yaml + " --out " + dir + "/pp1");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  Proc four = run_hpcrl("run " + yaml + " --set models.policy.parallel.pp=2 --set models.policy.parallel.ep=2 --out " +
+                        dir + "/ep2pp2", 4);
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  EXPECT_NE(four.output.find("ep=2 dp=2 pp=2"), std::string::npos) << four.output;
+  expect_follows(dir + "/pp1", dir + "/ep2pp2");
+}
+
+TEST(PipelineParallelE2E, EvalPp2EqualsPp1) {
+  // Sampled answers of a random model to one-digit sums: a few are right by
+  // chance (so accuracy is not trivially 0), and --pp 2 (a whole copy gathered
+  // from the stages decodes) must draw exactly the same samples, also with
+  // pp=2 × dp=2 giving each replica two of the four batches (sampling seeds
+  // follow the batch's first example, so the batches are the same).
+  const std::string args = "eval --model preset:tiny --data synthetic:digits=1,terms=2,eval=16 --max-new-tokens 16 "
+                           "--n 4 --temperature 1.0 --seed 5 --batch 4 --json";
+  auto doc = [](const Proc& p) {
+    return nlohmann::json::parse(p.output.substr(p.output.rfind("{\"model\"")));
+  };
+  Proc one = run_hpcrl(args);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const nlohmann::json a = doc(one);
+  EXPECT_GT(a["correct"].get<int64_t>(), 0) << one.output;
+  for (int np : {2, 4}) {
+    SCOPED_TRACE("--pp 2 on " + std::to_string(np) + " ranks");
+    Proc pp = run_hpcrl(args + " --pp 2", np);
+    ASSERT_EQ(pp.exit_code, 0) << pp.output;
+    const nlohmann::json b = doc(pp);
+    EXPECT_EQ(b["correct"], a["correct"]);
+    EXPECT_EQ(b["pass_at_k"], a["pass_at_k"]);
+    EXPECT_EQ(b["mean_response_len"], a["mean_response_len"]);
+  }
+}
+
+TEST(PipelineParallelE2E, PipelinedRewardModelAndMismatchedRowsAreRefused) {
+  // A `type: model` reward scores unpipelined: refused when the run starts, naming the key.
   std::string dir = scratch_dir("pp-refused");
-  Proc r = run_hpcrl("run " + kConfig + " --set models.student.parallel.pp=2 --out " + dir + "/run", 2);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("models.student.parallel.pp = 2, but stage stages[2].distill uses role 'student', and "
-                          "pipeline parallelism runs only for the model of an sft stage and the policy and reference "
-                          "of a grpo stage so far; use pp: 1 for this role"),
+  const std::string yaml = dir + "/rm.yaml";
+  std::ofstream(yaml) << R"(run: {name: pp-rm, seed: 3}
+models:
+  policy: {init: {preset: tiny-2l}}
+  rm:     {init: {preset: tiny-2l}, head: value, parallel: {pp: 2}}
+rewards:
+  math: {type: verifiable}
+  rm:   {type: model, model: rm}
+data:
+  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}
+stages:
+  - grpo: {policy: policy, reward: [math, rm], data: arith, iterations: 1, prompts: 4, group: 2}
+)";
+  Proc rm = run_hpcrl("run " + yaml + " --out " + dir + "/rm", 2);
+  EXPECT_EQ(rm.exit_code, 2) << rm.output;
+  EXPECT_NE(rm.output.find(yaml + ":4:65: models.rm.parallel.pp = 2, but stage stages[0].grpo scores responses with "
+                           "role 'rm' (the model of reward 'rm'), and reward models run unpipelined so far; use pp: 1 "
+                           "for this role"),
             std::string::npos)
-      << r.output;
+      << rm.output;
+  // A teacher with pp=2 over 4 ranks (dp=2) next to a student with pp=1, tp=2
+  // (dp=2): the dp ranks interleave differently, so a teacher stage pair would
+  // hold two different students' rows.
+  Proc rows = run_hpcrl("run " + kConfig + " --set 'stages=[{distill: {teacher: policy, student: student, data: arith, "
+                        "steps: 1, batch: 8, top_k: 16}}]' --set models.policy.parallel.pp=2 "
+                        "--set models.student.parallel.tp=2 --out " + dir + "/rows", 4);
+  EXPECT_EQ(rows.exit_code, 2) << rows.output;
+  EXPECT_NE(rows.output.find("stages[0].distill: ranks 0 and 2 form one replica of role 'policy' (its data-parallel "
+                             "rank 0) but hold different rows of role 'student' (its data-parallel ranks 0 and 1), "
+                             "which 'policy' has to process together; give 'policy' (pp=2) the same pp as 'student' "
+                             "(pp=1; pp is the outermost mesh dimension), or dp = 1"),
+            std::string::npos)
+      << rows.output;
 }

@@ -4,7 +4,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -79,6 +83,16 @@ nlohmann::json without_timing(nlohmann::json j) {
     else ++it;
   }
   return j;
+}
+
+void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
+                         const std::string& key, double rel_tol) {
+  ASSERT_EQ(a.size(), b.size()) << key;
+  ASSERT_FALSE(a.empty()) << key;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double x = a[i][key].get<double>(), y = b[i][key].get<double>();
+    EXPECT_NEAR(x, y, rel_tol * std::max(1.0, std::abs(x))) << key << " at line " << i;
+  }
 }
 
 }  // namespace hpcrl::test

@@ -31,6 +31,10 @@ nlohmann::json without_timing(nlohmann::json j);
 // The lines of one stage that carry `key`, in file order.
 std::vector<nlohmann::json> lines_with(const std::vector<nlohmann::json>& m, const std::string& stage,
                                        const std::string& key);
+// Two runs' curves agree: as many lines (at least one), each line's `key`
+// within rel_tol · max(1, |a|) (gtest failures name the key and the line).
+void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
+                         const std::string& key, double rel_tol);
 // A fresh empty directory under /tmp for one test.
 std::string scratch_dir(const std::string& name);
 

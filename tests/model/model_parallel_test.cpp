@@ -4,8 +4,8 @@
 // weights, forward log-probs, entropy, values, the loss and EVERY parameter
 // gradient — at float32 tolerance. Layouts: tp=2, tp=4 (KV heads replicated),
 // sp=2, tp=2×sp=2; families qwen2 (QKV bias, tied) and qwen3 (q/k norm,
-// untied), with and without activation checkpointing, and an MoE model with
-// ep=2. Runs under mpirun -np 2 and -np 4; a layout larger than the world
+// untied), with and without activation checkpointing, packed rows (several
+// sequences per row, attention kept within each), and an MoE model with ep=2. Runs under mpirun -np 2 and -np 4; a layout larger than the world
 // is skipped there and runs in the -np 4 job.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -37,6 +37,16 @@ Batch make_batch() {
   return b;
 }
 
+// Packed rows (algo/micro_batches.h): sequences end to end, numbered by
+// segment, positions from 0 in each; the sp=4 chunk boundaries fall inside
+// sequences, so keys of one segment come from several ranks.
+Batch make_packed_batch() {
+  Batch b = make_batch();
+  b.mask = torch::tensor({1, 1, 1, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 2, 2, 0}, torch::kLong).view({2, 8});
+  b.positions = torch::tensor({0, 1, 2, 0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1, 0}, torch::kLong).view({2, 8});
+  return b;
+}
+
 struct Outputs {
   at::Tensor logprobs, entropy, values, loss;
 };
@@ -48,8 +58,8 @@ Outputs run(DecoderModel& m, const Batch& full, const parallel::ParallelContext&
   auto out = m.forward(chunk(full.ids), chunk(full.positions), mask);
   auto lp = m.token_logprobs(out.hidden, chunk(full.targets));
   at::Tensor v = m.values(out.hidden);
-  at::Tensor w = mask.to(at::kFloat);
-  const double n = full.mask.sum().item<double>();
+  at::Tensor w = (mask != 0).to(at::kFloat);
+  const double n = (full.mask != 0).sum().item<double>();
   at::Tensor loss =
       (-(lp.logprobs * w).sum() + (v.pow(2) * w).sum() + 0.1 * (lp.entropy * w).sum()) / n + out.aux_loss;
   loss.backward();
@@ -65,7 +75,8 @@ void expect_close(const at::Tensor& got, const at::Tensor& want, const std::stri
 
 // `recompute`: the split model uses activation checkpointing (its collectives
 // then also run inside the backward's recomputation).
-void check_layout(int tp, int sp, const std::string& family, bool tied, bool recompute = false) {
+void check_layout(int tp, int sp, const std::string& family, bool tied, bool recompute = false,
+                  const Batch& batch = make_batch()) {
   if (!testing::world_fits(tp * sp)) GTEST_SKIP() << "needs a multiple of " << tp * sp << " ranks";
   parallel::ParallelContext ctx = testing::layout_context(tp, sp);
   ModelArch arch = testing::tiny_arch(family, tied);
@@ -80,7 +91,6 @@ void check_layout(int tp, int sp, const std::string& family, bool tied, bool rec
   // Same full weights whatever the layout (seeded per HF tensor, then sliced).
   for (auto& [name, t] : gather_full_weights(par)) EXPECT_TRUE(torch::equal(t, ref_params[name])) << name;
 
-  Batch batch = make_batch();
   Outputs want = run(ref, batch, parallel::ParallelContext{});
   Outputs got = run(par, batch, ctx);
 
@@ -146,6 +156,9 @@ TEST(ModelParallel, Sp4KvHeadsRepeated) { check_layout(1, 4, "qwen2", true); }
 TEST(ModelParallel, Tp2Sp2) { check_layout(2, 2, "qwen2", false); }
 TEST(ModelParallel, Tp2Sp2ActivationCheckpointing) { check_layout(2, 2, "qwen3", true, /*recompute=*/true); }
 TEST(ModelParallel, Tp2ActivationCheckpointing) { check_layout(2, 1, "qwen2", true, /*recompute=*/true); }
+TEST(ModelParallel, Sp2PackedRows) { check_layout(1, 2, "qwen3", true, false, make_packed_batch()); }
+TEST(ModelParallel, Sp4PackedRows) { check_layout(1, 4, "qwen2", true, false, make_packed_batch()); }
+TEST(ModelParallel, Tp2Sp2PackedRows) { check_layout(2, 2, "qwen2", false, false, make_packed_batch()); }
 
 }  // namespace
 }  // namespace hpcrl::model

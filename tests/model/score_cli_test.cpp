@@ -105,11 +105,6 @@ TEST(ScoreCli, BadInputIsExitTwoWithTheReason) {
   Result deep = sh(kMpirun + HPCRL_BINARY + " score --model " + kModel + " --ids 1,2 --pp 2 --pp-virtual 3");
   EXPECT_EQ(deep.status, 2);
   EXPECT_NE(deep.out.find("use at most 5 pipeline stages"), std::string::npos) << deep.out;
-  Result eval = sh(std::string(HPCRL_BINARY) + " eval --model " + kModel + " --data synthetic --reward verifiable"
-                   " --pp 2");
-  EXPECT_EQ(eval.status, 2);
-  EXPECT_NE(eval.out.find("--pp 2: hpcrl eval decodes with a KV cache on the whole model, so it runs at pp 1"),
-            std::string::npos) << eval.out;
   Result id = sh(std::string(HPCRL_BINARY) + " score --model " + kModel + " --ids 1,999");
   EXPECT_EQ(id.status, 2);
   EXPECT_NE(id.out.find("token id 999 at position 1 is outside the model's vocabulary [0, 512)"), std::string::npos)

@@ -95,9 +95,10 @@ TEST(RolloutEngine, Qwen2ShapedGreedyWithCacheEqualsRecomputingEachStep) {
 }
 
 // log p(token) of prompt+response under a batched, right-padded training forward.
+// temperature: of softmax(logits / temperature), as the RL update takes them (hidden / τ: the head has no bias).
 std::vector<std::vector<float>> training_logprobs(model::DecoderModel& m,
                                                   const std::vector<std::vector<int32_t>>& prompts,
-                                                  const std::vector<rollout::Sample>& samples) {
+                                                  const std::vector<rollout::Sample>& samples, double temperature = 1.0) {
   int64_t T = 0;
   for (const auto& s : samples) T = std::max<int64_t>(T, prompts[s.prompt_index].size() + s.tokens.size());
   const int64_t N = int64_t(samples.size());
@@ -114,7 +115,7 @@ std::vector<std::vector<float>> training_logprobs(model::DecoderModel& m,
   }
   m.train();
   auto out = m.forward(ids, {}, mask);
-  at::Tensor lp = m.token_logprobs(out.hidden, targets, /*with_entropy=*/false).logprobs.detach();  // [N, T]
+  at::Tensor lp = m.token_logprobs(out.hidden / temperature, targets, /*with_entropy=*/false).logprobs.detach();  // [N, T]
   m.eval();
   std::vector<std::vector<float>> result;
   for (int64_t i = 0; i < N; ++i) {
@@ -130,7 +131,7 @@ void expect_training_logprobs(std::shared_ptr<model::DecoderModel> m, const std:
                               const rollout::SamplingParams& params, double tol) {
   rollout::Engine engine(m, nullptr, {4, true});
   auto samples = engine.generate(prompts, 2, params);
-  auto want = training_logprobs(*m, prompts, samples);
+  auto want = training_logprobs(*m, prompts, samples, params.logprobs_at_temperature ? params.temperature : 1.0);
   int64_t checked = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
     ASSERT_EQ(samples[i].logprobs.size(), samples[i].tokens.size());
@@ -146,6 +147,24 @@ TEST(RolloutEngine, LogprobsEqualTheTrainingForward) {
   expect_training_logprobs(stories64(), story_prompts({3, 12, 7}, 21), sampled(24, 4, {2}), kFloat64);
   expect_training_logprobs(hpcrl::testing::stories(), story_prompts({3, 12, 7}, 21), sampled(24, 4, {2}),
                            kStoriesFp32);
+}
+
+// What the RL stages ask for: log-probs of the tempered distribution responses are sampled from.
+TEST(RolloutEngine, TemperedLogprobsEqualTheTrainingForwardAtThatTemperature) {
+  auto qwen = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  rollout::SamplingParams params = sampled(20, 5);
+  params.temperature = 0.7;
+  params.logprobs_at_temperature = true;
+  expect_training_logprobs(qwen, hpcrl::testing::random_prompts({5, 14, 2}, 96, 22), params, kFp32);
+  // ... and they are not the untempered ones.
+  rollout::Engine engine(qwen, nullptr, {4, true});
+  auto prompts = hpcrl::testing::random_prompts({5, 14, 2}, 96, 22);
+  auto samples = engine.generate(prompts, 1, params);
+  auto untempered = training_logprobs(*qwen, prompts, samples, 1.0);
+  double diff = 0;
+  for (size_t i = 0; i < samples.size(); ++i)
+    for (size_t t = 0; t < samples[i].tokens.size(); ++t) diff += std::abs(samples[i].logprobs[t] - untempered[i][t]);
+  EXPECT_GT(diff, 0.1);
 }
 
 TEST(RolloutEngine, UsesTheTrainersCurrentWeightsWithoutACopy) {

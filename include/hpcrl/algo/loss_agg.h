@@ -23,6 +23,10 @@ at::Tensor aggregate(const at::Tensor& values, const at::Tensor& mask, LossAgg a
 // (token_mean), of per-row sums (seq_mean_token_sum) or of per-row means
 // (seq_mean_token_mean); the denominator counts tokens or rows accordingly.
 at::Tensor aggregate_numerator(const at::Tensor& values, const at::Tensor& mask, LossAgg agg);
+// The numerator as per-token weights, Σ values · weights: the mask, divided by
+// each row's token count for seq_mean_token_mean. Computed on whole rows, they
+// stay right when the rows are later cut over sp ranks or packed.
+at::Tensor loss_weights(const at::Tensor& mask, LossAgg agg);
 double aggregate_denominator(const at::Tensor& mask, LossAgg agg);
 
 // Mean of `values` over the masked tokens (a scalar).

@@ -12,6 +12,7 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "hpcrl/algo/role.h"
@@ -39,12 +40,39 @@ parallel::pipeline::PipelineStats pipeline_forward_backward(Role& role, Trainer&
                                                             const LastStageLoss& loss,
                                                             const std::vector<double>& aux_weight);
 
+// What the last chunk computes in a forward-only pass from a micro-batch's
+// final hidden states [b, Tl, C] (after the final norm): `rows` [b] int64 are
+// the micro-batch's rows of the caller's batch (padding rows repeat the last
+// row), for selecting the per-row inputs of the head (targets, ids, ...).
+using LastStageOutput = std::function<at::Tensor(const at::Tensor& hidden, const at::Tensor& rows)>;
+
+// A forward-only pass of ids [B, Tl] through the role's pipeline (no grad,
+// run_forward_only on the role's schedule): micro-batches of at most
+// `micro_rows` rows (0: one micro-batch), `head` on the last chunk returning
+// [b, row_shape...] of `dtype`. Returns [B, row_shape...] on every pp rank
+// (the last stage's results are broadcast over pp). Where the schedule needs
+// m % pp == 0 (interleaved) or the rows do not split evenly, the batch is
+// padded with copies of its last row, whose results are dropped again.
+// Collective over the role's pp group (and whatever `head` is collective over).
+at::Tensor pipeline_forward_only(Role& role, const at::Tensor& ids, int64_t micro_rows, const LastStageOutput& head,
+                                 at::IntArrayRef row_shape, at::ScalarType dtype);
+
 // Per-token log-probs [B, Tl] float32 of ids [B, Tl] (targets: the next
-// tokens) through the role's pipeline without gradients, on every pp rank:
-// micro-batches of at most `micro_rows` rows (0: one micro-batch). Where the
-// schedule needs m % pp == 0 (interleaved) or the rows do not split evenly,
-// the batch is padded with copies of its last row, which are dropped again.
-at::Tensor pipeline_logprobs(Role& role, const at::Tensor& ids, const at::Tensor& targets, int64_t micro_rows = 0);
+// tokens) through the role's pipeline without gradients, on every pp rank
+// (pipeline_forward_only with the LM head).
+// temperature: of softmax(logits / temperature), as forward_logprobs.
+at::Tensor pipeline_logprobs(Role& role, const at::Tensor& ids, const at::Tensor& targets, int64_t micro_rows = 0,
+                             double temperature = 1.0);
+
+// `runner` runs passes on the rows `owner`'s data-parallel split gives each
+// rank (PPO's critic and reference on the policy's experience, distillation's
+// teacher on the student's batch). The ranks of one replica of `runner` (one
+// of its dp ranks: its tp, sp and pp groups) exchange activations, so they
+// must hold the same rows, i.e. the same dp rank of `owner`. Roles with the
+// same dp size but a different pp break this unless dp = 1 (pp is the
+// outermost mesh dimension). Collective over `world`: InputError on every
+// rank naming `where`, the ranks, and the fix.
+void check_same_rows(const dist::CommPtr& world, const Role& owner, const Role& runner, const std::string& where);
 
 // Values only the last pp stage computed (zeros on the others) summed over
 // the pp group, so every stage reports the same numbers. No-op at pp = 1.

@@ -89,6 +89,11 @@ class RlLoop {
   std::unique_ptr<rollout::Engine> engine_;
 };
 
+// The temperature the stage's log-probs (behaviour, reference, policy) are
+// taken at: its rollout temperature, so the ratio and the KL compare the
+// distribution responses were sampled from (veRL, TRL); 1 for greedy rollouts.
+double sampling_temperature(const config::RlStage& cfg);
+
 // The clipped-surrogate settings of a GRPO or PPO stage (KL as a loss term
 // unless the stage folds it into the reward).
 PolicyLossConfig policy_loss_config(const config::RlStage& cfg);

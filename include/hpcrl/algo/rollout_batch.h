@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "hpcrl/algo/micro_batches.h"
 #include "hpcrl/algo/role.h"
 #include "hpcrl/algo/token_batch.h"
 #include "hpcrl/rollout/engine.h"
@@ -28,8 +29,11 @@ struct Experience {
 at::Tensor scatter_response_values(const TokenBatch& b, const std::vector<std::vector<float>>& values);
 
 // Per-token log-probs of the batch's targets under `role`'s model (no grad),
-// micro-batched; sequence-parallel roles get their shard gathered back. [B, T].
-at::Tensor forward_logprobs(Role& role, const TokenBatch& b, int64_t micro_batch);
+// in micro-batches as `micro` plans them for the role's sp (trimmed or packed; a pipelined role
+// runs row micro-batches of micro.max_rows); sequence-parallel roles get their
+// shard gathered back. [B, T].
+// temperature: of softmax(logits / temperature), the distribution RL samples from.
+at::Tensor forward_logprobs(Role& role, const TokenBatch& b, const MicroBatchOptions& micro, double temperature = 1.0);
 
 // Rows [begin, end) of an experience.
 Experience slice_experience(const Experience& e, int64_t begin, int64_t end);

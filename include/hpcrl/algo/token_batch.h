@@ -16,11 +16,14 @@ struct TokenBatch {
   at::Tensor ids;             // [B, T] int64, right-padded with pad_id
   at::Tensor targets;         // [B, T] int64: ids[:, t+1] (pad past the end)
   at::Tensor loss_mask;       // [B, T] float32: 1 where targets[:, t] is a response token
-  at::Tensor attention_mask;  // [B, T] int64: 1 on real tokens
-  std::vector<int64_t> prompt_lens, response_lens;
+  at::Tensor attention_mask;  // [B, T] int64: 1 on real tokens (packed: the sequence's id 1, 2, ... in its row)
+  at::Tensor positions;       // [B, T] int64 for packed rows (each sequence from 0); undefined: 0, 1, 2, ...
+  std::vector<int64_t> prompt_lens, response_lens;  // per row (empty for packed rows)
 
   int64_t rows() const { return ids.size(0); }
   int64_t response_tokens() const;
+  // Several sequences share a row: the model needs positions and the segment mask.
+  bool packed() const { return positions.defined(); }
 };
 
 // prompts[i] + responses[i] for each row; T = longest row, rounded up to a

@@ -172,6 +172,7 @@ struct TrainHparams {
   double grad_clip = 1.0;              // global grad-norm clip; 0 = off
   int64_t micro_batch = 0;             // sequences per micro-batch per rank; 0 = the whole per-rank batch
   int64_t micro_batch_tokens = 0;      // token budget per micro-batch; 0 = off (micro_batch decides)
+  bool packing = false;                // several sequences per row, no padding (algo/micro_batches.h)
 };
 
 struct SamplingConfig {
@@ -187,7 +188,6 @@ struct SftStage {
   int64_t steps = 0;                   // required
   int64_t batch = 0;                   // required; global sequences per step
   TrainHparams train;
-  bool packing = false;
   int64_t eval_every = 0;              // resolved from run.eval_every when not given
 };
 

@@ -9,13 +9,15 @@
 
 namespace hpcrl::model {
 
-// Which keys each query may attend to. key_valid: [B, Tk] bool (false = padding)
-// or undefined (all valid). Queries are the last Tq of the Tk positions (the
-// first Tk − Tq are cached). Query i sees keys j ≤ Tk − Tq + i that are valid;
-// a query with no visible key (a padding query at the start of a left-padded
-// row) sees itself, so no softmax row is empty and nothing turns into NaN.
+// Which keys each query may attend to. key_segments: [B, Tk] segment ids, 0 =
+// padding (a bool/0-1 mask is the one-segment case), or undefined (all valid).
+// Packed rows (algo/micro_batches.h) hold several sequences numbered 1, 2, ...;
+// a query sees only keys of its own sequence. Queries are the last Tq of the Tk
+// positions (the first Tk − Tq are cached). Query i sees keys j ≤ Tk − Tq + i
+// whose segment is its own and non-zero; a query with no visible key (a padding
+// query) sees itself, so no softmax row is empty and nothing turns into NaN.
 // Returns [B, 1, Tq, Tk] bool, or undefined for plain causal (no padding, Tq == Tk).
-at::Tensor attention_mask(const at::Tensor& key_valid, int64_t tq, int64_t tk);
+at::Tensor attention_mask(const at::Tensor& key_segments, int64_t tq, int64_t tk);
 
 // q: [B, H, Tq, D]; k, v: [B, Hkv, Tk, D] with H % Hkv == 0 (query head h uses
 // key/value head h / (H / Hkv)); allowed: from attention_mask(). -> [B, H, Tq, D]

@@ -96,6 +96,8 @@ class DecoderModel : public torch::nn::Module {
   // positions: [B, Tl] int64; default: consecutive positions after the cached
   //   tokens and the tokens of lower sp ranks. Give them explicitly for left padding.
   // attention_mask: [B, Tl] (or [B, cached + Tl] with a cache) bool/int, 0 = padding; default all valid.
+  //   Integer masks may number the sequences of a packed row 1, 2, ...: tokens attend only within
+  //   their own sequence (give each sequence's positions from 0 then).
   // cache: prefill/decode with a KV cache (sp must be 1); null for training.
   // Needs the whole model (pp = 1); a pipeline stage runs through model/pipeline_stage.h.
   ForwardOutput forward(const at::Tensor& ids, const at::Tensor& positions = {}, const at::Tensor& attention_mask = {},

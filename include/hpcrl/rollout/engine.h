@@ -39,6 +39,9 @@ struct SamplingParams {
   uint64_t seed = 0;                 // sample (p, i) uses a generator seeded from (seed, prompt_offset + p, i)
   int64_t prompt_offset = 0;         // global index of prompts[0]: data-parallel ranks pass their slice's
                                      // offset so every sample's randomness is independent of the layout
+  // Sample::logprobs of the sampling distribution, softmax(logits / temperature), as the RL
+  // stages train it (veRL, TRL); false: of the model's own distribution.
+  bool logprobs_at_temperature = false;
 };
 
 struct EngineOptions {
@@ -52,7 +55,7 @@ struct Sample {
   int64_t prompt_index = 0;
   int64_t sample_index = 0;
   std::vector<int32_t> tokens;       // generated ids (EOS included when it stopped on one)
-  std::vector<float> logprobs;       // log p(token) under the (untempered) model, one per token
+  std::vector<float> logprobs;       // log p(token), one per token (see logprobs_at_temperature)
   std::string finish_reason;         // "stop" (EOS or stop string) | "length"
 };
 

@@ -1,0 +1,70 @@
+// The `model` reward: a role with a value head scores each response, as the
+// reward models of OpenRLHF and TRL do (HF *ForSequenceClassification with one
+// label: its `score.weight` is hpcrl's value head, so such a checkpoint loads
+// as `init: {path: DIR}, head: value`).
+//
+//   models:  {rm: {init: {path: ckpt/rm}, head: value}}
+//   rewards: {rm: {type: model, model: rm}}
+//
+// The reward of a response is the value-head output at the LAST token of
+// prompt + response — the last sampled token, EOS included when the policy
+// sampled one. It runs on the policy's token ids as sampled (no decode and
+// re-encode), so the reward role must share the policy's tokenizer and
+// vocabulary. Rows are right-padded with causal attention, so a score does not
+// depend on what else is in its micro-batch.
+//
+// Layout: every rank holds the reward role and scores its own samples, so its
+// data-parallel size and coordinates must be the policy's; tp and sp may differ
+// (sp splits the sequence; the last-token values are summed over the sp group).
+// A pipelined reward role (pp > 1) is refused for now, by the runner before
+// any model is built (runner/role_builder.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpcrl/algo/role.h"
+#include "hpcrl/algo/stage_env.h"
+#include "hpcrl/rollout/engine.h"
+
+namespace hpcrl::algo {
+
+// One sample's token ids; the vectors must outlive the call that reads them.
+struct SampleIds {
+  const std::vector<int32_t>* prompt = nullptr;    // non-empty
+  const std::vector<int32_t>* response = nullptr;  // may be empty (then the last prompt token is scored)
+};
+
+// The ids of engine samples: prompt_ids[s.prompt_index] + s.tokens for each s.
+std::vector<SampleIds> sample_ids(const std::vector<std::vector<int32_t>>& prompt_ids,
+                                  const std::vector<rollout::Sample>& samples);
+
+// Value-head output at the last token of each sample, under no_grad, in
+// micro-batches of `micro_batch` rows (0 = all at once; rows are grouped by
+// length to pad less). Collective over the role's tp and sp groups: their
+// ranks pass the same samples. Needs a whole (pp = 1) model with a value head.
+std::vector<double> last_token_values(Role& rm, const std::vector<SampleIds>& samples, int64_t micro_batch = 0);
+
+// A `type: model` reward of a stage, checked when the stage starts.
+class RewardModel {
+ public:
+  // InputError naming the reward's file:line:col and the fix, thrown on every
+  // rank alike (collective over env.world), when: the role has no value head;
+  // it is not on every rank, or its dp size or this rank's dp coordinate
+  // differs from the policy's; its vocabulary or tokenizer differs from the
+  // policy's. Needs a whole (pp = 1) role, as the runner builds them.
+  RewardModel(StageEnv& env, const std::string& reward_name, const Role& policy, int64_t micro_batch);
+
+  // One score per sample (collective over the reward role's tp and sp groups).
+  std::vector<double> score(const std::vector<SampleIds>& samples);
+
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  Role& role_;
+  int64_t micro_batch_;
+};
+
+}  // namespace hpcrl::algo

@@ -1,0 +1,143 @@
+// Reward-model scoring (see reward_model.h): the stage-start checks that a
+// value-head role can score the policy's samples where they are, and the
+// batched no-grad forward that reads each row's value at its last token.
+#include "hpcrl/algo/reward_model.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "hpcrl/algo/token_batch.h"
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::algo {
+
+namespace {
+
+// "" when the two tokenizers map every id to the same token, else what differs.
+std::string tokenizer_difference(const io::Tokenizer& a, const io::Tokenizer& b) {
+  if (a.source() == b.source()) return "";  // the same file (or both the built-in byte tokenizer)
+  if (a.vocab_size() != b.vocab_size())
+    return std::to_string(a.vocab_size()) + " vs " + std::to_string(b.vocab_size()) + " token ids";
+  for (int32_t id = 0; id < static_cast<int32_t>(a.vocab_size()); ++id)
+    if (a.id_to_token(id) != b.id_to_token(id))
+      return "token id " + std::to_string(id) + " is '" + a.id_to_token(id) + "' vs '" + b.id_to_token(id) + "'";
+  if (a.eos_id() != b.eos_id()) return "EOS id " + std::to_string(a.eos_id()) + " vs " + std::to_string(b.eos_id());
+  return "";
+}
+
+}  // namespace
+
+std::vector<SampleIds> sample_ids(const std::vector<std::vector<int32_t>>& prompt_ids,
+                                  const std::vector<rollout::Sample>& samples) {
+  std::vector<SampleIds> out;
+  out.reserve(samples.size());
+  for (const auto& s : samples) out.push_back({&prompt_ids.at(s.prompt_index), &s.tokens});
+  return out;
+}
+
+std::vector<double> last_token_values(Role& rm, const std::vector<SampleIds>& samples, int64_t micro_batch) {
+  HPCRL_CHECK(rm.member() && rm.model->score && rm.model->is_whole(),
+              "role " << rm.name << " cannot score here: it needs a whole (pp = 1) model with a value head "
+                      "on this rank");
+  torch::NoGradGuard no_grad;
+  const int64_t B = static_cast<int64_t>(samples.size());
+  std::vector<double> out(samples.size());
+  auto length = [&](int64_t i) {
+    return samples[i].prompt->size() + (samples[i].response ? samples[i].response->size() : 0);
+  };
+  // Similar lengths share a micro-batch (less padding); scores do not depend on the grouping.
+  std::vector<int64_t> order(samples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return length(a) < length(b); });
+  const int64_t micro = micro_batch > 0 ? micro_batch : std::max<int64_t>(1, B);
+  const int sp = rm.ctx.sp_size();
+  const int32_t pad = rm.tokenizer ? std::max(0, rm.tokenizer->pad_id()) : 0;
+  for (int64_t m = 0; m < B; m += micro) {
+    const int64_t e = std::min(B, m + micro);
+    std::vector<std::vector<int32_t>> prompts, responses;
+    std::vector<int64_t> last;  // position of each row's last token
+    for (int64_t k = m; k < e; ++k) {
+      const SampleIds& s = samples[order[k]];
+      prompts.push_back(*s.prompt);
+      responses.push_back(s.response ? *s.response : std::vector<int32_t>{});
+      last.push_back(static_cast<int64_t>(length(order[k])) - 1);
+    }
+    // [b, T] right-padded, T a multiple of sp; this rank runs its [b, T/sp] chunk.
+    TokenBatch sb = sequence_shard(make_token_batch(prompts, responses, pad, sp, rm.device()), rm.ctx.sp_rank(), sp);
+    at::Tensor v = rm.model->values(rm.model->forward(sb.ids, {}, sb.attention_mask).hidden);  // [b, T/sp] fp32
+    // Each row's last token lies in one sp chunk: read it there, zeros elsewhere, summed over sp.
+    const int64_t chunk = sb.ids.size(1), c0 = rm.ctx.sp_rank() * chunk;
+    at::Tensor pos = at::tensor(last, at::kLong).to(v.device()) - c0;                     // [b]
+    at::Tensor inside = pos.ge(0).logical_and(pos.lt(chunk));
+    at::Tensor picked = v.gather(1, pos.clamp(0, chunk - 1).unsqueeze(1)).squeeze(1);    // [b]
+    picked = at::where(inside, picked, at::zeros_like(picked)).contiguous();
+    if (sp > 1) rm.ctx.sp->all_reduce(picked);
+    at::Tensor host = picked.to(at::kCPU, at::kDouble);
+    auto acc = host.accessor<double, 1>();
+    for (int64_t k = m; k < e; ++k) out[order[k]] = acc[k - m];
+  }
+  return out;
+}
+
+RewardModel::RewardModel(StageEnv& env, const std::string& reward_name, const Role& policy, int64_t micro_batch)
+    : name_(reward_name), role_(env.role(env.pipeline->find_reward(reward_name)->model)), micro_batch_(micro_batch) {
+  const config::PipelineConfig& pipeline = *env.pipeline;
+  const std::string& rm = role_.name;
+  const std::string& pol = policy.name;
+  const std::string where = pipeline.pos("rewards." + reward_name).str() + ": rewards." + reward_name + ": ";
+  const config::ModelConfig& mc = *role_.config;
+  const config::ParallelConfig& pp = policy.config->parallel;
+
+  // What the config alone decides: the same on every rank, so every rank stops here alike.
+  // (A pipelined reward role never gets here: the runner refuses it before building models.)
+  HPCRL_CHECK_INPUT(mc.head == config::Head::value,
+                    where << "role '" << rm << "' has head: " << config::to_string(mc.head)
+                          << ", but a reward model needs a value head; give models." << rm << " head: value");
+  HPCRL_CHECK_INPUT(role_.dp_size == policy.dp_size,
+                    where << "the reward model '" << rm << "' has dp = " << role_.dp_size << " but the policy '" << pol
+                          << "' has dp = " << policy.dp_size << "; each rank scores the samples it generated, so "
+                          << "their data-parallel sizes must match: give models." << rm << " tp·sp = "
+                          << pp.tp * pp.sp * pp.pp << " (the policy's tp·sp·pp), e.g. parallel: {tp: "
+                          << pp.tp * pp.sp * pp.pp << "}");
+
+  // Where each rank stands: [holds the reward model, its dp coordinate, the policy's (-1 outside the policy)].
+  HPCRL_CHECK(env.world, "a model reward needs the world communicator");
+  at::Tensor mine = at::tensor({int64_t(role_.member()), int64_t(role_.dp_rank),
+                                int64_t(policy.member() ? policy.dp_rank : -1)}, at::kLong);
+  at::Tensor all = env.world->size() > 1 ? env.world->all_gather(mine, 0) : mine;
+  auto a = all.accessor<int64_t, 1>();
+  for (int r = 0; r < env.world->size(); ++r)
+    HPCRL_CHECK_INPUT(a[3 * r] == 1, where << "rank " << r << " does not hold the reward model '" << rm
+                      << "'; every rank scores its own samples, so the reward model must be on every rank "
+                      << "(placement.mode: colocated, or give models." << rm << " the policy's ranks)");
+  // A role on every rank leaves no ranks for a disaggregated policy: placements are colocated here.
+  HPCRL_CHECK(policy.member(), "the policy '" << pol << "' is not on this rank, but the reward model is on every rank");
+  for (int r = 0; r < env.world->size(); ++r)
+    HPCRL_CHECK_INPUT(a[3 * r + 1] == a[3 * r + 2],
+                      where << "rank " << r << " holds data-parallel replica " << a[3 * r + 2] << " of the policy '"
+                            << pol << "' but replica " << a[3 * r + 1] << " of the reward model '" << rm
+                            << "', so it would score samples it did not generate; the ranks of each reward-model "
+                            << "replica must be those of one policy replica (a pipelined policy spreads its replicas "
+                            << "over the pp stages: use a policy with pp: 1, or dp = 1)");
+
+  // Every rank holds both roles now; their vocabularies are the same on every rank.
+  const int64_t v_rm = role_.model->arch().vocab_size, v_pol = policy.model->arch().vocab_size;
+  const std::string fix = "a reward model scores the policy's token ids, so it must share the policy's tokenizer and "
+                          "vocabulary: use a reward model trained from the policy's base model (e.g. models." + rm +
+                          ": {init: {from: " + pol + "}, head: value}, then trained)";
+  HPCRL_CHECK_INPUT(v_rm == v_pol, where << "the reward model '" << rm << "' has a vocabulary of " << v_rm
+                                         << " tokens but the policy '" << pol << "' has " << v_pol << "; " << fix);
+  const std::string diff = tokenizer_difference(*role_.tokenizer, *policy.tokenizer);
+  HPCRL_CHECK_INPUT(diff.empty(), where << "the reward model '" << rm << "' uses tokenizer "
+                                        << role_.tokenizer->source() << " but the policy '" << pol << "' uses "
+                                        << policy.tokenizer->source() << " (" << diff << "); " << fix
+                                        << ", or set models." << rm << ".tokenizer to the policy's");
+}
+
+std::vector<double> RewardModel::score(const std::vector<SampleIds>& samples) {
+  return last_token_values(role_, samples, micro_batch_);
+}
+
+}  // namespace hpcrl::algo

@@ -16,21 +16,11 @@ using namespace hpcrl::test;
 namespace {
 // tests/e2e/data/tiny.yaml with a `judge` command reward added to GRPO's.
 std::string config_with_judge(const std::string& dir, const std::string& command) {
-  std::ifstream in("tests/e2e/data/tiny.yaml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string y = ss.str();
-  auto replace = [&](const std::string& from, const std::string& to) {
-    auto at = y.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) y.replace(at, from.size(), to);
-  };
-  replace("  math: {type: verifiable}\n", "  math: {type: verifiable}\n  judge: {type: command, command: '" + command +
-                                              "', timeout_s: 20}\n");
-  replace("reward: math,", "reward: [math, judge],");
-  const std::string path = dir + "/judge.yaml";
-  std::ofstream(path) << y;
-  return path;
+  return write_tiny_config_with(dir + "/judge.yaml",
+                                {{"  math: {type: verifiable}\n",
+                                  "  math: {type: verifiable}\n  judge: {type: command, command: '" + command +
+                                      "', timeout_s: 20}\n"},
+                                 {"reward: math,", "reward: [math, judge],"}});
 }
 
 const std::string kShort = " --set stages.0.sft.steps=10 --set stages.2.distill.steps=2";

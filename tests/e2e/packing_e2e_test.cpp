@@ -6,7 +6,6 @@
 // the per-sequence loss aggregation whose row means span both sp ranks.
 #include <gtest/gtest.h>
 
-#include <fstream>
 
 #include "run_util.h"
 
@@ -17,27 +16,7 @@ namespace {
 const std::string kSft = "tests/e2e/data/tiny.yaml --set 'stages=[{sft: {model: policy, data: arith, steps: 10, "
                          "batch: 16, lr: 3.0e-3, micro_batch: 8}}]' --set run.eval_before_train=false";
 
-// GRPO with a dense reward (the response's length) so every iteration has
-// non-zero advantages, loss, KL and gradients.
-std::string write_grpo(const std::string& dir, const std::string& loss_agg) {
-  const std::string yaml = dir + "/grpo.yaml";
-  std::ofstream(yaml) << R"(run: {name: packing-grpo, seed: 3, eval_before_train: false,
-      eval_sampling: {prompts: 16, max_new_tokens: 12}}
-models:
-  policy:    {init: {preset: tiny-2l}}
-  reference: {init: {from: policy}, frozen: true}
-rewards:
-  judge: {type: command, command: 'while read -r line; do echo "{\"score\": ${#line}}"; done', timeout_s: 20}
-data:
-  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}
-stages:
-  - grpo: {policy: policy, reference: reference, reward: judge, data: arith, iterations: 2, prompts: 8, group: 4,
-           max_new_tokens: 24, temperature: 1.0, lr: 1.0e-3, micro_batch: 8, recompute_old_logprobs: true,
-           loss_agg: )" << loss_agg << R"(, kl: {coef: 0.05, estimator: k3}}
-trace: {chrome: true, metrics: true, comm: true}
-)";
-  return yaml;
-}
+const std::string kGrpo = "tests/e2e/data/grpo_judge.yaml";
 
 void expect_same_grpo(const std::string& a_dir, const std::string& b_dir) {
   auto a = lines_with(read_metrics(a_dir + "/metrics.jsonl"), "grpo", "reward/mean");
@@ -79,10 +58,9 @@ TEST(PackingE2E, SftPackedAndTokenBudgetedFollowPadded) {
 
 TEST(PackingE2E, GrpoPackedFollowsPadded) {
   const std::string dir = scratch_dir("packing-grpo");
-  const std::string yaml = write_grpo(dir, "token_mean");
-  Proc padded = run_hpcrl("run " + yaml + " --out " + dir + "/padded");
+  Proc padded = run_hpcrl("run " + kGrpo + " --out " + dir + "/padded");
   ASSERT_EQ(padded.exit_code, 0) << padded.output;
-  Proc packed = run_hpcrl("run " + yaml + " --set stages[0].grpo.packing=true --set stages[0].grpo.micro_batch_tokens=300"
+  Proc packed = run_hpcrl("run " + kGrpo + " --set stages[0].grpo.packing=true --set stages[0].grpo.micro_batch_tokens=300"
                           " --out " + dir + "/packed");
   ASSERT_EQ(packed.exit_code, 0) << packed.output;
   expect_same_grpo(dir + "/padded", dir + "/packed");
@@ -90,7 +68,7 @@ TEST(PackingE2E, GrpoPackedFollowsPadded) {
 
 TEST(PackingE2E, GrpoSp2PackedFollowsSp1ForPerSequenceLossMeans) {
   const std::string dir = scratch_dir("packing-grpo-sp");
-  const std::string yaml = write_grpo(dir, "seq_mean_token_mean");
+  const std::string yaml = kGrpo + " --set stages[0].grpo.loss_agg=seq_mean_token_mean";
   Proc one = run_hpcrl("run " + yaml + " --out " + dir + "/sp1");
   ASSERT_EQ(one.exit_code, 0) << one.output;
   Proc two = run_hpcrl("run " + yaml + " --set models.policy.parallel.sp=2 --set models.reference.parallel.sp=2"
@@ -101,23 +79,7 @@ TEST(PackingE2E, GrpoSp2PackedFollowsSp1ForPerSequenceLossMeans) {
 
 TEST(PackingE2E, PpoCriticPackedFollowsPadded) {
   const std::string dir = scratch_dir("packing-ppo");
-  const std::string yaml = dir + "/ppo.yaml";
-  std::ofstream(yaml) << R"(run: {name: packing-ppo, seed: 3, eval_before_train: false,
-      eval_sampling: {prompts: 16, max_new_tokens: 12}}
-models:
-  policy:    {init: {preset: tiny-2l}}
-  reference: {init: {from: policy}, frozen: true}
-  critic:    {init: {preset: tiny-2l}, head: value}
-rewards:
-  judge: {type: command, command: 'while read -r line; do echo "{\"score\": $(( ${#line} % 7 ))}"; done', timeout_s: 20}
-data:
-  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}
-stages:
-  - ppo: {policy: policy, reference: reference, critic: critic, reward: judge, data: arith, iterations: 2, prompts: 8,
-          group: 2, max_new_tokens: 24, temperature: 1.0, lr: 1.0e-3, critic_lr: 1.0e-2, epochs: 2, mini_batch: 8,
-          micro_batch: 4, value_clip: 0.1, kl: {coef: 0.05, estimator: k3}}
-trace: {chrome: true, metrics: true, comm: true}
-)";
+  const std::string yaml = "tests/e2e/data/ppo_judge.yaml";
   Proc padded = run_hpcrl("run " + yaml + " --out " + dir + "/padded");
   ASSERT_EQ(padded.exit_code, 0) << padded.output;
   Proc packed = run_hpcrl("run " + yaml + " --set stages[0].ppo.packing=true --set stages[0].ppo.micro_batch_tokens=90"

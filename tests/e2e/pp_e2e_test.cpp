@@ -20,16 +20,6 @@ using namespace hpcrl::test;
 namespace {
 const std::string kConfig = "tests/e2e/data/tiny.yaml";
 
-void expect_close(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b, const std::string& key,
-                  double rel_tol) {
-  ASSERT_EQ(a.size(), b.size()) << key;
-  ASSERT_FALSE(a.empty()) << key;
-  for (size_t i = 0; i < a.size(); ++i) {
-    double x = a[i][key].get<double>(), y = b[i][key].get<double>();
-    EXPECT_NEAR(x, y, rel_tol * std::max(1.0, std::abs(x))) << key << " at line " << i;
-  }
-}
-
 // SFT of tiny-2l (2 layers: one per stage at pp=2) with 4 micro-batches per rank and step.
 const std::string kSft = kConfig +
                          " --set 'stages=[{sft: {model: policy, data: arith, steps: 8, batch: 16, lr: 3.0e-3, "
@@ -40,13 +30,13 @@ void expect_follows(const std::string& base, const std::string& other) {
   auto a = read_metrics(base + "/metrics.jsonl"), b = read_metrics(other + "/metrics.jsonl");
   auto la = lines_with(a, "sft", "loss"), lb = lines_with(b, "sft", "loss");
   ASSERT_EQ(la.size(), 8u);
-  expect_close(la, lb, "loss", 1e-5);
-  expect_close(la, lb, "grad_norm", 1e-4);
+  expect_close_curves(la, lb, "loss", 1e-5);
+  expect_close_curves(la, lb, "grad_norm", 1e-4);
   // The stage-end evaluation: teacher-forced loss through the pipeline, greedy
   // answers from the rollout copy (same weights, so the same answers).
   auto ea = lines_with(a, "sft", "eval/loss"), eb = lines_with(b, "sft", "eval/loss");
   ASSERT_EQ(ea.size(), 1u);
-  expect_close(ea, eb, "eval/loss", 1e-5);
+  expect_close_curves(ea, eb, "eval/loss", 1e-5);
   EXPECT_EQ(ea[0]["eval/accuracy"], eb[0]["eval/accuracy"]);
   EXPECT_EQ(ea[0]["eval/response_len"], eb[0]["eval/response_len"]);
 }
@@ -119,22 +109,7 @@ TEST(PipelineParallelE2E, GrpoPp2MatchesPp1) {
   // line, i.e. of the response), so advantages, the loss, the KL to the
   // pipelined reference and the gradients are all non-zero from iteration 1.
   std::string dir = scratch_dir("pp-grpo");
-  const std::string yaml = dir + "/grpo.yaml";
-  std::ofstream(yaml) << R"(run: {name: pp-grpo, seed: 3, eval_before_train: false,
-      eval_sampling: {prompts: 16, max_new_tokens: 12}}
-models:
-  policy:    {init: {preset: tiny-2l}}
-  reference: {init: {from: policy}, frozen: true}
-rewards:
-  judge: {type: command, command: 'while read -r line; do echo "{\"score\": ${#line}}"; done', timeout_s: 20}
-data:
-  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}
-stages:
-  - grpo: {policy: policy, reference: reference, reward: judge, data: arith, iterations: 2, prompts: 8, group: 4,
-           max_new_tokens: 24, temperature: 1.0, lr: 1.0e-3, micro_batch: 8, recompute_old_logprobs: true,
-           kl: {coef: 0.05, estimator: k3}}
-trace: {chrome: true, metrics: true, comm: true}
-)";
+  const std::string yaml = "tests/e2e/data/grpo_judge.yaml";
   Proc one = run_hpcrl("run " + yaml + " --out " + dir + "/pp1");
   ASSERT_EQ(one.exit_code, 0) << one.output;
   // Policy and reference pipelined; rollouts come from the policy's pp=1 copy,
@@ -153,9 +128,9 @@ trace: {chrome: true, metrics: true, comm: true}
     SCOPED_TRACE("iteration " + std::to_string(i + 1));
     EXPECT_EQ(a[i]["reward/mean"], b[i]["reward/mean"]);
     EXPECT_EQ(a[i]["response_len/mean"], b[i]["response_len/mean"]);
-    expect_close({a[i]}, {b[i]}, "loss", 1e-5);
-    expect_close({a[i]}, {b[i]}, "kl", 1e-4);
-    expect_close({a[i]}, {b[i]}, "grad_norm", 1e-4);
+    expect_close_curves({a[i]}, {b[i]}, "loss", 1e-5);
+    expect_close_curves({a[i]}, {b[i]}, "kl", 1e-4);
+    expect_close_curves({a[i]}, {b[i]}, "grad_norm", 1e-4);
   }
 }
 
@@ -166,23 +141,7 @@ TEST(PipelineParallelE2E, PpoPp2MatchesPp1) {
   // value clipping, the critic's pipelined micro-batches and its optimizer
   // steps all matter; the critic moves, so iteration 2's values differ.
   std::string dir = scratch_dir("pp-ppo");
-  const std::string yaml = dir + "/ppo.yaml";
-  std::ofstream(yaml) << R"(run: {name: pp-ppo, seed: 3, eval_before_train: false,
-      eval_sampling: {prompts: 16, max_new_tokens: 12}}
-models:
-  policy:    {init: {preset: tiny-2l}}
-  reference: {init: {from: policy}, frozen: true}
-  critic:    {init: {preset: tiny-2l}, head: value}
-rewards:
-  judge: {type: command, command: 'while read -r line; do echo "{\"score\": $(( ${#line} % 7 ))}"; done', timeout_s: 20}
-data:
-  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}
-stages:
-  - ppo: {policy: policy, reference: reference, critic: critic, reward: judge, data: arith, iterations: 2, prompts: 8,
-          group: 2, max_new_tokens: 24, temperature: 1.0, lr: 1.0e-3, critic_lr: 1.0e-2, epochs: 2, mini_batch: 8,
-          micro_batch: 4, value_clip: 0.1, recompute_old_logprobs: true, kl: {coef: 0.05, estimator: k3}}
-trace: {chrome: true, metrics: true, comm: true}
-)";
+  const std::string yaml = "tests/e2e/data/ppo_judge.yaml";
   Proc one = run_hpcrl("run " + yaml + " --out " + dir + "/pp1");
   ASSERT_EQ(one.exit_code, 0) << one.output;
   const std::string pp2 = " --set models.policy.parallel.pp=2 --set models.reference.parallel.pp=2"
@@ -203,12 +162,12 @@ trace: {chrome: true, metrics: true, comm: true}
     SCOPED_TRACE("iteration " + std::to_string(i + 1));
     EXPECT_EQ(a[i]["reward/mean"], b[i]["reward/mean"]);
     EXPECT_EQ(a[i]["response_len/mean"], b[i]["response_len/mean"]);
-    expect_close({a[i]}, {b[i]}, "critic/values_mean", 1e-5);
-    expect_close({a[i]}, {b[i]}, "critic/loss", 1e-5);
-    expect_close({a[i]}, {b[i]}, "critic/clip_frac", 1e-6);
-    expect_close({a[i]}, {b[i]}, "loss", 1e-5);
-    expect_close({a[i]}, {b[i]}, "kl", 1e-4);
-    expect_close({a[i]}, {b[i]}, "grad_norm", 1e-4);
+    expect_close_curves({a[i]}, {b[i]}, "critic/values_mean", 1e-5);
+    expect_close_curves({a[i]}, {b[i]}, "critic/loss", 1e-5);
+    expect_close_curves({a[i]}, {b[i]}, "critic/clip_frac", 1e-6);
+    expect_close_curves({a[i]}, {b[i]}, "loss", 1e-5);
+    expect_close_curves({a[i]}, {b[i]}, "kl", 1e-4);
+    expect_close_curves({a[i]}, {b[i]}, "grad_norm", 1e-4);
   }
 }
 
@@ -239,10 +198,10 @@ TEST(PipelineParallelE2E, DistillPp2MatchesPp1) {
     // Step 1 (same weights) to fp32 round-off; later steps drift a little
     // further, as Adam's first updates turn round-off-sized gradients into
     // lr-sized steps (the tp=2 student, a path pp does not touch, drifts alike).
-    expect_close({a[0]}, {b[0]}, "loss", 1e-6);
-    expect_close({a[0]}, {b[0]}, "grad_norm", 1e-6);
-    expect_close(a, b, "loss", 1e-4);
-    expect_close(a, b, "grad_norm", 1e-4);
+    expect_close_curves({a[0]}, {b[0]}, "loss", 1e-6);
+    expect_close_curves({a[0]}, {b[0]}, "grad_norm", 1e-6);
+    expect_close_curves(a, b, "loss", 1e-4);
+    expect_close_curves(a, b, "grad_norm", 1e-4);
   }
 }
 

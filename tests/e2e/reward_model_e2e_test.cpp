@@ -72,27 +72,16 @@ void write_constant_reward_model(const std::string& dir, int64_t vocab) {
 // tests/e2e/data/tiny.yaml with reward-model roles (name → models entry), each a
 // `type: model` reward of the same name summed into GRPO's reward after math.
 std::string config_with_rms(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& rms) {
-  std::ifstream in("tests/e2e/data/tiny.yaml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string y = ss.str();
-  auto replace = [&](const std::string& from, const std::string& to) {
-    auto at = y.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) y.replace(at, from.size(), to);
-  };
   std::string models, rewards, names;
   for (const auto& [name, role] : rms) {
     models += "  " + name + ": " + role + "\n";
     rewards += "  " + name + ": {type: model, model: " + name + "}\n";
     names += ", " + name;
   }
-  replace("  student:   {init: {preset: tiny-2l}}\n", "  student:   {init: {preset: tiny-2l}}\n" + models);
-  replace("  math: {type: verifiable}\n", "  math: {type: verifiable}\n" + rewards);
-  replace("reward: math,", "reward: [math" + names + "],");
-  const std::string path = dir + "/rm.yaml";
-  std::ofstream(path) << y;
-  return path;
+  return write_tiny_config_with(
+      dir + "/rm.yaml", {{"  student:   {init: {preset: tiny-2l}}\n", "  student:   {init: {preset: tiny-2l}}\n" + models},
+                         {"  math: {type: verifiable}\n", "  math: {type: verifiable}\n" + rewards},
+                         {"reward: math,", "reward: [math" + names + "],"}});
 }
 
 const std::string kShort = " --set stages.0.sft.steps=10 --set stages.2.distill.steps=1";

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace hpcrl::test {
 
@@ -83,6 +84,21 @@ nlohmann::json without_timing(nlohmann::json j) {
     else ++it;
   }
   return j;
+}
+
+std::string write_tiny_config_with(const std::string& path,
+                                   const std::vector<std::pair<std::string, std::string>>& edits) {
+  std::ifstream in("tests/e2e/data/tiny.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string y = ss.str();
+  for (const auto& [from, to] : edits) {
+    const auto at = y.find(from);
+    EXPECT_NE(at, std::string::npos) << "tests/e2e/data/tiny.yaml has no '" << from << "'";
+    if (at != std::string::npos) y.replace(at, from.size(), to);
+  }
+  std::ofstream(path) << y;
+  return path;
 }
 
 void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hpcrl::test {
@@ -35,6 +36,10 @@ std::vector<nlohmann::json> lines_with(const std::vector<nlohmann::json>& m, con
 // within rel_tol · max(1, |a|) (gtest failures name the key and the line).
 void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
                          const std::string& key, double rel_tol);
+// tests/e2e/data/tiny.yaml with each (from, to) replaced once, written to
+// `path` (returned). A `from` the file lacks is a gtest failure naming it.
+std::string write_tiny_config_with(const std::string& path,
+                                   const std::vector<std::pair<std::string, std::string>>& edits);
 // A fresh empty directory under /tmp for one test.
 std::string scratch_dir(const std::string& name);
 

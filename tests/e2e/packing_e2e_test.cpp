@@ -2,7 +2,7 @@
 // training. SFT, GRPO, PPO (policy and critic) and distillation (teacher and
 // student) with `packing: true` (several sequences per row, no padding) and
 // with a token budget per micro-batch (`micro_batch_tokens`) follow the
-// padded run; GRPO with sp=2 and packing follows sp=1, also for
+// padded run (SFT also pipelined, pp=2); GRPO with sp=2 and packing follows sp=1, also for
 // the per-sequence loss aggregation whose row means span both sp ranks.
 #include <gtest/gtest.h>
 
@@ -108,6 +108,20 @@ TEST(PackingE2E, DistillPackedFollowsPadded) {
   auto b = lines_with(read_metrics(dir + "/packed/metrics.jsonl"), "distill", "loss");
   ASSERT_EQ(a.size(), 6u);
   EXPECT_LT(a.back()["loss"].get<double>(), a.front()["loss"].get<double>());  // the student moves toward the teacher
+  expect_close_curves(a, b, "loss", 1e-4);
+  expect_close_curves(a, b, "grad_norm", 1e-4);
+}
+
+TEST(PackingE2E, SftPp2PackedFollowsPadded) {
+  // Packed micro-batches carry their positions and segments through the pipeline's stages.
+  const std::string dir = scratch_dir("packing-sft-pp");
+  Proc padded = run_hpcrl("run " + kSft + " --out " + dir + "/padded");
+  ASSERT_EQ(padded.exit_code, 0) << padded.output;
+  Proc pp = run_hpcrl("run " + kSft + " --set models.policy.parallel.pp=2 --set stages[0].sft.packing=true"
+                      " --set stages[0].sft.micro_batch_tokens=120 --out " + dir + "/pp2", 2);
+  ASSERT_EQ(pp.exit_code, 0) << pp.output;
+  auto a = lines_with(read_metrics(dir + "/padded/metrics.jsonl"), "sft", "loss");
+  auto b = lines_with(read_metrics(dir + "/pp2/metrics.jsonl"), "sft", "loss");
   expect_close_curves(a, b, "loss", 1e-4);
   expect_close_curves(a, b, "grad_norm", 1e-4);
 }

@@ -135,13 +135,8 @@ StageResult run_distill(StageEnv& env) {
       };
       std::vector<Micro> micros;
       for (const MicroBatch& mb : plan_micro_batches(batch, micro_batch_options(cfg.train, sp))) {
-        auto cut = [&](const at::Tensor& t) {
-          if (!t.defined()) return t;
-          at::Tensor v = mb.gather(t);  // [R, L, k]
-          const int64_t chunk = v.size(1) / sp;
-          return v.slice(1, student.ctx.sp_rank() * chunk, (student.ctx.sp_rank() + 1) * chunk);
-        };
-        micros.push_back({sequence_shard(mb.tokens, student.ctx.sp_rank(), sp), {cut(tk.ids), cut(tk.logprob)},
+        micros.push_back({sequence_shard(mb.tokens, student.ctx.sp_rank(), sp),
+                          {mb.gather_chunk(tk.ids, student.ctx.sp), mb.gather_chunk(tk.logprob, student.ctx.sp)},
                           double(mb.end - mb.begin) / local_batch});
       }
       // A micro-batch's loss from the student's final hidden states.

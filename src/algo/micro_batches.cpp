@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "hpcrl/parallel/sequence/ulysses.h"
 #include "hpcrl/util/check.h"
 
 namespace hpcrl::algo {
@@ -90,6 +91,10 @@ at::Tensor MicroBatch::gather(const at::Tensor& batch_values) const {
   return out.masked_fill(padding, 0);
 }
 
+at::Tensor MicroBatch::gather_chunk(const at::Tensor& batch_values, const dist::CommPtr& sp) const {
+  return batch_values.defined() ? parallel::sequence::sequence_chunk(gather(batch_values), sp) : batch_values;
+}
+
 at::Tensor MicroBatch::scatter(const at::Tensor& values, int64_t T) const {
   HPCRL_CHECK(values.dim() >= 2 && values.size(0) == source.size(0) && values.size(1) == source.size(1),
               "values " << values.sizes() << " are not in this micro-batch's layout " << source.sizes());
@@ -124,6 +129,21 @@ std::vector<MicroBatch> plan_micro_batches(const TokenBatch& b, const MicroBatch
     begin = end;
   }
   return out;
+}
+
+at::Tensor forward_per_token(Role& role, const TokenBatch& b, MicroBatchOptions micro, const PerTokenHead& head) {
+  HPCRL_CHECK(b.rows() > 0 && role.model->is_whole(), "a forward-only pass needs rows and a whole (pp = 1) model");
+  at::NoGradGuard no_grad;
+  const int sp = role.ctx.sp_size();
+  micro.multiple = sp;  // this role's sp, which may differ from the batch maker's
+  std::vector<at::Tensor> parts;
+  for (const MicroBatch& mb : plan_micro_batches(b, micro)) {
+    TokenBatch sb = sequence_shard(mb.tokens, role.ctx.sp_rank(), sp);
+    at::Tensor out = head(forward_tokens(*role.model, sb).hidden, sb);  // [R, L/sp, ...]
+    if (sp > 1) out = role.ctx.sp->all_gather(out.contiguous(), 1);
+    parts.push_back(mb.scatter(out, b.ids.size(1)));
+  }
+  return at::cat(parts, 0);  // [B, T, ...]
 }
 
 model::ForwardOutput forward_tokens(model::DecoderModel& m, const TokenBatch& sb) {

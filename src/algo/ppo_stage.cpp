@@ -48,11 +48,7 @@ void critic_forward_backward(Role& critic, Trainer& trainer, const TokenBatch& b
   };
   std::vector<Micro> micros;
   for (const MicroBatch& mb : plan_micro_batches(slice_rows(batch, lo, hi), micro)) {
-    auto cut = [&](const at::Tensor& t) {
-      at::Tensor v = mb.gather(t.slice(0, lo, hi));
-      const int64_t chunk = v.size(1) / sp;
-      return v.slice(1, critic.ctx.sp_rank() * chunk, (critic.ctx.sp_rank() + 1) * chunk);
-    };
+    auto cut = [&](const at::Tensor& t) { return mb.gather_chunk(t.slice(0, lo, hi), critic.ctx.sp); };
     micros.push_back({sequence_shard(mb.tokens, critic.ctx.sp_rank(), sp), cut(target.mask), cut(target.old_values),
                       cut(target.returns)});
   }

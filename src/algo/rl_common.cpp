@@ -20,13 +20,6 @@ namespace hpcrl::algo {
 
 namespace {
 constexpr int64_t kMaxSamplingRounds = 4;  // dynamic sampling: 1 + up to 3 refills
-
-at::Tensor shard_cols(const at::Tensor& t, const Role& r) {
-  const int sp = r.ctx.sp_size();
-  if (sp == 1 || !t.defined()) return t;
-  const int64_t chunk = t.size(1) / sp;
-  return t.slice(1, r.ctx.sp_rank() * chunk, (r.ctx.sp_rank() + 1) * chunk);
-}
 }  // namespace
 
 void RolloutSamples::append(const RolloutSamples& o, size_t first, size_t count) {
@@ -254,9 +247,11 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
         const at::Tensor weights = loss_weights(mk, pl.agg);  // on whole rows, before any cut
         std::vector<Micro> micros;
         for (const MicroBatch& mb : plan_micro_batches(rows, micro_batch_options(cfg_.train, policy_.ctx.sp_size()))) {
-          auto cut = [&](const at::Tensor& t) { return shard_cols(mb.gather(t.defined() ? t.slice(0, lo, hi) : t), policy_); };
+          auto cut = [&](const at::Tensor& t) {
+            return mb.gather_chunk(t.defined() ? t.slice(0, lo, hi) : t, policy_.ctx.sp);
+          };
           micros.push_back({sequence_shard(mb.tokens, policy_.ctx.sp_rank(), policy_.ctx.sp_size()), cut(exp.old_logp),
-                            cut(exp.advantages), cut(exp.ref_logp), cut(mask), shard_cols(mb.gather(weights), policy_)});
+                            cut(exp.advantages), cut(exp.ref_logp), cut(mask), mb.gather_chunk(weights, policy_.ctx.sp)});
         }
         if (micros.empty()) trainer.begin_micro_batch(true);
         // The per-micro-batch loss and statistics, from the policy's final hidden states.

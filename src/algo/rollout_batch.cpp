@@ -20,7 +20,7 @@ at::Tensor scatter_response_values(const TokenBatch& b, const std::vector<std::v
 at::Tensor forward_logprobs(Role& role, const TokenBatch& b, const MicroBatchOptions& micro, double temperature) {
   torch::NoGradGuard no_grad;
   const int sp = role.ctx.sp_size();
-  const int64_t B = b.rows(), T = b.ids.size(1);
+  const int64_t B = b.rows();
   if (role.ctx.pp_size() > 1) {  // row micro-batches, through the role's pipeline
     TokenBatch sb = sequence_shard(b, role.ctx.sp_rank(), sp);
     at::Tensor lp = pipeline_logprobs(role, sb.ids, sb.targets, micro.max_rows > 0 ? micro.max_rows : B,
@@ -28,18 +28,12 @@ at::Tensor forward_logprobs(Role& role, const TokenBatch& b, const MicroBatchOpt
     if (sp > 1) lp = role.ctx.sp->all_gather(lp.contiguous(), 1);
     return lp * b.loss_mask;
   }
-  MicroBatchOptions options = micro;
-  options.multiple = sp;  // this role's sp, which may differ from the batch's maker's
-  std::vector<at::Tensor> parts;
-  for (const MicroBatch& mb : plan_micro_batches(b, options)) {
-    TokenBatch sb = sequence_shard(mb.tokens, role.ctx.sp_rank(), sp);
-    auto out = forward_tokens(*role.model, sb);
-    // The heads have no bias: logits(h / τ) = logits(h) / τ.
-    at::Tensor lp = role.model->token_logprobs(out.hidden / temperature, sb.targets, false).logprobs;  // [R, L/sp]
-    if (sp > 1) lp = role.ctx.sp->all_gather(lp.contiguous(), 1);
-    parts.push_back(mb.scatter(lp, T));
-  }
-  return B == 0 ? b.loss_mask.clone() : at::cat(parts, 0) * b.loss_mask;
+  if (B == 0) return b.loss_mask.clone();
+  // The heads have no bias: logits(h / τ) = logits(h) / τ.
+  auto head = [&](const at::Tensor& hidden, const TokenBatch& sb) {
+    return role.model->token_logprobs(hidden / temperature, sb.targets, false).logprobs;  // [R, L/sp]
+  };
+  return forward_per_token(role, b, micro, head) * b.loss_mask;
 }
 
 Experience slice_experience(const Experience& e, int64_t begin, int64_t end) {

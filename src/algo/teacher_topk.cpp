@@ -37,39 +37,26 @@ TopK vocab_parallel_topk(Role& role, const at::Tensor& hidden, int64_t k, double
 TopK teacher_topk(Role& teacher, const TokenBatch& batch, int64_t k, double temperature, MicroBatchOptions micro) {
   torch::NoGradGuard no_grad;
   const int sp = teacher.ctx.sp_size();
-  const int64_t B = batch.rows(), T = batch.ids.size(1);
-  TopK out;
+  // Ids and log-probs travel as one float64 tensor [.., 2·width] (ids below
+  // 2^53 and float32 log-probs are exact in float64).
+  const int64_t width = std::min(k, teacher.model->arch().vocab_size);
+  auto joined = [&](const at::Tensor& hidden) {
+    TopK t = vocab_parallel_topk(teacher, hidden, k, temperature);
+    return at::cat({t.ids.to(at::kDouble), t.logprob.to(at::kDouble)}, -1);
+  };
+  at::Tensor both;  // [B, T, 2·width]
   if (teacher.ctx.pp_size() > 1) {
-    // Ids and log-probs travel as one float64 tensor [b, T/sp, 2·width] (ids
-    // below 2^53 and float32 log-probs are exact in float64).
-    const int64_t width = std::min(k, teacher.model->arch().vocab_size);
     TokenBatch sb = sequence_shard(batch, teacher.ctx.sp_rank(), sp);
-    auto head = [&](const at::Tensor& hidden, const at::Tensor&) {
-      TopK t = vocab_parallel_topk(teacher, hidden, k, temperature);
-      return at::cat({t.ids.to(at::kDouble), t.logprob.to(at::kDouble)}, -1);
-    };
-    const int64_t rows = micro.max_rows > 0 ? micro.max_rows : B;
-    at::Tensor packed = pipeline_forward_only(teacher, sb.ids, rows, head, {sb.ids.size(1), 2 * width}, at::kDouble);
-    out = {packed.narrow(-1, 0, width).to(at::kLong), packed.narrow(-1, width, width).to(at::kFloat)};
-    if (sp > 1) {
-      out.ids = teacher.ctx.sp->all_gather(out.ids.contiguous(), 1);
-      out.logprob = teacher.ctx.sp->all_gather(out.logprob.contiguous(), 1);
-    }
-    return out;
+    const int64_t rows = micro.max_rows > 0 ? micro.max_rows : batch.rows();
+    both = pipeline_forward_only(
+        teacher, sb.ids, rows, [&](const at::Tensor& hidden, const at::Tensor&) { return joined(hidden); },
+        {sb.ids.size(1), 2 * width}, at::kDouble);
+    if (sp > 1) both = teacher.ctx.sp->all_gather(both.contiguous(), 1);
+  } else {
+    both = forward_per_token(teacher, batch, micro,
+                             [&](const at::Tensor& hidden, const TokenBatch&) { return joined(hidden); });
   }
-  micro.multiple = sp;
-  std::vector<at::Tensor> ids, logprob;
-  for (const MicroBatch& mb : plan_micro_batches(batch, micro)) {
-    TokenBatch tb = sequence_shard(mb.tokens, teacher.ctx.sp_rank(), sp);
-    TopK t = vocab_parallel_topk(teacher, forward_tokens(*teacher.model, tb).hidden, k, temperature);  // [R, L/sp, k]
-    if (sp > 1) {
-      t.ids = teacher.ctx.sp->all_gather(t.ids.contiguous(), 1);
-      t.logprob = teacher.ctx.sp->all_gather(t.logprob.contiguous(), 1);
-    }
-    ids.push_back(mb.scatter(t.ids, T));
-    logprob.push_back(mb.scatter(t.logprob, T));
-  }
-  return {at::cat(ids, 0), at::cat(logprob, 0)};  // [B, T, k]
+  return {both.narrow(-1, 0, width).to(at::kLong), both.narrow(-1, width, width).to(at::kFloat)};
 }
 
 at::Tensor logprobs_at(Role& role, const at::Tensor& hidden, const at::Tensor& ids, double temperature) {

@@ -20,10 +20,13 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <vector>
 
+#include "hpcrl/algo/role.h"
 #include "hpcrl/algo/token_batch.h"
 #include "hpcrl/config/pipeline_config.h"
+#include "hpcrl/dist/communicator.h"
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/model/pipeline_stage.h"
 
@@ -47,6 +50,8 @@ struct MicroBatch {
   // A per-token tensor of the planned batch, [B, T, ...], in this micro-batch's
   // layout [R, L, ...] (0 on padding). Undefined stays undefined.
   at::Tensor gather(const at::Tensor& batch_values) const;
+  // This sp rank's contiguous columns of gather() (all of it without sp).
+  at::Tensor gather_chunk(const at::Tensor& batch_values, const dist::CommPtr& sp) const;
   // The inverse for results: [R, L, ...] → rows [begin, end) of the batch,
   // [end − begin, T, ...] (0 where no token).
   at::Tensor scatter(const at::Tensor& values, int64_t T) const;
@@ -54,6 +59,15 @@ struct MicroBatch {
 
 // Consecutive micro-batches covering every row of `b` (none for an empty batch).
 std::vector<MicroBatch> plan_micro_batches(const TokenBatch& b, const MicroBatchOptions& o);
+
+// Per-token results of a forward-only pass (no grad) of a whole (pp = 1) role
+// over a non-empty batch `b`: micro-batches as `micro` plans them for the
+// role's sp, `head` on each one's final hidden states and sp shard (giving
+// [R, L/sp, ...]), sp shards gathered, back in the batch's layout [B, T, ...]
+// (0 past each row's end). The old/reference log-prob, value and teacher
+// passes differ only in their head.
+using PerTokenHead = std::function<at::Tensor(const at::Tensor& hidden, const TokenBatch& shard)>;
+at::Tensor forward_per_token(Role& role, const TokenBatch& b, MicroBatchOptions micro, const PerTokenHead& head);
 
 // The model's forward for a (sequence-sharded) micro-batch: packed rows bring
 // their positions and segments, trimmed rows run plain causal.

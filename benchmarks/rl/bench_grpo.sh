@@ -45,7 +45,7 @@ trap 'rm -rf "$WORK"' EXIT
 # The quickstart pipeline, shortened: a little SFT (so responses have some
 # shape), 3 GRPO iterations, 1 distillation step, no evaluations.
 QUICK_SET=(--set 'stages[0].sft.steps=10' --set 'stages[1].grpo.iterations=3' --set 'stages[1].grpo.prompts=16' --set 'stages[2].distill.steps=1'
-           --set run.eval_before_train=false --set data.arith.synthetic.eval=0)
+           --set run.eval_before_train=false --set data.arith.synthetic.eval=0 --set 'stages[0].sft.stop_at_accuracy=0')
 # A ~100M policy from random initialisation: GRPO only, 2 prompts, 32 new tokens.
 cat > "$WORK/base-100m.yaml" <<'EOF'
 run: {name: bench-grpo-100m, seed: 1, device: cpu, dtype: float32, eval_before_train: false}

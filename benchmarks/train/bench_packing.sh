@@ -56,6 +56,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 # GRPO iterations with 16-row micro-batches, one distillation step, no evaluations.
 QUICK="--set stages[0].sft.steps=60 --set stages[1].grpo.iterations=6 --set stages[1].grpo.prompts=16 --set stages[1].grpo.micro_batch=16"
 QUICK="$QUICK --set stages[2].distill.steps=1 --set run.eval_before_train=false --set data.arith.synthetic.eval=0"
+QUICK="$QUICK --set stages[0].sft.stop_at_accuracy=0"
 # name | config | extra --set arguments | stage | timed metric | loss metric
 CASES=(
   "sft padded|$WORK/sft.yaml||sft|seconds/step|loss"

@@ -192,6 +192,7 @@ StageResult run_distill(StageEnv& env) {
   loop.start = start;
   loop.total = cfg.steps;
   loop.eval_every = cfg.eval_every;
+  loop.stop_at_accuracy = cfg.stop_at_accuracy;
   loop.step = [&](int64_t step) {
     double loss = train_step(step, sampler.next_batch(cfg.batch, student.dp_rank, student.dp_size));
     return "loss " + std::to_string(loss).substr(0, 6);

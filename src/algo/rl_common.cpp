@@ -349,6 +349,7 @@ StageLoop RlLoop::stage_loop(int64_t start, const std::vector<TrainedRole>& save
   steps.start = start;
   steps.total = cfg_.iterations;
   steps.eval_every = cfg_.eval_every;
+  steps.stop_at_accuracy = cfg_.stop_at_accuracy;
   steps.evaluate = [this, &result](int64_t it) { evaluate(it, result); };
   steps.checkpoint = [this, &saved](int64_t it) { checkpoint(it, saved); };
   return steps;

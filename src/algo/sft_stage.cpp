@@ -123,6 +123,7 @@ StageResult run_sft(StageEnv& env) {
   loop.start = start;
   loop.total = cfg.steps;
   loop.eval_every = cfg.eval_every;
+  loop.stop_at_accuracy = cfg.stop_at_accuracy;
   loop.step = [&](int64_t step) {
     // Every rank advances the shared cursor, members of the role or not.
     auto rows = sampler.next_batch(cfg.batch, role.dp_rank, role.dp_size);

@@ -8,6 +8,16 @@
 
 namespace hpcrl::algo {
 
+namespace {
+// Whether the evaluation just run reached the target on any rank. Collective over
+// the world, so ranks outside the evaluated role stop at the same step.
+bool reached_target(const StageEnv& env, const StageLoop& loop, const StageResult& result) {
+  at::Tensor hit = at::full({1}, result.eval_accuracy >= loop.stop_at_accuracy ? 1 : 0, at::kInt);
+  if (env.world && env.world->size() > 1) env.world->all_reduce(hit, dist::ReduceOp::kMax);
+  return hit.item<int>() != 0;
+}
+}  // namespace
+
 void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result) {
   if (loop.start == 0 && env.pipeline->run.eval_before_train) loop.evaluate(0);
   Progress progress(loop.name, loop.total, env.progress && env.world->rank() == 0, loop.unit);
@@ -21,7 +31,16 @@ void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result) {
     progress.update(s + 1, loop.step(s));
     result.steps_done = s + 1;
     const bool last = s + 1 == loop.total;
-    if (loop.eval_every > 0 && (s + 1) % loop.eval_every == 0 && !last) loop.evaluate(s + 1);
+    if (loop.eval_every > 0 && (s + 1) % loop.eval_every == 0 && !last) {
+      loop.evaluate(s + 1);
+      if (loop.stop_at_accuracy > 0 && reached_target(env, loop, result)) {
+        progress.finish();
+        spdlog::info("{}: held-out accuracy {:.3f} reached stop_at_accuracy {} after {} of {} {}s; the stage ends here",
+                     loop.name, result.eval_accuracy, loop.stop_at_accuracy, s + 1, loop.total, loop.unit);
+        loop.checkpoint(s + 1);
+        return;
+      }
+    }
     if (env.checkpoint_every > 0 && (s + 1) % env.checkpoint_every == 0 && !last) loop.checkpoint(s + 1);
   }
   progress.finish();

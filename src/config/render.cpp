@@ -54,13 +54,17 @@ std::string arch(const ModelConfig& m) {
   return s + ", " + count(static_cast<double>(a.num_parameters())) + " params";
 }
 
+std::string early_stop_note(double target) {
+  return target > 0 ? ", or until held-out accuracy " + schema::format_number(target) : "";
+}
+
 std::string stage_line(const StageConfig& st) {
   std::ostringstream os;
   switch (st.kind) {
     case StageKind::sft: {
       const auto& s = st.sft;
       os << s.model << " on " << s.data << ": " << s.steps << " steps x batch " << s.batch << ", lr "
-         << schema::format_number(s.train.lr);
+         << schema::format_number(s.train.lr) << early_stop_note(s.stop_at_accuracy);
       break;
     }
     case StageKind::grpo:
@@ -70,13 +74,14 @@ std::string stage_line(const StageConfig& st) {
       if (!s.reference.empty()) with.push_back("reference: " + s.reference);
       if (st.kind == StageKind::ppo) with.push_back("critic: " + st.ppo.critic);
       os << s.policy << (with.empty() ? "" : " (" + str::join(with, ", ") + ")") << " on " << s.data << ", reward " << str::join(s.rewards, "+") << ": " << s.iterations << " iterations x "
-         << s.prompts << " prompts x " << s.group << ", max " << s.sampling.max_new_tokens << " new tokens";
+         << s.prompts << " prompts x " << s.group << ", max " << s.sampling.max_new_tokens << " new tokens"
+         << early_stop_note(s.stop_at_accuracy);
       break;
     }
     case StageKind::distill: {
       const auto& s = st.distill;
       os << s.teacher << " -> " << s.student << " on " << s.data << ": " << to_string(s.loss) << ", " << s.steps
-         << " steps x batch " << s.batch << (s.on_policy ? ", on-policy" : "");
+         << " steps x batch " << s.batch << (s.on_policy ? ", on-policy" : "") << early_stop_note(s.stop_at_accuracy);
       break;
     }
   }

@@ -36,6 +36,14 @@ void add_sampling_fields(std::vector<Field<S>>& f, bool with_top_k = true) {
   f.push_back(field<S>("stop", [](auto& s) -> auto& { return s.sampling.stop; }, list_of(text(), 0, SIZE_MAX, true)));
 }
 
+// `stop_at_accuracy` is written back only when set; 0 (off) lets `--set` turn a config's target off.
+template <class S>
+Field<S> stop_at_accuracy_field() {
+  return only_if<S>(field<S>("stop_at_accuracy", [](auto& s) -> auto& { return s.stop_at_accuracy; },
+                             number(0, 1)),
+                    [](const S& s) { return s.stop_at_accuracy > 0; });
+}
+
 // `clip: 0.2` (symmetric) or `clip: [low, high]` (DAPO clip-higher).
 template <class S>
 Field<S> clip_field() {
@@ -76,6 +84,7 @@ Codec<SftStage> sft_codec() {
   };
   add_train_fields(f);
   f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
+  f.push_back(stop_at_accuracy_field<S>());
   return structure<S>({"an sft stage", std::move(f)});
 }
 
@@ -122,6 +131,7 @@ std::vector<Field<S>> rl_fields() {
   f.push_back(field<S>("entropy_coef", [](auto& s) -> auto& { return s.entropy_coef; }, number(0, 1)));
   f.push_back(field<S>("recompute_old_logprobs", [](auto& s) -> auto& { return s.recompute_old_logprobs; }, boolean()));
   f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
+  f.push_back(stop_at_accuracy_field<S>());
   return f;
 }
 
@@ -198,6 +208,7 @@ Codec<DistillStage> distill_codec() {
   add_sampling_fields(f, false);
   add_train_fields(f);
   f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
+  f.push_back(stop_at_accuracy_field<S>());
   // `beta` is only meaningful (and only rendered) for the JSD loss.
   for (auto& field : f)
     if (field.name == "beta") field.applies = [](const S& s) { return s.loss == DistillLoss::jsd; };

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "config/passes.h"
+#include "config/schema.h"
 #include "hpcrl/config/layout.h"
 #include "hpcrl/util/strings.h"
 
@@ -113,6 +114,24 @@ struct StageChecker {
                  "use a multiple of " + std::to_string(dp));
   }
 
+  // stop_at_accuracy is checked at periodic evaluations on the stage data's held-out split.
+  void early_stop(double target, int64_t eval_every, const std::string& data_name, const std::string& p) {
+    if (target <= 0) return;
+    const std::string path = p + ".stop_at_accuracy";
+    if (eval_every <= 0)
+      diag.error(c.pos(path), path,
+                 "stop_at_accuracy " + schema::format_number(target) + " is checked at periodic evaluations, but this stage has none",
+                 "set eval_every on the stage (or run.eval_every), e.g. eval_every: 10");
+    const DatasetConfig* d = c.find_data(data_name);
+    if (!d) return;
+    bool held_out = d->kind == DataKind::synthetic ? d->synthetic.eval > 0
+                                                  : !d->jsonl.eval_path.empty() || d->jsonl.eval_holdout > 0;
+    if (!held_out)
+      diag.error(c.pos(path), path, "dataset '" + data_name + "' has no held-out split to measure accuracy on",
+                 d->kind == DataKind::synthetic ? "give data." + data_name + ".synthetic.eval > 0"
+                                                : "give data." + data_name + ".jsonl.eval_path or eval_holdout");
+  }
+
   void rl(const RlStage& s, const std::string& p, const ModelConfig* policy) {
     trained(policy, p + ".policy", Head::lm);
     if (!s.reference.empty()) {
@@ -128,6 +147,7 @@ struct StageChecker {
     data(s.data, p + ".data");
     int64_t per_step = s.mini_batch > 0 ? s.mini_batch : s.prompts * s.group;
     batch_split(policy, per_step, p + (s.mini_batch > 0 ? ".mini_batch" : ".prompts"), "a step's sequences");
+    early_stop(s.stop_at_accuracy, s.eval_every, s.data, p);
   }
 
   void stage(const StageConfig& st) {
@@ -138,6 +158,7 @@ struct StageChecker {
         trained(m, p + ".model", Head::lm);
         data(st.sft.data, p + ".data");
         batch_split(m, st.sft.batch, p + ".batch", "global batch");
+        early_stop(st.sft.stop_at_accuracy, st.sft.eval_every, st.sft.data, p);
         break;
       }
       case StageKind::grpo: rl(st.grpo, p, role(st.grpo.policy, p + ".policy")); break;
@@ -160,6 +181,7 @@ struct StageChecker {
         same_vocab(teacher, student, p + ".student", "distillation compares their distributions token by token");
         data(st.distill.data, p + ".data");
         batch_split(student, st.distill.batch, p + ".batch", "global batch");
+        early_stop(st.distill.stop_at_accuracy, st.distill.eval_every, st.distill.data, p);
         break;
       }
     }

@@ -39,19 +39,32 @@ std::string stage_dir_name(int index, const config::StageConfig& s) {
   return buf;
 }
 
+// Steps (iterations) a stage is configured for; stop_at_accuracy may end it sooner.
+int64_t configured_steps(const config::StageConfig& s) {
+  switch (s.kind) {
+    case config::StageKind::sft: return s.sft.steps;
+    case config::StageKind::grpo: return s.grpo.iterations;
+    case config::StageKind::ppo: return s.ppo.iterations;
+    case config::StageKind::distill: return s.distill.steps;
+  }
+  return 0;
+}
+
 struct StageRow {
   std::string name;
+  int64_t steps = 0, configured = 0;
   double seconds = 0;
   double accuracy = -1;
   bool skipped = false;  // completed in an earlier run (resume)
 };
 
 void print_final_table(const std::vector<StageRow>& rows, const std::string& run_dir) {
-  std::string out = "\nstage            held-out accuracy   seconds\n";
+  std::string out = "\nstage            steps       held-out accuracy   seconds\n";
   for (const auto& r : rows) {
-    char line[160];
+    char line[200];
     std::string acc = r.accuracy < 0 ? "-" : std::to_string(r.accuracy * 100).substr(0, 5) + " %";
-    std::snprintf(line, sizeof line, "%-16s %-19s %s\n", r.name.c_str(), acc.c_str(),
+    std::string steps = std::to_string(r.steps) + (r.steps != r.configured ? "/" + std::to_string(r.configured) : "");
+    std::snprintf(line, sizeof line, "%-16s %-11s %-19s %s\n", r.name.c_str(), steps.c_str(), acc.c_str(),
                   r.skipped ? "(done before resume)" : std::to_string(r.seconds).substr(0, 7).c_str());
     out += line;
   }
@@ -107,6 +120,7 @@ int run_pipeline(const RunOptions& options) {
     const std::string sdir = dir.checkpoints_dir() + "/" + stage_dir_name(int(i), stage);
     StageRow row;
     row.name = stage_dir_name(int(i), stage);
+    row.configured = configured_steps(stage);
     roles.snapshot_for(stage);
     const std::string latest = dir.resumed() ? algo::latest_checkpoint(sdir) : "";
 
@@ -118,6 +132,7 @@ int run_pipeline(const RunOptions& options) {
       }
       auto done = nlohmann::json::parse(fs::read_file(sdir + "/complete.json"));
       row.accuracy = done.value("eval_accuracy", -1.0);
+      row.steps = done.value("steps", int64_t{0});
       row.skipped = true;
       rows.push_back(row);
       continue;
@@ -153,6 +168,7 @@ int run_pipeline(const RunOptions& options) {
     }
     row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     row.accuracy = result.eval_accuracy;
+    row.steps = result.steps_done;
     if (result.stopped) {
       trace::stop();
       spdlog::warn("stopped at step {} of stage {} on request; checkpoint written. Continue with: hpcrl run {} --resume",

@@ -336,6 +336,8 @@ TEST(Loader, SummaryNamesRolesStagesAndRanks) {
   EXPECT_NE(s.find("configs/quickstart.yaml: valid"), std::string::npos) << s;
   EXPECT_NE(s.find("policy     preset tiny [llama 4L d128"), std::string::npos) << s;
   EXPECT_NE(s.find("; tp1 sp1 ep1 pp1 dp2"), std::string::npos) << s;
+  EXPECT_NE(s.find("0. sft      policy on arith: 300 steps x batch 64, lr 0.001, or until held-out accuracy 0.4\n"),
+            std::string::npos) << s;
   EXPECT_NE(s.find("1. grpo     policy (reference: reference) on arith, reward math: 80 iterations x 32 prompts x 8"),
             std::string::npos) << s;
   EXPECT_NE(s.find("ranks needed: a multiple of 1 (checked for --world 2)"), std::string::npos) << s;

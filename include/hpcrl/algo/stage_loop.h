@@ -1,7 +1,11 @@
 // The step loop every stage shares: evaluate before training (when asked and
 // not resuming), then per step: the collective stop check (checkpoint and
 // return on preemption), the stage's own step, progress, periodic evaluation
-// and checkpoints; at the end a final evaluation and checkpoint. Also the
+// and checkpoints; at the end a final evaluation and checkpoint. A periodic
+// evaluation that reaches `stop_at_accuracy` ends the stage there (checkpoint,
+// no further steps): the target is met, so further steps only spend time, and
+// a stage that is meant to stop part-way (SFT before RL) stops at the same
+// accuracy whatever the seed's learning speed. Also the
 // pieces SFT, GRPO, PPO and distillation all need around it: evaluation
 // options from the run config, and checkpoint/resume of a stage whose position
 // in its data is one sampler cursor.
@@ -23,12 +27,14 @@ struct StageLoop {
   std::string unit = "step";                      // progress unit
   int64_t start = 0, total = 0;                   // steps already done (resume), steps in the stage
   int64_t eval_every = 0;
+  double stop_at_accuracy = 0;                    // 0 = off; needs eval_every > 0
   std::function<std::string(int64_t)> step;       // runs 0-based step s; returns the progress note
   std::function<void(int64_t)> evaluate;          // held-out evaluation after s steps
   std::function<void(int64_t)> checkpoint;        // checkpoint after s steps
 };
 
-// Fills result.steps_done and result.stopped; evaluate() fills the accuracy fields.
+// Fills result.steps_done and result.stopped; evaluate() fills the accuracy
+// fields, which the early stop reads (collectively: any rank's evaluation counts).
 void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result);
 
 // The run's held-out evaluation settings (run.eval_sampling).

@@ -189,6 +189,7 @@ struct SftStage {
   int64_t batch = 0;                   // required; global sequences per step
   TrainHparams train;
   int64_t eval_every = 0;              // resolved from run.eval_every when not given
+  double stop_at_accuracy = 0;        // end at the first periodic eval reaching it (0 = off)
 };
 
 struct KlConfig {
@@ -223,6 +224,7 @@ struct RlStage {
   double entropy_coef = 0.0;
   bool recompute_old_logprobs = false; // recompute instead of reusing the rollout's
   int64_t eval_every = 0;              // resolved from run.eval_every when not given
+  double stop_at_accuracy = 0;        // end at the first periodic eval reaching it (0 = off)
 };
 
 struct GrpoStage : RlStage {
@@ -249,6 +251,7 @@ struct DistillStage {
   int64_t batch = 0;                   // required
   TrainHparams train;
   int64_t eval_every = 0;              // resolved from run.eval_every when not given
+  double stop_at_accuracy = 0;        // end at the first periodic eval reaching it (0 = off)
 };
 
 struct StageConfig {

@@ -6,7 +6,9 @@
 // last. Byte counts:
 //   weights, grads      parameters × dtype bytes (grads only for trained roles)
 //   optimizer           AdamW fp32 moments (8 B/param) + fp32 master copy for
-//                       bfloat16 (4 B/param); divided by dp with zero1
+//                       bfloat16 (4 B/param); with zero1 the dense part is
+//                       divided over dp·sp and the experts over edp, the groups
+//                       their gradients are averaged over (optim/zero1.h)
 //   activations         Korthikanti et al. 2022 without attention scores
 //                       (memory-efficient SDPA): per layer (10 + 24/tp)·s·C bytes
 //                       at 16 bit, s = micro_batch·seq_len/sp tokens, scaled to the
@@ -31,8 +33,10 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
   if (a.attention_bias) attn += (H / tp) * D + 2 * kv_local * D;
   if (a.qk_norm) attn += 2 * D;
   int64_t ffn = 3 * C * a.intermediate_size / tp;
+  int64_t experts = 0;  // expert parameters per layer on this rank
   if (a.num_experts > 0) {
-    ffn = C * a.num_experts + (a.num_experts / ep) * 3 * C * a.moe_intermediate_size;
+    experts = (a.num_experts / ep) * 3 * C * a.moe_intermediate_size;
+    ffn = C * a.num_experts + experts;
     if (a.shared_expert_intermediate_size > 0) ffn += 3 * C * a.shared_expert_intermediate_size + C;
   }
   const int64_t per_layer = attn + ffn;
@@ -64,8 +68,11 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
     e.micro_batch = std::max<int64_t>(micro_batch, 1);
     e.grads = params * bytes;
     const int64_t per_param = 8 + (bytes == 2 ? 4 : 0);
-    const int64_t shards = role.optim.zero1 ? mesh.dp() : 1;
-    e.optimizer = (params * per_param + shards - 1) / shards;
+    const int64_t expert_params = stage_layers * experts;
+    auto sharded = [&](int64_t n, int64_t shards) { return (n * per_param + shards - 1) / shards; };
+    e.optimizer = role.optim.zero1 ? sharded(params - expert_params, int64_t{mesh.dp()} * mesh.sp()) +
+                                         sharded(expert_params, mesh.edp())
+                                   : params * per_param;
     const int64_t tokens = e.micro_batch * e.seq_len / mesh.sp();
     const int64_t full_layer = tokens * C * (10 * tp + 24) * bytes / (2 * tp);  // (10 + 24/tp)·s·C·bytes/2
     e.activations = role.activation_checkpointing ? stage_layers * tokens * C * bytes + full_layer

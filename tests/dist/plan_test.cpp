@@ -100,6 +100,44 @@ TEST(Plan, MemoryOfTheTinyPresetByHand) {
   EXPECT_EQ(g.total(), g.weights + g.kv_cache);
 }
 
+TEST(Plan, ZeroOneShardsDenseStateOverDpTimesSpAndExpertsOverEdp) {
+  const char* dense = R"(
+run: {name: plantest, device: cpu}
+models:
+  policy: {init: {preset: tiny}, parallel: {sp: 2}, optim: {zero1: true}}
+rewards:
+  math: {type: verifiable}
+data:
+  arith: {synthetic: {task: arithmetic, digits: 2, train: 100, eval: 10}}
+stages:
+  - sft: {model: policy, data: arith, steps: 1, batch: 8}
+)";
+  // tp=1 sp=2 dp=4: the whole tiny model (822400 parameters, 8 B each) over dp·sp = 8 ranks.
+  const MemoryEstimate& m = *make_plan(load(dense, 8), 8, 4).roles[0].memory;
+  EXPECT_EQ(m.parameters, 822400);
+  EXPECT_EQ(m.optimizer, 822400 * 8 / 8);
+
+  const char* moe = R"(
+run: {name: plantest, device: cpu, dtype: bfloat16}
+models:
+  policy: {init: {path: configs/models/qwen1.5-moe-a2.7b}, tokenizer: byte, parallel: {ep: 2},
+           optim: {zero1: true}}
+rewards:
+  math: {type: verifiable}
+data:
+  arith: {synthetic: {task: arithmetic, digits: 2, train: 100, eval: 10}}
+stages:
+  - sft: {model: policy, data: arith, steps: 1, batch: 8}
+)";
+  // 4 ranks: tp=1 sp=1 dp=4 ep=2, so edp = dp / ep = 2. Experts per rank: 24 layers · 30 · 3·2048·1408;
+  // the rest (attention, router, shared expert, embeddings) is dense. bf16: 12 B of state per parameter.
+  const MemoryEstimate& e = *make_plan(load(moe, 4), 4, 4).roles[0].memory;
+  const int64_t experts = 24ll * 30 * 3 * 2048 * 1408;
+  const int64_t dense_params = e.parameters - experts;
+  ASSERT_GT(dense_params, 0);
+  EXPECT_EQ(e.optimizer, (dense_params * 12 + 3) / 4 + experts * 12 / 2);
+}
+
 TEST(Plan, SequenceLengthFromTheDataAndCheckpointedActivations) {
   const std::string yaml = std::string(R"(
 run: {name: plantest, device: cpu}

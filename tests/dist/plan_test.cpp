@@ -101,37 +101,26 @@ TEST(Plan, MemoryOfTheTinyPresetByHand) {
 }
 
 TEST(Plan, ZeroOneShardsDenseStateOverDpTimesSpAndExpertsOverEdp) {
-  const char* dense = R"(
-run: {name: plantest, device: cpu}
-models:
-  policy: {init: {preset: tiny}, parallel: {sp: 2}, optim: {zero1: true}}
-rewards:
-  math: {type: verifiable}
-data:
-  arith: {synthetic: {task: arithmetic, digits: 2, train: 100, eval: 10}}
-stages:
-  - sft: {model: policy, data: arith, steps: 1, batch: 8}
-)";
+  // kColocated with another `run` and `policy`.
+  auto colocated_with = [](const std::string& run, const std::string& policy) {
+    std::string y = kColocated;
+    y.replace(y.find("{name: plantest, device: cpu}"), 29, run);
+    const std::string old_policy = "{init: {preset: tiny}, parallel: {tp: 2, pp: 2}, rollout: {parallel: {tp: 1}}}";
+    return y.replace(y.find(old_policy), old_policy.size(), policy);
+  };
+  const std::string dense = colocated_with("{name: plantest, device: cpu}",
+                                           "{init: {preset: tiny}, parallel: {sp: 2}, optim: {zero1: true}}");
   // tp=1 sp=2 dp=4: the whole tiny model (822400 parameters, 8 B each) over dp·sp = 8 ranks.
-  const MemoryEstimate& m = *make_plan(load(dense, 8), 8, 4).roles[0].memory;
+  const MemoryEstimate& m = *make_plan(load(dense.c_str(), 8), 8, 4).roles[0].memory;
   EXPECT_EQ(m.parameters, 822400);
   EXPECT_EQ(m.optimizer, 822400 * 8 / 8);
 
-  const char* moe = R"(
-run: {name: plantest, device: cpu, dtype: bfloat16}
-models:
-  policy: {init: {path: configs/models/qwen1.5-moe-a2.7b}, tokenizer: byte, parallel: {ep: 2},
-           optim: {zero1: true}}
-rewards:
-  math: {type: verifiable}
-data:
-  arith: {synthetic: {task: arithmetic, digits: 2, train: 100, eval: 10}}
-stages:
-  - sft: {model: policy, data: arith, steps: 1, batch: 8}
-)";
+  const std::string moe = colocated_with("{name: plantest, device: cpu, dtype: bfloat16}",
+                                         "{init: {path: configs/models/qwen1.5-moe-a2.7b}, tokenizer: byte, "
+                                         "parallel: {ep: 2}, optim: {zero1: true}}");
   // 4 ranks: tp=1 sp=1 dp=4 ep=2, so edp = dp / ep = 2. Experts per rank: 24 layers · 30 · 3·2048·1408;
   // the rest (attention, router, shared expert, embeddings) is dense. bf16: 12 B of state per parameter.
-  const MemoryEstimate& e = *make_plan(load(moe, 4), 4, 4).roles[0].memory;
+  const MemoryEstimate& e = *make_plan(load(moe.c_str(), 4), 4, 4).roles[0].memory;
   const int64_t experts = 24ll * 30 * 3 * 2048 * 1408;
   const int64_t dense_params = e.parameters - experts;
   ASSERT_GT(dense_params, 0);

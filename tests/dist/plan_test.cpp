@@ -104,7 +104,8 @@ TEST(Plan, ZeroOneShardsDenseStateOverDpTimesSpAndExpertsOverEdp) {
   // kColocated with another `run` and `policy`.
   auto colocated_with = [](const std::string& run, const std::string& policy) {
     std::string y = kColocated;
-    y.replace(y.find("{name: plantest, device: cpu}"), 29, run);
+    const std::string old_run = "{name: plantest, device: cpu}";
+    y.replace(y.find(old_run), old_run.size(), run);
     const std::string old_policy = "{init: {preset: tiny}, parallel: {tp: 2, pp: 2}, rollout: {parallel: {tp: 1}}}";
     return y.replace(y.find(old_policy), old_policy.size(), policy);
   };

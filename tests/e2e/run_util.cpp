@@ -111,4 +111,16 @@ void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector
   }
 }
 
+void expect_same_rollouts(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
+                          const std::vector<std::pair<std::string, double>>& close) {
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE("iteration " + std::to_string(i + 1));
+    EXPECT_EQ(a[i]["reward/mean"], b[i]["reward/mean"]);  // same rollouts from the same weights
+    EXPECT_EQ(a[i]["response_len/mean"], b[i]["response_len/mean"]);
+    for (const auto& [key, tol] : close) expect_close_curves({a[i]}, {b[i]}, key, tol);
+  }
+}
+
 }  // namespace hpcrl::test

@@ -36,6 +36,11 @@ std::vector<nlohmann::json> lines_with(const std::vector<nlohmann::json>& m, con
 // within rel_tol · max(1, |a|) (gtest failures name the key and the line).
 void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
                          const std::string& key, double rel_tol);
+// Two RL runs' iteration lines (as many, at least one): the same rollouts
+// (reward/mean and response_len/mean equal at each iteration) and, for each
+// (key, rel_tol) of `close`, values within expect_close_curves's bound.
+void expect_same_rollouts(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
+                          const std::vector<std::pair<std::string, double>>& close);
 // tests/e2e/data/tiny.yaml with each (from, to) replaced once, written to
 // `path` (returned). A `from` the file lacks is a gtest failure naming it.
 std::string write_tiny_config_with(const std::string& path,

@@ -59,7 +59,7 @@ function(hpcrl_test name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests ${PROJECT_SOURCE_DIR}/src)
   target_compile_definitions(${name} PRIVATE
     HPCRL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    HPCRL_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/../shared/fixtures"
+    HPCRL_DATA_DIR="${PROJECT_SOURCE_DIR}/data"
     HPCRL_BINARY="$<TARGET_FILE:hpcrl>")
   if(T_TORCH_PCH)
     target_precompile_headers(${name} REUSE_FROM hpcrl_torch_pch)

@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
 done
 HPCRL=${HPCRL:-$BUILD/hpcrl}
 [ -x "$HPCRL" ] || { echo "$HPCRL not built" >&2; exit 2; }
-GSM8K=$ROOT/../shared/fixtures/gsm8k/train.jsonl
+GSM8K=$ROOT/data/gsm8k/train.jsonl
 [ -f "$GSM8K" ] || { echo "missing fixture $GSM8K" >&2; exit 2; }
 export OMP_NUM_THREADS=$THREADS OMP_WAIT_POLICY=PASSIVE
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench_packing.XXXXXX")

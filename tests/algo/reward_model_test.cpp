@@ -109,7 +109,7 @@ TEST(RewardModel, AVocabularyOtherThanThePolicysIsAnInputError) {
 }
 
 TEST(RewardModel, ATokenizerOtherThanThePolicysIsAnInputError) {
-  const std::string qwen3 = std::string(HPCRL_FIXTURES_DIR) + "/tokenizers/qwen3";
+  const std::string qwen3 = std::string(HPCRL_DATA_DIR) + "/tokenizers/qwen3";
   auto p = make_rm_pipeline(rm_pipeline_yaml(kPolicy, "{init: {preset: tiny-2l}, head: value, tokenizer: " + qwen3 + "}"));
   std::string err = input_error([&] { p->rewards({"rm"}); });
   EXPECT_EQ(err.rfind(kRewardPos, 0), 0u) << err;

@@ -49,7 +49,7 @@ size_t chars(const std::string& s) { return s.size(); }
 }  // namespace
 
 TEST_F(JsonlTest, Gsm8kLoadsWithDefaults) {
-  Dataset train = load_jsonl(std::string(HPCRL_FIXTURES_DIR) + "/gsm8k/train.jsonl");
+  Dataset train = load_jsonl(std::string(HPCRL_DATA_DIR) + "/gsm8k/train.jsonl");
   ASSERT_EQ(train.size(), 7473u);
   EXPECT_EQ(train[0].prompt.substr(0, 14), "Natalia sold c");
   EXPECT_EQ(train[0].answer, "72");
@@ -57,7 +57,7 @@ TEST_F(JsonlTest, Gsm8kLoadsWithDefaults) {
   EXPECT_EQ(train[0].line, 1u);
   EXPECT_EQ(train.report.rows, 7473u);
   EXPECT_EQ(train.report.kept, 7473u);
-  Dataset test = load_jsonl(std::string(HPCRL_FIXTURES_DIR) + "/gsm8k/test.jsonl");
+  Dataset test = load_jsonl(std::string(HPCRL_DATA_DIR) + "/gsm8k/test.jsonl");
   EXPECT_EQ(test.size(), 1319u);
   for (const Example& ex : test.examples) {
     ASSERT_FALSE(ex.answer.empty());

@@ -136,7 +136,7 @@ models:
 rewards:
   math: {type: verifiable}
 data:
-  gsm8k: {jsonl: {path: )") + HPCRL_FIXTURES_DIR + R"(/gsm8k/train.jsonl, max_prompt_len: 256, max_response_len: 512}}
+  gsm8k: {jsonl: {path: )") + HPCRL_DATA_DIR + R"(/gsm8k/train.jsonl, max_prompt_len: 256, max_response_len: 512}}
 stages:
   - grpo: {policy: policy, reward: math, data: gsm8k, iterations: 1, prompts: 4, group: 2, max_new_tokens: 100,
            micro_batch: 4}

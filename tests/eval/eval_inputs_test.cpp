@@ -50,7 +50,7 @@ TEST(EvalData, JsonlFileIsReadWholeWithItsKeysAndTemplate) {
   auto tok = io::load_tokenizer("builtin");
   cli::JsonlFlags flags;
   flags.chat_template = "chatml";
-  cli::EvalData gsm = cli::load_eval_data(kSource + "/../shared/fixtures/gsm8k/test.jsonl", flags, *tok);
+  cli::EvalData gsm = cli::load_eval_data(kSource + "/data/gsm8k/test.jsonl", flags, *tok);
   ASSERT_EQ(gsm.examples.size(), 1319u);
   EXPECT_EQ(gsm.examples[0].answer, "18");  // "... #### 18": the marker's answer, as datasets read it
   EXPECT_EQ(gsm.config->kind, config::DataKind::jsonl);
@@ -72,7 +72,7 @@ TEST(EvalData, BadSpecsNameTheFlagAndTheFix) {
                 "/configs/quickstart.yaml has no data entry 'arth'; did you mean 'arith'? (it has: arith)");
   cli::JsonlFlags flags;
   flags.chat_template = "chatlm";
-  EXPECT_EQ(error_of([&] { cli::load_eval_data(kSource + "/../shared/fixtures/gsm8k/test.jsonl", flags, *tok); }),
+  EXPECT_EQ(error_of([&] { cli::load_eval_data(kSource + "/data/gsm8k/test.jsonl", flags, *tok); }),
             "--chat-template 'chatlm': did you mean 'chatml'? (one of none, chatml, qwen3, llama3)");
 }
 

@@ -17,7 +17,7 @@
 
 namespace {
 
-const std::string kModel = std::string(HPCRL_FIXTURES_DIR) + "/stories260k";
+const std::string kModel = std::string(HPCRL_DATA_DIR) + "/stories260k";
 const std::string kIds = "1,403,407,261,378,425,266,300,322,280,9,77,500,42,7,260";
 
 using Result = hpcrl::test::ShellResult;

@@ -12,7 +12,7 @@
 namespace hpcrl::model {
 namespace {
 
-const std::string kDir = std::string(HPCRL_FIXTURES_DIR) + "/stories260k";
+const std::string kDir = std::string(HPCRL_DATA_DIR) + "/stories260k";
 
 at::Tensor reference_logits() {
   std::ifstream in(kDir + "/logits-reference.txt");

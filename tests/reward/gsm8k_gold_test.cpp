@@ -2,7 +2,7 @@
 // "#### N" answer and nothing against a different row's answer — the check
 // that the default extractor order and normalisation handle real data
 // (thousands separators, negatives, "The answer is <<8=8>>8." lines above the
-// ####). Reads ../shared/fixtures/gsm8k/{train,test}.jsonl; a missing fixture
+// ####). Reads data/gsm8k/{train,test}.jsonl; a missing fixture
 // fails the test.
 #include <gtest/gtest.h>
 
@@ -25,7 +25,7 @@ struct Row {
 };
 
 std::vector<Row> load(const std::string& split) {
-  std::string path = std::string(HPCRL_FIXTURES_DIR) + "/gsm8k/" + split + ".jsonl";
+  std::string path = std::string(HPCRL_DATA_DIR) + "/gsm8k/" + split + ".jsonl";
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << "fixture missing: " << path;
   std::vector<Row> rows;

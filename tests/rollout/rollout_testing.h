@@ -22,7 +22,7 @@
 
 namespace hpcrl::testing {
 
-inline const std::string kStories = std::string(HPCRL_FIXTURES_DIR) + "/stories260k";
+inline const std::string kStories = std::string(HPCRL_DATA_DIR) + "/stories260k";
 
 inline std::shared_ptr<model::DecoderModel> stories(const parallel::ParallelContext& ctx = {}) {
   auto m = model::load_model(kStories, ctx);

@@ -133,7 +133,7 @@ TEST(SafetensorsWriter, FailedWriteKeepsThePreviousFile) {
 // The real checkpoint: every tensor a Llama model with this config.json needs,
 // with the shapes it implies, float32, finite.
 TEST(SafetensorsFixture, Stories260kMatchesItsConfig) {
-  std::string dir = std::string(HPCRL_FIXTURES_DIR) + "/stories260k";
+  std::string dir = std::string(HPCRL_DATA_DIR) + "/stories260k";
   std::ifstream cfg_in(dir + "/config.json");
   ASSERT_TRUE(cfg_in.good()) << "fixture missing: " << dir << "/config.json";
   auto cfg = nlohmann::json::parse(cfg_in);

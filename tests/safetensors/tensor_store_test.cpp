@@ -127,7 +127,7 @@ TEST(TensorStore, UnsupportedDtypesAreNamed) {
 }
 
 TEST(TensorStore, Stories260kLoadsAndSlicesPerRank) {
-  std::string dir = std::string(HPCRL_FIXTURES_DIR) + "/stories260k";
+  std::string dir = std::string(HPCRL_DATA_DIR) + "/stories260k";
   TensorStore store(dir);
   at::Tensor emb = store.load_tensor("model.embed_tokens.weight");
   EXPECT_EQ(emb.sizes(), (std::vector<int64_t>{512, 64}));

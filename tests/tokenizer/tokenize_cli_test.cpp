@@ -28,7 +28,7 @@ Result run(const std::string& args) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
-const std::string kQwen3 = std::string(HPCRL_FIXTURES_DIR) + "/tokenizers/qwen3";
+const std::string kQwen3 = std::string(HPCRL_DATA_DIR) + "/tokenizers/qwen3";
 
 TEST(TokenizeCli, JsonIdsAndPieces) {
   Result r = run("tokenize --tokenizer " + kQwen3 + " --text 'Hello world<|im_end|>' --json");

@@ -17,7 +17,7 @@
 
 namespace hpcrl::io::testing {
 
-inline std::string fixture(const std::string& rel) { return std::string(HPCRL_FIXTURES_DIR) + "/" + rel; }
+inline std::string fixture(const std::string& rel) { return std::string(HPCRL_DATA_DIR) + "/" + rel; }
 
 // The fixture tokenizer in tokenizers/<name> ("qwen3", "llama3"), loaded once.
 inline const Tokenizer& fixture_tokenizer(const std::string& name) {

@@ -16,7 +16,7 @@ phase() {
 
 phase 1 "Debian packages (scripts/install-deps.sh): ~1 min on a fresh machine, seconds when present"
 bash scripts/install-deps.sh
-phase 2 "build the hpcrl executable into build/: ~14 min on 2 cores with a cold ccache, seconds when built"
+phase 2 "build the hpcrl executable into build/: ~9 min on 2 cores with a cold ccache, seconds when built"
 command -v ccache >/dev/null && echo "   ccache: $(command -v ccache)"
 bash scripts/build.sh --target hpcrl
 phase 3 "validate configs/quickstart.yaml"

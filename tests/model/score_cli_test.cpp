@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -66,7 +67,10 @@ std::vector<double> json_logprobs(const Result& r) {
   return nlohmann::json::parse(r.out.substr(pos, r.out.find('\n', pos) - pos))["logprobs"].get<std::vector<double>>();
 }
 
-// A pipelined run prints the reference numbers and the one-rank run's to 1e-5.
+// A pipelined run prints the reference numbers and the one-rank run's to 1e-5
+// relative (absolute below 1). With tp the row-parallel matmuls add their halves
+// in another order, so fp32 rounding grows with the log-prob's size (measured:
+// 2.6e-5 at -8.1 for pp=2 × tp=2 on one 2-core machine, 3e-6 relative).
 void expect_one_rank_numbers(const std::string& mpirun, const std::string& flags) {
   const std::string score = std::string(HPCRL_BINARY) + " score --model " + kModel + " --ids " + kIds + " --json";
   Result one = sh(score);
@@ -76,7 +80,7 @@ void expect_one_rank_numbers(const std::string& mpirun, const std::string& flags
   auto a = json_logprobs(one), b = json_logprobs(many);
   ASSERT_EQ(a.size(), 15u) << one.out;
   ASSERT_EQ(b.size(), a.size()) << many.out;
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5) << i;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5 * std::max(1.0, std::abs(a[i]))) << i;
 }
 
 TEST(ScoreCli, Stories260kMatchesReferenceLogprobs) {

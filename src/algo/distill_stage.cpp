@@ -13,6 +13,7 @@
 
 #include "hpcrl/algo/distill_loss.h"
 #include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/forward_backward.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/prompting.h"
 #include "hpcrl/algo/reward_fn.h"
@@ -127,52 +128,29 @@ StageResult run_distill(StageEnv& env) {
     {
       trace::ScopedSpan span("distill/student_update");
       const int sp = student.ctx.sp_size();
-      // Each micro-batch (trimmed or packed): its sp shard, the teacher's top-k in its layout, its MoE aux-loss weight.
-      struct Micro {
-        TokenBatch tokens;
-        TopK teacher;
-        double aux_weight;
-      };
-      std::vector<Micro> micros;
-      for (const MicroBatch& mb : plan_micro_batches(batch, micro_batch_options(cfg.train, sp))) {
-        micros.push_back({sequence_shard(mb.tokens, student.ctx.sp_rank(), sp),
-                          {mb.gather_chunk(tk.ids, student.ctx.sp), mb.gather_chunk(tk.logprob, student.ctx.sp)},
-                          double(mb.end - mb.begin) / local_batch});
+      // Each micro-batch (trimmed or packed): its sp shard and the teacher's top-k in its layout.
+      const auto plan = plan_micro_batches(batch, micro_batch_options(cfg.train, sp));
+      std::vector<TokenBatch> shards;
+      std::vector<TopK> teacher_topks;
+      for (const MicroBatch& mb : plan) {
+        shards.push_back(sequence_shard(mb.tokens, student.ctx.sp_rank(), sp));
+        teacher_topks.push_back({mb.gather_chunk(tk.ids, student.ctx.sp), mb.gather_chunk(tk.logprob, student.ctx.sp)});
       }
       // A micro-batch's loss from the student's final hidden states.
       auto micro_loss = [&](size_t i, const at::Tensor& hidden) {
-        const Micro& u = micros[i];
         at::Tensor per_token;  // [R, L/sp]
         if (cfg.sequence_level) {
-          per_token = -student.model->token_logprobs(hidden, u.tokens.targets, false).logprobs;
+          per_token = -student.model->token_logprobs(hidden, shards[i].targets, false).logprobs;
         } else {
-          at::Tensor ls = logprobs_at(student, hidden, u.teacher.ids, T);  // [R, L/sp, k]
-          per_token = distill_divergence_on_support(ls, u.teacher.logprob, kind, cfg.beta);
+          at::Tensor ls = logprobs_at(student, hidden, teacher_topks[i].ids, T);  // [R, L/sp, k]
+          per_token = distill_divergence_on_support(ls, teacher_topks[i].logprob, kind, cfg.beta);
         }
-        at::Tensor total = (per_token * u.tokens.loss_mask).sum();
+        at::Tensor total = (per_token * shards[i].loss_mask).sum();
         loss_sum += total.detach().to(at::kDouble);
         return total * (grad_group / global_tokens);
       };
-      if (student.ctx.pp_size() > 1) {
-        // The same micro-batches through the student's pipeline; the loss on its last stage.
-        std::vector<model::StageBatch> stage_mbs;
-        std::vector<double> aux_weight;
-        for (const Micro& u : micros) {
-          stage_mbs.push_back(stage_batch(u.tokens));
-          aux_weight.push_back(u.aux_weight);
-        }
-        pipeline_forward_backward(
-            student, trainer, stage_mbs, [&](int i, const at::Tensor& hidden) { return micro_loss(i, hidden); },
-            aux_weight);
-      } else {
-        for (size_t i = 0; i < micros.size(); ++i) {
-          trainer.begin_micro_batch(i + 1 == micros.size());
-          auto out = forward_tokens(*student.model, micros[i].tokens);
-          at::Tensor loss = micro_loss(i, out.hidden);
-          if (out.aux_loss.defined()) loss = loss + out.aux_loss * micros[i].aux_weight;
-          loss.backward();
-        }
-      }
+      // With pp the loss is computed on the student's last stage.
+      forward_backward(student, trainer, shards, micro_loss, aux_loss_weights_by_rows(plan, local_batch));
     }
     double grad_norm = trainer.finish_step("distill", step, world_rank);
     share_from_last_stage(student, loss_sum);

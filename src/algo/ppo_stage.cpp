@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hpcrl/algo/advantages.h"
+#include "hpcrl/algo/forward_backward.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/rl_common.h"
 #include "hpcrl/algo/stage_loop.h"
@@ -52,8 +53,10 @@ void critic_forward_backward(Role& critic, Trainer& trainer, const TokenBatch& b
     micros.push_back({sequence_shard(mb.tokens, critic.ctx.sp_rank(), sp), cut(target.mask), cut(target.old_values),
                       cut(target.returns)});
   }
-  // v [R, L/sp] of one micro-batch → its loss.
-  auto micro_loss = [&](const at::Tensor& v, const Micro& u) {
+  // A micro-batch's loss from the critic's values v [R, L/sp] of its final hidden states.
+  auto micro_loss = [&](size_t i, const at::Tensor& hidden) {
+    const Micro& u = micros[i];
+    const at::Tensor v = critic.model->values(hidden);
     const at::Tensor clipped =
         target.clip > 0 ? u.old_values + (v - u.old_values).clamp(-target.clip, target.clip) : v;
     const at::Tensor per_tok = at::maximum((v - u.returns).pow(2), (clipped - u.returns).pow(2)) * 0.5;
@@ -63,25 +66,9 @@ void critic_forward_backward(Role& critic, Trainer& trainer, const TokenBatch& b
     acc[1] += ((((clipped - u.returns).pow(2)) > ((v - u.returns).pow(2))).to(at::kFloat) * u.mask).sum().item<double>();
     return loss;
   };
-  if (micros.empty()) {
-    trainer.begin_micro_batch(true);
-    return;
-  }
-  if (critic.ctx.pp_size() > 1) {
-    std::vector<model::StageBatch> stage_mbs;
-    for (const Micro& u : micros) stage_mbs.push_back(stage_batch(u.tokens));
-    // The un-pipelined critic update adds no MoE aux loss either.
-    const std::vector<double> aux_weight(micros.size(), 0.0);
-    pipeline_forward_backward(
-        critic, trainer, stage_mbs,
-        [&](int i, const at::Tensor& hidden) { return micro_loss(critic.model->values(hidden), micros[i]); },
-        aux_weight);
-    return;
-  }
-  for (size_t i = 0; i < micros.size(); ++i) {
-    trainer.begin_micro_batch(i + 1 == micros.size());
-    micro_loss(critic.model->values(forward_tokens(*critic.model, micros[i].tokens).hidden), micros[i]).backward();
-  }
+  std::vector<TokenBatch> shards;
+  for (const Micro& u : micros) shards.push_back(u.tokens);
+  forward_backward(critic, trainer, shards, micro_loss);
 }
 }  // namespace
 

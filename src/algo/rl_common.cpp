@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/forward_backward.h"
 #include "hpcrl/algo/micro_batches.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/rollout_copy.h"
@@ -253,9 +254,9 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
           micros.push_back({sequence_shard(mb.tokens, policy_.ctx.sp_rank(), policy_.ctx.sp_size()), cut(exp.old_logp),
                             cut(exp.advantages), cut(exp.ref_logp), cut(mask), mb.gather_chunk(weights, policy_.ctx.sp)});
         }
-        if (micros.empty()) trainer.begin_micro_batch(true);
         // The per-micro-batch loss and statistics, from the policy's final hidden states.
-        auto micro_loss = [&](const at::Tensor& hidden, const Micro& u) {
+        auto micro_loss = [&](size_t i, const at::Tensor& hidden) {
+          const Micro& u = micros[i];
           auto lp = policy_.model->token_logprobs(hidden / sampling_temperature(cfg_), u.tokens.targets,
                                                   /*with_entropy=*/true);
           PolicyLossInputs in{lp.logprobs, u.old_logp, u.advantages, u.mask, u.ref_logp, lp.entropy};
@@ -270,22 +271,10 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
           acc[4] += loss.item<double>() / grad_group;
           return loss;
         };
-        if (policy_.ctx.pp_size() > 1 && !micros.empty()) {
-          // The same micro-batches through the pipeline; only the last stage
-          // computes the loss and the statistics (shared over pp below).
-          std::vector<model::StageBatch> stage_mbs;
-          for (const Micro& u : micros) stage_mbs.push_back(stage_batch(u.tokens));
-          // The un-pipelined update does not add forward()'s aux loss either.
-          const std::vector<double> aux_weight(micros.size(), 0.0);
-          pipeline_forward_backward(
-              policy_, trainer, stage_mbs, [&](int i, const at::Tensor& hidden) { return micro_loss(hidden, micros[i]); },
-              aux_weight);
-        } else {
-          for (size_t i = 0; i < micros.size(); ++i) {
-            trainer.begin_micro_batch(i + 1 == micros.size());
-            micro_loss(forward_tokens(*policy_.model, micros[i].tokens).hidden, micros[i]).backward();
-          }
-        }
+        std::vector<TokenBatch> shards;
+        for (const Micro& u : micros) shards.push_back(u.tokens);
+        // With pp only the last stage computes the loss and the statistics (shared over pp below).
+        forward_backward(policy_, trainer, shards, micro_loss);
         norm_sum += trainer.finish_step(name_, step, env_.world->rank());
       }
     }

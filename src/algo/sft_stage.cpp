@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/forward_backward.h"
 #include "hpcrl/algo/micro_batches.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/prompting.h"
@@ -82,28 +83,10 @@ StageResult run_sft(StageEnv& env) {
       const auto plan = plan_micro_batches(batch, micro_batch_options(cfg.train, sp));
       std::vector<TokenBatch> mbs;  // this sp rank's share of each micro-batch
       for (const MicroBatch& mb : plan) mbs.push_back(sequence_shard(mb.tokens, role.ctx.sp_rank(), sp));
-      auto aux_weight = [&](size_t i) { return double(plan[i].end - plan[i].begin) / local_batch; };
-      if (role.ctx.pp_size() > 1) {
-        // The same micro-batches and loss through the pipeline schedule (only
-        // the last stage computes the loss; its NLL reaches the others below).
-        std::vector<model::StageBatch> stage_mbs;
-        std::vector<double> weights;
-        for (size_t i = 0; i < mbs.size(); ++i) {
-          stage_mbs.push_back(stage_batch(mbs[i]));
-          weights.push_back(aux_weight(i));
-        }
-        pipeline_forward_backward(
-            role, *trainer, stage_mbs, [&](int i, const at::Tensor& hidden) { return scaled_nll(hidden, mbs[i]); },
-            weights);
-      } else {
-        for (size_t i = 0; i < mbs.size(); ++i) {
-          trainer->begin_micro_batch(i + 1 == mbs.size());
-          auto out = forward_tokens(*role.model, mbs[i]);
-          at::Tensor loss = scaled_nll(out.hidden, mbs[i]);
-          if (out.aux_loss.defined()) loss = loss + out.aux_loss * aux_weight(i);
-          loss.backward();
-        }
-      }
+      // With pp only the last stage computes the loss; its NLL reaches the others below.
+      forward_backward(
+          role, *trainer, mbs, [&](size_t i, const at::Tensor& hidden) { return scaled_nll(hidden, mbs[i]); },
+          aux_loss_weights_by_rows(plan, local_batch));
     }
     double grad_norm = trainer->finish_step("sft", step, world_rank);
     at::Tensor nll_total = nll_sum.reshape({1});

@@ -1,9 +1,10 @@
-// A training step's forward and backward for a pipelined role (pp > 1): the
-// step's micro-batches go through the role's pipeline schedule
+// A training step's forward and backward for a pipelined role (pp > 1), which
+// forward_backward (algo/forward_backward.h) runs for every stage: the step's
+// micro-batches go through the role's pipeline schedule
 // (parallel/pipeline/executor.h, schedule and virtual stages from
 // models.<role>.parallel), the tied embedding's two copies are summed, and the
 // gradients are left for Trainer::finish_step (dp sync, clipping, AdamW) —
-// exactly as the un-pipelined loops leave them after their last micro-batch.
+// exactly as the un-pipelined path leaves them after its last micro-batch.
 // Stages plug in only what their last chunk computes from the final hidden
 // states; everything else (who holds which layers, the messages, autograd) is
 // the same for SFT and the RL updates.

@@ -173,7 +173,7 @@ StageResult run_distill(StageEnv& env) {
   loop.stop_at_accuracy = cfg.stop_at_accuracy;
   loop.step = [&](int64_t step) {
     double loss = train_step(step, sampler.next_batch(cfg.batch, student.dp_rank, student.dp_size));
-    return "loss " + std::to_string(loss).substr(0, 6);
+    return fmt::format("loss {:.4f}", loss);
   };
   loop.evaluate = run_eval;
   loop.checkpoint = [&](int64_t step) { checkpoint_stage(env, step, saved, sampler, "distill"); };

@@ -60,7 +60,7 @@ StageResult run_grpo(StageEnv& env) {
     loop.update(exp, trainer, pl, it, m);
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     loop.write_metrics(it + 1, m, trainer.lr(it * cfg.epochs * n_mini));
-    return "reward " + std::to_string(m.reward_mean).substr(0, 5);
+    return fmt::format("reward {:.3f}", m.reward_mean);
   };
   run_stage_loop(env, steps, result);
   return result;

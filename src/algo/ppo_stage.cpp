@@ -2,6 +2,7 @@
 #include "hpcrl/util/check.h"
 #include "hpcrl/algo/ppo_stage.h"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -14,12 +15,19 @@
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/rl_common.h"
 #include "hpcrl/algo/stage_loop.h"
+#include "hpcrl/algo/step_sums.h"
 #include "hpcrl/algo/value_pass.h"
 #include "hpcrl/trace/trace.h"
 
 namespace hpcrl::algo {
 
 namespace {
+// What the critic's steps of one iteration add up (over the grad group after the last).
+struct CriticSums {
+  double loss = 0;            // Σ micro-batch loss numerators / den
+  double clipped_tokens = 0;  // tokens where the clipped value's error is the larger
+};
+
 // What the critic's clipped value loss compares its values with: the batch's
 // [B, T] loss mask, the values of the rollout (old_values) and the GAE returns.
 struct ValueTargets {
@@ -34,11 +42,10 @@ struct ValueTargets {
 // plans them (trimmed or packed), through the critic's pipeline at pp > 1 (the
 // value head and the loss on the last stage). Loss 0.5·max((v − R)², (v_clip − R)²)
 // summed over this rank's tokens, divided by `den` (the mini-batch's global
-// tokens) and scaled by the gradient group as the policy loss is. Adds
-// [Σ loss, Σ clipped tokens] of this rank's share to `sums` (at pp > 1 on the
-// last stage only).
+// tokens) and scaled by the gradient group as the policy loss is. Adds this
+// rank's share to `sums` (at pp > 1 on the last stage only).
 void critic_forward_backward(Role& critic, Trainer& trainer, const TokenBatch& batch, const ValueTargets& target,
-                             int64_t lo, int64_t hi, MicroBatchOptions micro, double den, at::Tensor& sums) {
+                             int64_t lo, int64_t hi, MicroBatchOptions micro, double den, CriticSums& sums) {
   const double grad_group = critic.ctx.grad ? critic.ctx.grad->size() : 1;
   const int sp = critic.ctx.sp_size();
   micro.multiple = sp;
@@ -61,9 +68,9 @@ void critic_forward_backward(Role& critic, Trainer& trainer, const TokenBatch& b
         target.clip > 0 ? u.old_values + (v - u.old_values).clamp(-target.clip, target.clip) : v;
     const at::Tensor per_tok = at::maximum((v - u.returns).pow(2), (clipped - u.returns).pow(2)) * 0.5;
     at::Tensor loss = (per_tok * u.mask).sum() * (grad_group / den);
-    auto acc = sums.accessor<double, 1>();
-    acc[0] += loss.item<double>() / grad_group;
-    acc[1] += ((((clipped - u.returns).pow(2)) > ((v - u.returns).pow(2))).to(at::kFloat) * u.mask).sum().item<double>();
+    sums.loss += loss.item<double>() / grad_group;
+    sums.clipped_tokens +=
+        ((((clipped - u.returns).pow(2)) > ((v - u.returns).pow(2))).to(at::kFloat) * u.mask).sum().item<double>();
     return loss;
   };
   std::vector<TokenBatch> shards;
@@ -124,7 +131,7 @@ StageResult run_ppo(StageEnv& env) {
     if (it >= cfg.critic_warmup) loop.update(exp, actor, pl, it, m);
 
     // Critic: clipped value loss, token mean over the global batch.
-    at::Tensor vsums = at::zeros({2}, at::kDouble);  // [Σ loss / den, Σ clipped tokens]
+    CriticSums critic_sums;
     {
       trace::ScopedSpan span("ppo/critic_update");
       const int64_t B = exp.batch.rows();
@@ -136,23 +143,25 @@ StageResult run_ppo(StageEnv& env) {
           const int64_t lo = k * B / n_mini, hi = (k + 1) * B / n_mini;
           double den_local = mask.slice(0, lo, hi).sum().item<double>();
           const double den = std::max(1.0, loop.dp_sum(at::full({1}, den_local, at::kDouble)).item<double>());
-          critic_forward_backward(critic, critic_trainer, exp.batch, target, lo, hi, micro, den, vsums);
+          critic_forward_backward(critic, critic_trainer, exp.batch, target, lo, hi, micro, den, critic_sums);
           critic_trainer.finish_step("ppo_critic", step, env.world->rank());
         }
       }
     }
     // Each sp rank's share of its dp replica's rows, computed on the last pp stage.
-    share_from_last_stage(critic, vsums);
-    if (critic.ctx.grad && critic.ctx.grad->size() > 1) critic.ctx.grad->all_reduce(vsums);
+    at::Tensor packed = pack(critic_sums);
+    share_from_last_stage(critic, packed);
+    if (critic.ctx.grad && critic.ctx.grad->size() > 1) critic.ctx.grad->all_reduce(packed);
+    const auto critic_tot = unpack<CriticSums>(packed);
     const double tokens = std::max(1.0, loop.dp_sum(mask.sum().to(at::kCPU, at::kDouble).reshape({1})).item<double>());
-    m.extra.emplace_back("critic/loss", vsums[0].item<double>() / double(cfg.epochs * n_mini));
-    m.extra.emplace_back("critic/clip_frac", vsums[1].item<double>() / (tokens * cfg.epochs));
+    m.extra.emplace_back("critic/loss", critic_tot.loss / double(cfg.epochs * n_mini));
+    m.extra.emplace_back("critic/clip_frac", critic_tot.clipped_tokens / (tokens * cfg.epochs));
     m.extra.emplace_back("critic/values_mean",
                          loop.dp_sum((old_values * mask).sum().to(at::kCPU, at::kDouble).reshape({1})).item<double>() /
                              tokens);
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     loop.write_metrics(it + 1, m, actor.lr(it * cfg.epochs * n_mini));
-    return "reward " + std::to_string(m.reward_mean).substr(0, 5);
+    return fmt::format("reward {:.3f}", m.reward_mean);
   };
   run_stage_loop(env, steps, result);
   return result;

@@ -15,6 +15,7 @@
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/rollout_copy.h"
 #include "hpcrl/algo/stage_loop.h"
+#include "hpcrl/algo/step_sums.h"
 #include "hpcrl/trace/trace.h"
 
 namespace hpcrl::algo {
@@ -82,7 +83,7 @@ void RlLoop::checkpoint(int64_t iteration, const std::vector<TrainedRole>& saved
 }
 
 RolloutSamples RlLoop::rollout_round(const std::vector<size_t>& rows, int64_t iteration, int64_t round,
-                                     RlMetrics& m, at::Tensor& stats) {
+                                     RlMetrics& m, RolloutSums& sums, double& max_response_len) {
   RolloutSamples out;
   std::vector<std::vector<int32_t>> p_ids;
   for (size_t i : rows) p_ids.push_back(prompts_->prompt_ids(data_.train[i]));
@@ -105,7 +106,6 @@ RolloutSamples RlLoop::rollout_round(const std::vector<size_t>& rows, int64_t it
     policy_.model->train();
   });
   timed("reward", m, [&] {
-    auto acc = stats.accessor<double, 1>();
     const auto& ol = cfg_.overlong;
     // Scored as one batch, so a command reward streams the whole round to its program.
     std::vector<std::string> texts;
@@ -142,13 +142,13 @@ RolloutSamples RlLoop::rollout_round(const std::vector<size_t>& rows, int64_t it
       out.scores.push_back(score);
       out.correct.push_back(r.correct);
       out.truncated.push_back(truncated);
-      acc[0] += score;
-      acc[1] += score * score;
-      acc[2] += 1;
-      acc[3] += r.correct ? 1 : 0;
-      acc[4] += double(len);
-      acc[5] += double(len + p_ids[s.prompt_index].size());
-      acc[6] = std::max(acc[6], double(len));
+      sums.score += score;
+      sums.score_squared += score * score;
+      sums.samples += 1;
+      sums.correct += r.correct ? 1 : 0;
+      sums.response_tokens += double(len);
+      sums.tokens += double(len + p_ids[s.prompt_index].size());
+      max_response_len = std::max(max_response_len, double(len));
     }
   });
   return out;
@@ -157,15 +157,15 @@ RolloutSamples RlLoop::rollout_round(const std::vector<size_t>& rows, int64_t it
 Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
   const int64_t local_prompts = policy_.local_batch(cfg_.prompts, env_.stage->path + ".prompts");
   const size_t G = static_cast<size_t>(cfg_.group);
-  // [Σscore, Σscore², samples, Σcorrect, Σlen, Σtokens, max len]
-  at::Tensor stats = at::zeros({7}, at::kDouble);
+  RolloutSums sums;
+  double max_response_len = 0;
   RolloutSamples kept;
   int64_t kept_groups = 0, rounds = 0;
   // Weight sync: the rollout copy of a pipelined policy gets the updated weights.
   if (policy_.ctx.pp_size() > 1) timed("weight_sync", m, [&] { rollout_model(policy_); });
   while (true) {
     auto rows = sampler_->next_batch(cfg_.prompts, policy_.dp_rank, policy_.dp_size);
-    RolloutSamples round = rollout_round(rows, iteration, rounds, m, stats);
+    RolloutSamples round = rollout_round(rows, iteration, rounds, m, sums, max_response_len);
     ++rounds;
     for (size_t g = 0; g * G < round.size() && kept_groups < local_prompts; ++g) {
       bool all_equal = true;
@@ -179,17 +179,16 @@ Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
     if (global_kept >= double(cfg_.prompts) || rounds >= kMaxSamplingRounds) break;
   }
   // Metrics over every sample drawn (before dynamic-sampling filtering).
-  at::Tensor maxlen = stats.slice(0, 6, 7).clone();
+  at::Tensor maxlen = at::full({1}, max_response_len, at::kDouble);
   if (policy_.ctx.dp && policy_.ctx.dp->size() > 1) policy_.ctx.dp->all_reduce(maxlen, dist::ReduceOp::kMax);
-  at::Tensor tot = dp_sum(stats.slice(0, 0, 6));
-  auto t = tot.accessor<double, 1>();
-  const double n = std::max(1.0, t[2]);
-  m.reward_mean = t[0] / n;
-  m.reward_std = std::sqrt(std::max(0.0, t[1] / n - m.reward_mean * m.reward_mean));
-  m.accuracy = t[3] / n;
-  m.response_len_mean = t[4] / n;
+  const auto tot = unpack<RolloutSums>(dp_sum(pack(sums)));
+  const double n = std::max(1.0, tot.samples);
+  m.reward_mean = tot.score / n;
+  m.reward_std = std::sqrt(std::max(0.0, tot.score_squared / n - m.reward_mean * m.reward_mean));
+  m.accuracy = tot.correct / n;
+  m.response_len_mean = tot.response_tokens / n;
   m.response_len_max = maxlen.item<double>();
-  m.tokens = t[5];
+  m.tokens = tot.tokens;
   m.sampling_rounds = double(rounds);
   m.kept_groups = dp_sum(at::full({1}, double(kept_groups), at::kDouble)).item<double>();
 
@@ -218,6 +217,19 @@ Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
   return e;
 }
 
+namespace {
+
+// What the actor's mini-batch steps of one iteration add up (over the grad group after the last).
+struct ActorUpdateSums {
+  double clipped_tokens = 0;  // Σ clip fraction · tokens, per micro-batch
+  double kl_tokens = 0;       // Σ KL · tokens
+  double entropy_tokens = 0;  // Σ entropy · tokens
+  double tokens = 0;
+  double loss = 0;            // Σ micro-batch loss numerators / den
+};
+
+}  // namespace
+
 void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossConfig& pl, int64_t iteration,
                     RlMetrics& m) {
   timed("actor_update", m, [&] {
@@ -229,8 +241,7 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
       for (int64_t i = 0; i < B; ++i)
         if (exp.truncated[i]) keep[i] = 0.0f;
     at::Tensor mask = exp.batch.loss_mask * keep.to(exp.batch.loss_mask.device()).unsqueeze(1);
-    // [Σ clip·tok, Σ kl·tok, Σ ent·tok, Σ tok, Σ loss numerators / den]
-    at::Tensor sums = at::zeros({5}, at::kDouble);
+    ActorUpdateSums sums;
     double norm_sum = 0;
     int64_t step = iteration * cfg_.epochs * n_mini;
     for (int64_t epoch = 0; epoch < cfg_.epochs; ++epoch) {
@@ -263,12 +274,11 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
           PolicyLossOutput po = policy_loss(in, pl);
           at::Tensor loss = (po.per_token * u.weights).sum() * (grad_group / den);
           const double tok = u.mask.sum().item<double>();
-          auto acc = sums.accessor<double, 1>();
-          acc[0] += po.clip_frac * tok;
-          acc[1] += po.kl * tok;
-          acc[2] += po.entropy * tok;
-          acc[3] += tok;
-          acc[4] += loss.item<double>() / grad_group;
+          sums.clipped_tokens += po.clip_frac * tok;
+          sums.kl_tokens += po.kl * tok;
+          sums.entropy_tokens += po.entropy * tok;
+          sums.tokens += tok;
+          sums.loss += loss.item<double>() / grad_group;
           return loss;
         };
         std::vector<TokenBatch> shards;
@@ -278,18 +288,15 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
         norm_sum += trainer.finish_step(name_, step, env_.world->rank());
       }
     }
-    share_from_last_stage(policy_, sums);
-    at::Tensor tot = sums;
-    if (policy_.ctx.grad && policy_.ctx.grad->size() > 1) {
-      tot = sums.clone();
-      policy_.ctx.grad->all_reduce(tot);
-    }
-    auto t = tot.accessor<double, 1>();
-    const double tok = std::max(1.0, t[3]);
-    m.clip_frac = t[0] / tok;
-    m.kl = t[1] / tok;
-    m.entropy = t[2] / tok;
-    m.loss = t[4] / double(cfg_.epochs * n_mini);
+    at::Tensor packed = pack(sums);
+    share_from_last_stage(policy_, packed);
+    if (policy_.ctx.grad && policy_.ctx.grad->size() > 1) policy_.ctx.grad->all_reduce(packed);
+    const auto tot = unpack<ActorUpdateSums>(packed);
+    const double tok = std::max(1.0, tot.tokens);
+    m.clip_frac = tot.clipped_tokens / tok;
+    m.kl = tot.kl_tokens / tok;
+    m.entropy = tot.entropy_tokens / tok;
+    m.loss = tot.loss / double(cfg_.epochs * n_mini);
     m.grad_norm = norm_sum / double(cfg_.epochs * n_mini);
   });
 }

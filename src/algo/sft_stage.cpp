@@ -98,7 +98,7 @@ StageResult run_sft(StageEnv& env) {
       env.metrics->write("sft", env.stage_index, step + 1,
                          {{"loss", loss}, {"lr", trainer->lr(step)}, {"grad_norm", grad_norm},
                           {"tokens_per_s", global_tokens / seconds}, {"seconds/step", seconds}});
-    return "loss " + std::to_string(loss).substr(0, 6);
+    return fmt::format("loss {:.4f}", loss);
   };
 
   StageLoop loop;

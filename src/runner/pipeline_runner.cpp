@@ -62,10 +62,10 @@ void print_final_table(const std::vector<StageRow>& rows, const std::string& run
   std::string out = "\nstage            steps       held-out accuracy   seconds\n";
   for (const auto& r : rows) {
     char line[200];
-    std::string acc = r.accuracy < 0 ? "-" : std::to_string(r.accuracy * 100).substr(0, 5) + " %";
+    std::string acc = r.accuracy < 0 ? "-" : fmt::format("{:.2f} %", r.accuracy * 100);
     std::string steps = std::to_string(r.steps) + (r.steps != r.configured ? "/" + std::to_string(r.configured) : "");
     std::snprintf(line, sizeof line, "%-16s %-11s %-19s %s\n", r.name.c_str(), steps.c_str(), acc.c_str(),
-                  r.skipped ? "(done before resume)" : std::to_string(r.seconds).substr(0, 7).c_str());
+                  r.skipped ? "(done before resume)" : fmt::format("{:.1f}", r.seconds).c_str());
     out += line;
   }
   std::fputs(out.c_str(), stdout);

@@ -8,23 +8,13 @@
 
 #include "hpcrl/algo/forward_backward.h"
 #include "reward_model_setup.h"
+#include "token_rows.h"
 
 namespace hpcrl::testing {
 namespace {
 
 // Rows of 6, 4, 9 and 3 tokens: prompt 2 tokens each, the rest response.
-algo::TokenBatch four_rows() {
-  std::vector<std::vector<int32_t>> prompts, responses;
-  int32_t next = 1;
-  for (int len : {6, 4, 9, 3}) {
-    prompts.push_back({next, next + 1});
-    std::vector<int32_t> r;
-    for (int t = 2; t < len; ++t) r.push_back(next + t);
-    responses.push_back(r);
-    next += 10;
-  }
-  return algo::make_token_batch(prompts, responses, /*pad_id=*/0);
-}
+algo::TokenBatch four_rows() { return rows_of_lengths({6, 4, 9, 3}, /*stride=*/10); }
 
 // The step's summed NLL gradient, with the batch's rows cut `micro_rows` at a time (0: one micro-batch).
 std::vector<at::Tensor> nll_gradient(algo::Role& role, int64_t micro_rows) {

@@ -8,23 +8,13 @@
 #include "../model/test_models.h"
 #include "hpcrl/algo/loss_agg.h"
 #include "hpcrl/algo/micro_batches.h"
+#include "token_rows.h"
 
 namespace hpcrl::algo {
 namespace {
 
 // Rows of total length 5, 3, 7, 2 (prompt 2 tokens each), right-padded to T = 7.
-TokenBatch four_rows() {
-  std::vector<std::vector<int32_t>> prompts, responses;
-  int32_t next = 1;
-  for (int len : {5, 3, 7, 2}) {
-    prompts.push_back({next, next + 1});
-    std::vector<int32_t> r;
-    for (int t = 2; t < len; ++t) r.push_back(next + t);
-    responses.push_back(r);
-    next += 8;
-  }
-  return make_token_batch(prompts, responses, /*pad_id=*/0);
-}
+TokenBatch four_rows() { return testing::rows_of_lengths({5, 3, 7, 2}, /*stride=*/8); }
 
 std::vector<std::pair<int64_t, int64_t>> ranges(const std::vector<MicroBatch>& plan) {
   std::vector<std::pair<int64_t, int64_t>> out;

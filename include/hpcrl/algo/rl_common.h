@@ -45,6 +45,17 @@ struct RolloutSamples {
   size_t size() const { return scores.size(); }
 };
 
+// What every rollout of an iteration adds up on a rank (before dynamic-sampling
+// filtering), summed over the policy's dp group for the iteration's metrics.
+struct RolloutSums {
+  double score = 0;            // Σ reward
+  double score_squared = 0;    // Σ reward²
+  double samples = 0;
+  double correct = 0;          // samples the verifier judged correct
+  double response_tokens = 0;
+  double tokens = 0;           // prompt + response tokens
+};
+
 class RlLoop {
  public:
   RlLoop(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* reference, const DataSplits& data,
@@ -72,9 +83,9 @@ class RlLoop {
   at::Tensor dp_sum(at::Tensor t) const;
 
  private:
-  // One round of rollouts for `rows`, scored (all samples go into `stats`).
+  // One round of rollouts for `rows`, scored (every sample adds to `sums` and `max_response_len`).
   RolloutSamples rollout_round(const std::vector<size_t>& rows, int64_t iteration, int64_t round, RlMetrics& m,
-                               at::Tensor& stats);
+                               RolloutSums& sums, double& max_response_len);
   double timed(const std::string& span, RlMetrics& m, const std::function<void()>& fn);
 
   StageEnv& env_;

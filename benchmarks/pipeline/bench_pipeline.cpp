@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
                 "mean | bubble max | theory |\n|---|---|---|---|---|---|---|---|\n",
                 pp, (long long)a.layers, (long long)a.hidden, (long long)a.rows, (long long)a.seq, a.iters,
                 at::get_num_threads(), pp);
-  for (auto schedule : {pipe::Schedule::kGpipe, pipe::Schedule::kOneFOneB, pipe::Schedule::kInterleaved}) {
-    const int v = schedule == pipe::Schedule::kInterleaved ? 2 : 1;
+  for (auto schedule : {pipe::Schedule::gpipe, pipe::Schedule::_1f1b, pipe::Schedule::interleaved}) {
+    const int v = schedule == pipe::Schedule::interleaved ? 2 : 1;
     if (a.layers < pp * v) continue;
     parallel::ParallelContext ctx;
     ctx.pp = comms.pp;

@@ -5,14 +5,6 @@
 
 namespace hpcrl::algo {
 
-DistillLoss parse_distill_loss(const std::string& name) {
-  if (name == "forward_kl") return DistillLoss::kForwardKl;
-  if (name == "reverse_kl") return DistillLoss::kReverseKl;
-  if (name == "jsd") return DistillLoss::kJsd;
-  HPCRL_CHECK_INPUT(false, "unknown distillation loss '" << name << "': use forward_kl, reverse_kl or jsd");
-  return DistillLoss::kForwardKl;
-}
-
 namespace {
 // KL(p‖q) summed over the last dim, from log-probabilities.
 at::Tensor kl_from_logs(const at::Tensor& logp, const at::Tensor& logq) {
@@ -25,11 +17,11 @@ at::Tensor distill_divergence_on_support(const at::Tensor& student_logp, const a
   at::Tensor ls = student_logp - student_logp.logsumexp(-1, true);
   at::Tensor lt = (teacher_logp - teacher_logp.logsumexp(-1, true)).detach();
   switch (kind) {
-    case DistillLoss::kForwardKl:
+    case DistillLoss::forward_kl:
       return kl_from_logs(lt, ls);
-    case DistillLoss::kReverseKl:
+    case DistillLoss::reverse_kl:
       return kl_from_logs(ls, lt);
-    case DistillLoss::kJsd: {
+    case DistillLoss::jsd: {
       HPCRL_CHECK_INPUT(beta > 0.0 && beta < 1.0, "jsd beta must be in (0, 1), got " << beta);
       at::Tensor lm = at::logaddexp(lt + std::log(beta), ls + std::log(1.0 - beta));
       return beta * kl_from_logs(lt, lm) + (1.0 - beta) * kl_from_logs(ls, lm);

@@ -57,7 +57,7 @@ StageResult run_distill(StageEnv& env) {
   check_pair(cfg, teacher, student, env.stage->path);
   check_same_rows(env.world, student, teacher, env.stage->path);  // the teacher scores the student's rows
 
-  const DistillLoss kind = parse_distill_loss(config::to_string(cfg.loss));
+  const DistillLoss kind = cfg.loss;
   Trainer trainer(student, cfg.train, cfg.steps);
   PromptBuilder prompts(*student.tokenizer, pipeline.find_data(cfg.data));
   io::DataSampler sampler(data.train.size(), static_cast<uint64_t>(pipeline.run.seed) + 17u * env.stage_index,

@@ -7,15 +7,6 @@
 
 namespace hpcrl::algo {
 
-LossAgg parse_loss_agg(const std::string& name) {
-  if (name == "token_mean") return LossAgg::kTokenMean;
-  if (name == "seq_mean_token_sum") return LossAgg::kSeqMeanTokenSum;
-  if (name == "seq_mean_token_mean") return LossAgg::kSeqMeanTokenMean;
-  HPCRL_CHECK_INPUT(false, "unknown loss_agg '" << name
-                    << "': use token_mean, seq_mean_token_sum or seq_mean_token_mean");
-  return LossAgg::kTokenMean;
-}
-
 at::Tensor masked_mean(const at::Tensor& values, const at::Tensor& mask) {
   at::Tensor m = mask.to(values.scalar_type());
   return (values * m).sum() / m.sum().clamp_min(1.0);
@@ -23,7 +14,7 @@ at::Tensor masked_mean(const at::Tensor& values, const at::Tensor& mask) {
 
 at::Tensor loss_weights(const at::Tensor& mask, LossAgg agg) {
   at::Tensor m = mask.to(at::kFloat);
-  if (agg == LossAgg::kSeqMeanTokenMean) return m / m.sum(-1, /*keepdim=*/true).clamp_min(1.0);
+  if (agg == LossAgg::seq_mean_token_mean) return m / m.sum(-1, /*keepdim=*/true).clamp_min(1.0);
   return m;
 }
 
@@ -33,7 +24,7 @@ at::Tensor aggregate_numerator(const at::Tensor& values, const at::Tensor& mask,
 }
 
 double aggregate_denominator(const at::Tensor& mask, LossAgg agg) {
-  if (agg == LossAgg::kTokenMean) return std::max(1.0, mask.sum().item<double>());
+  if (agg == LossAgg::token_mean) return std::max(1.0, mask.sum().item<double>());
   return static_cast<double>(mask.size(0));
 }
 

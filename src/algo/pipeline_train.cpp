@@ -11,14 +11,7 @@
 namespace hpcrl::algo {
 
 parallel::pipeline::Schedule pipeline_schedule(const Role& role) {
-  using parallel::pipeline::Schedule;
-  if (!role.config) return Schedule::kOneFOneB;
-  switch (role.config->parallel.pp_schedule) {
-    case config::PpSchedule::gpipe: return Schedule::kGpipe;
-    case config::PpSchedule::interleaved: return Schedule::kInterleaved;
-    case config::PpSchedule::_1f1b: break;
-  }
-  return Schedule::kOneFOneB;
+  return role.config ? role.config->parallel.pp_schedule : parallel::pipeline::Schedule::_1f1b;
 }
 
 parallel::pipeline::PipelineStats pipeline_forward_backward(Role& role, Trainer& trainer,
@@ -59,7 +52,7 @@ at::Tensor pipeline_forward_only(Role& role, const at::Tensor& ids, int64_t micr
   HPCRL_CHECK(B > 0, "a forward-only pipeline pass needs at least one row");
   const parallel::pipeline::Schedule schedule = pipeline_schedule(role);
   int64_t mbs = micro_rows > 0 ? (B + micro_rows - 1) / micro_rows : 1;
-  if (schedule == parallel::pipeline::Schedule::kInterleaved) {
+  if (schedule == parallel::pipeline::Schedule::interleaved) {
     const int64_t pp = role.ctx.pp_size();
     mbs = (mbs + pp - 1) / pp * pp;
   }

@@ -5,22 +5,14 @@
 
 namespace hpcrl::algo {
 
-KlEstimator parse_kl_estimator(const std::string& name) {
-  if (name == "k1") return KlEstimator::kK1;
-  if (name == "k2") return KlEstimator::kK2;
-  if (name == "k3") return KlEstimator::kK3;
-  HPCRL_CHECK_INPUT(false, "unknown KL estimator '" << name << "': use k1, k2 or k3");
-  return KlEstimator::kK3;
-}
-
 at::Tensor kl_estimate(const at::Tensor& logp, const at::Tensor& ref_logp, KlEstimator est) {
   at::Tensor diff = logp - ref_logp;
   switch (est) {
-    case KlEstimator::kK1:
+    case KlEstimator::k1:
       return diff;
-    case KlEstimator::kK2:
+    case KlEstimator::k2:
       return 0.5 * diff.pow(2);
-    case KlEstimator::kK3: {
+    case KlEstimator::k3: {
       at::Tensor neg = -diff;  // ref - logp
       return (at::exp(neg) - neg - 1.0).clamp(-10.0, 10.0);
     }

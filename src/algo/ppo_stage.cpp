@@ -119,7 +119,7 @@ StageResult run_ppo(StageEnv& env) {
       old_values = forward_values(critic, exp.batch, micro_batch_options(cfg.train, critic.ctx.sp_size())) * mask;
     }
     at::Tensor kl = reference && cfg.kl.in_reward
-                        ? kl_estimate(exp.old_logp, exp.ref_logp, parse_kl_estimator(config::to_string(cfg.kl.estimator)))
+                        ? kl_estimate(exp.old_logp, exp.ref_logp, cfg.kl.estimator)
                         : at::zeros(mask.sizes(), mask.options());
     GaeResult g;
     {

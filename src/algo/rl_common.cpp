@@ -31,7 +31,6 @@ void RolloutSamples::append(const RolloutSamples& o, size_t first, size_t count)
     logprobs.push_back(o.logprobs[k]);
     example.push_back(o.example[k]);
     scores.push_back(o.scores[k]);
-    correct.push_back(o.correct[k]);
     truncated.push_back(o.truncated[k]);
   }
 }
@@ -140,7 +139,6 @@ RolloutSamples RlLoop::rollout_round(const std::vector<size_t>& rows, int64_t it
       out.logprobs.push_back(s.logprobs);
       out.example.push_back(rows[s.prompt_index]);
       out.scores.push_back(score);
-      out.correct.push_back(r.correct);
       out.truncated.push_back(truncated);
       sums.score += score;
       sums.score_squared += score * score;
@@ -174,9 +172,8 @@ Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
       kept.append(round, g * G, G);
       ++kept_groups;
     }
-    if (!cfg_.dynamic_sampling) break;
-    double global_kept = dp_sum(at::full({1}, double(kept_groups), at::kDouble)).item<double>();
-    if (global_kept >= double(cfg_.prompts) || rounds >= kMaxSamplingRounds) break;
+      if (!cfg_.dynamic_sampling) break;
+    if (m.kept_groups >= double(cfg_.prompts) || rounds >= kMaxSamplingRounds) break;
   }
   // Metrics over every sample drawn (before dynamic-sampling filtering).
   at::Tensor maxlen = at::full({1}, max_response_len, at::kDouble);
@@ -206,7 +203,6 @@ Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
     return e;
   }
   e.scores = at::tensor(std::vector<float>(kept.scores.begin(), kept.scores.end())).to(policy_.device());
-  e.correct = kept.correct;
   e.truncated = kept.truncated;
   const MicroBatchOptions micro = micro_batch_options(cfg_.train, policy_.ctx.sp_size());
   if (cfg_.recompute_old_logprobs)
@@ -248,7 +244,7 @@ void RlLoop::update(const Experience& exp, Trainer& trainer, const PolicyLossCon
       for (int64_t k = 0; k < n_mini; ++k, ++step) {
         const int64_t lo = k * B / n_mini, hi = (k + 1) * B / n_mini;
         at::Tensor mk = mask.slice(0, lo, hi);
-        double den_local = pl.agg == LossAgg::kTokenMean ? mk.sum().item<double>() : double(hi - lo);
+        double den_local = pl.agg == LossAgg::token_mean ? mk.sum().item<double>() : double(hi - lo);
         const double den = std::max(1.0, dp_sum(at::full({1}, den_local, at::kDouble)).item<double>());
         // Every per-token input in each micro-batch's layout (trimmed or packed), this sp rank's columns.
         struct Micro {
@@ -359,9 +355,9 @@ PolicyLossConfig policy_loss_config(const config::RlStage& cfg) {
   PolicyLossConfig pl;
   pl.clip_low = cfg.clip_low;
   pl.clip_high = cfg.clip_high;
-  pl.agg = parse_loss_agg(config::to_string(cfg.loss_agg));
+  pl.agg = cfg.loss_agg;
   pl.kl_coef = cfg.kl.in_reward ? 0.0 : cfg.kl.coef;
-  pl.kl_estimator = parse_kl_estimator(config::to_string(cfg.kl.estimator));
+  pl.kl_estimator = cfg.kl.estimator;
   pl.entropy_coef = cfg.entropy_coef;
   return pl;
 }

@@ -36,16 +36,4 @@ at::Tensor forward_logprobs(Role& role, const TokenBatch& b, const MicroBatchOpt
   return forward_per_token(role, b, micro, head) * b.loss_mask;
 }
 
-Experience slice_experience(const Experience& e, int64_t begin, int64_t end) {
-  Experience s;
-  s.batch = slice_rows(e.batch, begin, end);
-  s.old_logp = e.old_logp.slice(0, begin, end);
-  if (e.ref_logp.defined()) s.ref_logp = e.ref_logp.slice(0, begin, end);
-  s.advantages = e.advantages.slice(0, begin, end);
-  s.scores = e.scores.slice(0, begin, end);
-  s.correct.assign(e.correct.begin() + begin, e.correct.begin() + end);
-  s.truncated.assign(e.truncated.begin() + begin, e.truncated.begin() + end);
-  return s;
-}
-
 }  // namespace hpcrl::algo

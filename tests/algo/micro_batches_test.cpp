@@ -99,11 +99,11 @@ TEST(MicroBatches, PackedLogProbsEqualEachSequenceAlone) {
 TEST(MicroBatches, LossWeightsGiveTheAggregateNumerator) {
   at::Tensor v = torch::tensor({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}).view({2, 3});
   at::Tensor m = torch::tensor({1.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f}).view({2, 3});
-  EXPECT_FLOAT_EQ((v * loss_weights(m, LossAgg::kTokenMean)).sum().item<float>(), 7.0f);         // 1 + 2 + 4
-  EXPECT_FLOAT_EQ((v * loss_weights(m, LossAgg::kSeqMeanTokenSum)).sum().item<float>(), 7.0f);   // (1 + 2) + 4
-  EXPECT_FLOAT_EQ((v * loss_weights(m, LossAgg::kSeqMeanTokenMean)).sum().item<float>(), 5.5f);  // 1.5 + 4
+  EXPECT_FLOAT_EQ((v * loss_weights(m, LossAgg::token_mean)).sum().item<float>(), 7.0f);         // 1 + 2 + 4
+  EXPECT_FLOAT_EQ((v * loss_weights(m, LossAgg::seq_mean_token_sum)).sum().item<float>(), 7.0f);   // (1 + 2) + 4
+  EXPECT_FLOAT_EQ((v * loss_weights(m, LossAgg::seq_mean_token_mean)).sum().item<float>(), 5.5f);  // 1.5 + 4
   // Cut the columns in two (sequence parallelism): the weights, taken on whole rows, still add up.
-  at::Tensor w = loss_weights(m, LossAgg::kSeqMeanTokenMean);
+  at::Tensor w = loss_weights(m, LossAgg::seq_mean_token_mean);
   const float halves = (v.slice(1, 0, 2) * w.slice(1, 0, 2)).sum().item<float>() +
                        (v.slice(1, 2, 3) * w.slice(1, 2, 3)).sum().item<float>();
   EXPECT_FLOAT_EQ(halves, 5.5f);

@@ -132,20 +132,20 @@ TEST(PipelineSchedule, EveryPassRunsOnceForwardFirst) {
   for (int pp : {1, 2, 4})
     for (int m : {1, 2, 3, 4, 8})
       for (int r = 0; r < pp; ++r) {
-        expect_complete(pipe::schedule_actions(pipe::Schedule::kGpipe, m, pp, r), m, {r});
-        expect_complete(pipe::schedule_actions(pipe::Schedule::kOneFOneB, m, pp, r), m, {r});
+        expect_complete(pipe::schedule_actions(pipe::Schedule::gpipe, m, pp, r), m, {r});
+        expect_complete(pipe::schedule_actions(pipe::Schedule::_1f1b, m, pp, r), m, {r});
         if (pp > 1 && m % pp == 0)
-          expect_complete(pipe::schedule_actions(pipe::Schedule::kInterleaved, m, pp, r, 2), m, {r, r + pp});
+          expect_complete(pipe::schedule_actions(pipe::Schedule::interleaved, m, pp, r, 2), m, {r, r + pp});
       }
 }
 
 TEST(PipelineSchedule, OneFOneBHoldsAtMostPpMinusRankActivations) {
   for (int r = 0; r < 4; ++r) {
-    EXPECT_EQ(max_in_flight(pipe::schedule_actions(pipe::Schedule::kOneFOneB, 8, 4, r)), 4 - r);
-    EXPECT_EQ(max_in_flight(pipe::schedule_actions(pipe::Schedule::kGpipe, 8, 4, r)), 8);
+    EXPECT_EQ(max_in_flight(pipe::schedule_actions(pipe::Schedule::_1f1b, 8, 4, r)), 4 - r);
+    EXPECT_EQ(max_in_flight(pipe::schedule_actions(pipe::Schedule::gpipe, 8, 4, r)), 8);
   }
   // Last stage: strictly alternating F0 B0 F1 B1 ...
-  auto last = pipe::schedule_actions(pipe::Schedule::kOneFOneB, 3, 2, 1);
+  auto last = pipe::schedule_actions(pipe::Schedule::_1f1b, 3, 2, 1);
   ASSERT_EQ(last.size(), 6u);
   EXPECT_EQ(last[0], (pipe::Action{pipe::Action::kForward, 0, 1}));
   EXPECT_EQ(last[1], (pipe::Action{pipe::Action::kBackward, 0, 1}));
@@ -155,7 +155,7 @@ TEST(PipelineSchedule, OneFOneBHoldsAtMostPpMinusRankActivations) {
 TEST(PipelineSchedule, InterleavedFollowsMegatronOrder) {
   // pp=2, v=2, m=4, rank 0: warm-up (2-0-1)·2 + (2-1)·2 = 4 forwards over
   // micro-batches 0,1 of chunk 0 then chunk 2; backwards start with chunk 2.
-  auto a = pipe::schedule_actions(pipe::Schedule::kInterleaved, 4, 2, 0, 2);
+  auto a = pipe::schedule_actions(pipe::Schedule::interleaved, 4, 2, 0, 2);
   using A = pipe::Action;
   std::vector<A> head{{A::kForward, 0, 0}, {A::kForward, 1, 0}, {A::kForward, 0, 2}, {A::kForward, 1, 2},
                       {A::kForward, 2, 0}, {A::kBackward, 0, 2}};
@@ -165,31 +165,31 @@ TEST(PipelineSchedule, InterleavedFollowsMegatronOrder) {
 }
 
 TEST(PipelineSchedule, InterleavedNeedsMicrobatchesMultipleOfPp) {
-  EXPECT_EQ(input_error([] { pipe::schedule_actions(pipe::Schedule::kInterleaved, 6, 4, 0, 2); }),
+  EXPECT_EQ(input_error([] { pipe::schedule_actions(pipe::Schedule::interleaved, 6, 4, 0, 2); }),
             "pipeline schedule interleaved_1f1b needs the number of micro-batches to be a multiple of pp, got 6 "
             "micro-batches for pp=4; use 8 micro-batches, or the 1f1b schedule");
-  EXPECT_EQ(input_error([] { pipe::schedule_actions(pipe::Schedule::kOneFOneB, 4, 2, 0, 2); }),
+  EXPECT_EQ(input_error([] { pipe::schedule_actions(pipe::Schedule::_1f1b, 4, 2, 0, 2); }),
             "pipeline schedule 1f1b runs one model chunk per rank, but 2 virtual stages were asked for; use "
             "interleaved_1f1b or virtual stages 1");
-  EXPECT_EQ(input_error([] { pipe::schedule_actions(pipe::Schedule::kGpipe, 0, 2, 0); }),
+  EXPECT_EQ(input_error([] { pipe::schedule_actions(pipe::Schedule::gpipe, 0, 2, 0); }),
             "pipeline schedule: need at least one micro-batch, got 0");
 }
 
 TEST(PipelineSchedule, NamesParseAndSuggest) {
-  EXPECT_EQ(pipe::parse_schedule("1f1b"), pipe::Schedule::kOneFOneB);
-  EXPECT_EQ(pipe::parse_schedule("gpipe"), pipe::Schedule::kGpipe);
-  EXPECT_EQ(pipe::parse_schedule("interleaved_1f1b"), pipe::Schedule::kInterleaved);
-  EXPECT_EQ(pipe::parse_schedule("interleaved"), pipe::Schedule::kInterleaved);
-  EXPECT_STREQ(pipe::schedule_name(pipe::Schedule::kInterleaved), "interleaved_1f1b");
+  EXPECT_EQ(pipe::parse_schedule("1f1b"), pipe::Schedule::_1f1b);
+  EXPECT_EQ(pipe::parse_schedule("gpipe"), pipe::Schedule::gpipe);
+  EXPECT_EQ(pipe::parse_schedule("interleaved_1f1b"), pipe::Schedule::interleaved);
+  EXPECT_EQ(pipe::parse_schedule("interleaved"), pipe::Schedule::interleaved);
+  EXPECT_STREQ(pipe::schedule_name(pipe::Schedule::interleaved), "interleaved_1f1b");
   EXPECT_EQ(input_error([] { pipe::parse_schedule("1f1f"); }),
             "unknown pipeline schedule '1f1f' (did you mean '1f1b'?); schedules: gpipe, 1f1b, interleaved_1f1b");
 }
 
 TEST(PipelineSchedule, TheoreticalBubble) {
-  EXPECT_DOUBLE_EQ(pipe::theoretical_bubble(pipe::Schedule::kOneFOneB, 4, 2), 1.0 / 5.0);
-  EXPECT_DOUBLE_EQ(pipe::theoretical_bubble(pipe::Schedule::kGpipe, 8, 4), 3.0 / 11.0);
-  EXPECT_DOUBLE_EQ(pipe::theoretical_bubble(pipe::Schedule::kInterleaved, 8, 4, 2), 3.0 / 19.0);
-  EXPECT_DOUBLE_EQ(pipe::theoretical_bubble(pipe::Schedule::kOneFOneB, 16, 1), 0.0);
+  EXPECT_DOUBLE_EQ(pipe::theoretical_bubble(pipe::Schedule::_1f1b, 4, 2), 1.0 / 5.0);
+  EXPECT_DOUBLE_EQ(pipe::theoretical_bubble(pipe::Schedule::gpipe, 8, 4), 3.0 / 11.0);
+  EXPECT_DOUBLE_EQ(pipe::theoretical_bubble(pipe::Schedule::interleaved, 8, 4, 2), 3.0 / 19.0);
+  EXPECT_DOUBLE_EQ(pipe::theoretical_bubble(pipe::Schedule::_1f1b, 16, 1), 0.0);
 }
 
 }  // namespace

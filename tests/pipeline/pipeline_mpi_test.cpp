@@ -162,7 +162,7 @@ TEST_P(PipelineEquivalence, LossAndGradientsEqualSingleRank) {
   const Case c = GetParam();
   if (!world_fits(c.pp)) GTEST_SKIP() << "needs a multiple of " << c.pp << " ranks";
   Layout layout = make_layout(1, c.pp);
-  const bool interleaved = c.schedule == pipe::Schedule::kInterleaved;
+  const bool interleaved = c.schedule == pipe::Schedule::interleaved;
   const int v = interleaved ? 2 : 1;
   ModelOptions opts;
   opts.value_head = true;
@@ -199,7 +199,7 @@ TEST_P(PipelineEquivalence, LossAndGradientsEqualSingleRank) {
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (int pp : {2, 4})
-    for (auto s : {pipe::Schedule::kGpipe, pipe::Schedule::kOneFOneB, pipe::Schedule::kInterleaved})
+    for (auto s : {pipe::Schedule::gpipe, pipe::Schedule::_1f1b, pipe::Schedule::interleaved})
       for (int m : {1, 2, 4, 8}) cases.push_back({pp, s, m});
   return cases;
 }
@@ -220,7 +220,7 @@ TEST(Pipeline, UntiedQwen3Pp2) {
   const double tokens = batch.mask.sum().item<double>();
   at::Tensor ref_loss = batch_loss(ref, ref.forward(batch.ids, batch.positions, batch.mask).hidden, batch, tokens);
   ref_loss.backward();
-  auto stats = pipelined_step(par, batch, tokens, pipe::Schedule::kOneFOneB, 4, 1);
+  auto stats = pipelined_step(par, batch, tokens, pipe::Schedule::_1f1b, 4, 1);
   model::sync_tied_embedding_grad(par);
   expect_matches_reference(par, ref, stats.loss, ref_loss.item<double>());
 }
@@ -253,7 +253,7 @@ TEST(Pipeline, MoePp2MatchesMicrobatchedSingleRank) {
     l.backward();
     ref_loss += l.item<double>();
   }
-  auto stats = pipelined_step(par, batch, tokens, pipe::Schedule::kOneFOneB, m, 1, 1.0 / m);
+  auto stats = pipelined_step(par, batch, tokens, pipe::Schedule::_1f1b, m, 1, 1.0 / m);
   model::sync_tied_embedding_grad(par);
   expect_matches_reference(par, ref, stats.loss, ref_loss);
 }
@@ -271,7 +271,7 @@ TEST(Pipeline, Pp2Tp2) {
   const double tokens = batch.mask.sum().item<double>();
   at::Tensor ref_loss = batch_loss(ref, ref.forward(batch.ids, batch.positions, batch.mask).hidden, batch, tokens);
   ref_loss.backward();
-  auto stats = pipelined_step(par, batch, tokens, pipe::Schedule::kOneFOneB, 4, 1);
+  auto stats = pipelined_step(par, batch, tokens, pipe::Schedule::_1f1b, 4, 1);
   model::sync_tied_embedding_grad(par);
   expect_matches_reference(par, ref, stats.loss, ref_loss.item<double>());
 }
@@ -293,7 +293,7 @@ TEST(Pipeline, Pp2Dp2) {
   ref_loss.backward();
 
   Batch mine = batch.rows_slice(layout.dp_rank * 4, 4);
-  auto stats = pipelined_step(par, mine, tokens, pipe::Schedule::kOneFOneB, 2, 1);
+  auto stats = pipelined_step(par, mine, tokens, pipe::Schedule::_1f1b, 2, 1);
   model::sync_tied_embedding_grad(par);
   for (auto& p : par.parameters()) layout.ctx.dp->all_reduce(p.mutable_grad());
   at::Tensor loss = at::full({1}, stats.loss, at::kDouble);
@@ -306,8 +306,8 @@ TEST(Pipeline, ForwardOnlyLogprobs) {
   for (int pp : {2, 4}) {
     if (!world_fits(pp)) continue;
     Layout layout = make_layout(1, pp);
-    for (auto schedule : {pipe::Schedule::kOneFOneB, pipe::Schedule::kInterleaved}) {
-      const int v = schedule == pipe::Schedule::kInterleaved ? 2 : 1;
+    for (auto schedule : {pipe::Schedule::_1f1b, pipe::Schedule::interleaved}) {
+      const int v = schedule == pipe::Schedule::interleaved ? 2 : 1;
       ModelOptions opts;
       opts.seed = 10;
       DecoderModel ref(arch8(), parallel::ParallelContext{}, opts);
@@ -394,7 +394,7 @@ TEST(Pipeline, TraceShowsEveryPassOnItsStageLane) {
   Batch batch = make_batch();
   const int m = 4;
   trace::start(dir, w.rank);
-  pipelined_step(par, batch, batch.mask.sum().item<double>(), pipe::Schedule::kOneFOneB, m, 1);
+  pipelined_step(par, batch, batch.mask.sum().item<double>(), pipe::Schedule::_1f1b, m, 1);
   const std::string file = trace::file_path();
   trace::stop();
   trace::TraceFile t = trace::read_trace_file(file);

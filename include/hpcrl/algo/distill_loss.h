@@ -11,10 +11,11 @@
 
 #include <string>
 
+#include "hpcrl/config/enums.h"
+
 namespace hpcrl::algo {
 
-enum class DistillLoss { kForwardKl, kReverseKl, kJsd };
-DistillLoss parse_distill_loss(const std::string& name);  // forward_kl | reverse_kl | jsd
+using config::DistillLoss;  // forward_kl | reverse_kl | jsd, as the YAML spells it
 
 // student_logits, teacher_logits: [N, V] (tokens flattened); returns [N] per-token divergence.
 at::Tensor distill_divergence(const at::Tensor& student_logits, const at::Tensor& teacher_logits,

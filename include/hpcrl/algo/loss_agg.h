@@ -9,11 +9,11 @@
 
 #include <string>
 
+#include "hpcrl/config/enums.h"
+
 namespace hpcrl::algo {
 
-enum class LossAgg { kTokenMean, kSeqMeanTokenSum, kSeqMeanTokenMean };
-
-LossAgg parse_loss_agg(const std::string& name);  // token_mean | seq_mean_token_sum | seq_mean_token_mean
+using config::LossAgg;  // token_mean | seq_mean_token_sum | seq_mean_token_mean, as the YAML spells it
 
 // values, mask: [B, T] (mask 1 on response tokens). Returns a scalar.
 at::Tensor aggregate(const at::Tensor& values, const at::Tensor& mask, LossAgg agg);

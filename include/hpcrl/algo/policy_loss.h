@@ -11,8 +11,7 @@
 
 namespace hpcrl::algo {
 
-enum class KlEstimator { kK1, kK2, kK3 };
-KlEstimator parse_kl_estimator(const std::string& name);  // k1 | k2 | k3
+using config::KlEstimator;  // k1 | k2 | k3, as the YAML spells it
 
 // Per-token KL(π‖π_ref) estimate from log-probs of the sampled tokens [B, T]:
 // k1 = logp - ref; k2 = ½(logp - ref)²; k3 = exp(ref - logp) - (ref - logp) - 1
@@ -31,9 +30,9 @@ struct PolicyLossInputs {
 struct PolicyLossConfig {
   double clip_low = 0.2;    // ratio ≥ 1 - clip_low
   double clip_high = 0.2;   // ratio ≤ 1 + clip_high (DAPO: 0.28)
-  LossAgg agg = LossAgg::kTokenMean;
+  LossAgg agg = LossAgg::token_mean;
   double kl_coef = 0.0;     // KL as a loss term (0: off)
-  KlEstimator kl_estimator = KlEstimator::kK3;
+  KlEstimator kl_estimator = KlEstimator::k3;
   double entropy_coef = 0.0;
 };
 

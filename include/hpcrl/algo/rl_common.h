@@ -40,7 +40,7 @@ struct RolloutSamples {
   std::vector<std::vector<float>> logprobs;  // behaviour log-probs from the engine
   std::vector<size_t> example;               // dataset index of each sample's prompt
   std::vector<double> scores;
-  std::vector<bool> correct, truncated;
+  std::vector<bool> truncated;
   void append(const RolloutSamples& o, size_t first, size_t count);  // samples [first, first+count) of o
   size_t size() const { return scores.size(); }
 };

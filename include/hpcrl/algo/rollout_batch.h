@@ -21,7 +21,6 @@ struct Experience {
   at::Tensor ref_logp;    // [B, T] reference log-probs (undefined without a reference)
   at::Tensor advantages;  // [B, T]
   at::Tensor scores;      // [B] sequence rewards
-  std::vector<bool> correct;
   std::vector<bool> truncated;  // finish_reason == "length"
 };
 
@@ -34,8 +33,5 @@ at::Tensor scatter_response_values(const TokenBatch& b, const std::vector<std::v
 // shard gathered back. [B, T].
 // temperature: of softmax(logits / temperature), the distribution RL samples from.
 at::Tensor forward_logprobs(Role& role, const TokenBatch& b, const MicroBatchOptions& micro, double temperature = 1.0);
-
-// Rows [begin, end) of an experience.
-Experience slice_experience(const Experience& e, int64_t begin, int64_t end);
 
 }  // namespace hpcrl::algo

@@ -53,7 +53,7 @@ at::Tensor activation_buffer(const DecoderModel& model, const at::Tensor& ids);
 // model too (pp = 1: the same passes, no communication).
 at::Tensor pipelined_logprobs(DecoderModel& model, const StageBatch& batch, const at::Tensor& targets,
                               int microbatches,
-                              parallel::pipeline::Schedule schedule = parallel::pipeline::Schedule::kOneFOneB);
+                              parallel::pipeline::Schedule schedule = parallel::pipeline::Schedule::_1f1b);
 
 // Tied embeddings under pp: the first stage (lookup) and the last stage (LM
 // head) each hold model.embed_tokens.weight and each gets part of its

@@ -34,17 +34,17 @@ Action interleaved_pass(int k, bool is_forward, int pp, int rank, int v) {
 
 const char* schedule_name(Schedule s) {
   switch (s) {
-    case Schedule::kGpipe: return "gpipe";
-    case Schedule::kOneFOneB: return "1f1b";
-    case Schedule::kInterleaved: return "interleaved_1f1b";
+    case Schedule::gpipe: return "gpipe";
+    case Schedule::_1f1b: return "1f1b";
+    case Schedule::interleaved: return "interleaved_1f1b";
   }
   return "?";
 }
 
 Schedule parse_schedule(const std::string& name) {
-  if (name == "gpipe") return Schedule::kGpipe;
-  if (name == "1f1b") return Schedule::kOneFOneB;
-  if (name == "interleaved_1f1b" || name == "interleaved") return Schedule::kInterleaved;  // the YAML spells it "interleaved"
+  if (name == "gpipe") return Schedule::gpipe;
+  if (name == "1f1b") return Schedule::_1f1b;
+  if (name == "interleaved_1f1b" || name == "interleaved") return Schedule::interleaved;  // the YAML spells it "interleaved"
   const std::string hint = str::closest(name, names());
   throw InputError("unknown pipeline schedule '" + name + "'" +
                    (hint.empty() ? "" : " (did you mean '" + hint + "'?)") + "; schedules: " + str::join(names(), ", "));
@@ -88,11 +88,11 @@ std::vector<Action> interleaved_actions(int m, int pp, int rank, int v) {
 std::vector<Action> schedule_actions(Schedule schedule, int m, int pp, int rank, int v) {
   HPCRL_CHECK_INPUT(m >= 1, "pipeline schedule: need at least one micro-batch, got " << m);
   HPCRL_CHECK(pp >= 1 && rank >= 0 && rank < pp, "pp rank " << rank << " of " << pp);
-  if (schedule != Schedule::kInterleaved) {
+  if (schedule != Schedule::interleaved) {
     HPCRL_CHECK_INPUT(v == 1, "pipeline schedule " << schedule_name(schedule) << " runs one model chunk per rank, but "
                                                    << v << " virtual stages were asked for; use interleaved_1f1b "
                                                    << "or virtual stages 1");
-    return schedule == Schedule::kGpipe ? gpipe_actions(m, pp, rank) : one_f_one_b_actions(m, pp, rank);
+    return schedule == Schedule::gpipe ? gpipe_actions(m, pp, rank) : one_f_one_b_actions(m, pp, rank);
   }
   HPCRL_CHECK_INPUT(v >= 1, "pipeline schedule interleaved_1f1b: virtual stages must be at least 1, got " << v);
   HPCRL_CHECK_INPUT(m % pp == 0, "pipeline schedule interleaved_1f1b needs the number of micro-batches to be a "
@@ -111,7 +111,7 @@ std::vector<Action> forward_actions(Schedule schedule, int m, int pp, int rank, 
 }
 
 double theoretical_bubble(Schedule schedule, int m, int pp, int v) {
-  const int virt = schedule == Schedule::kInterleaved ? v : 1;
+  const int virt = schedule == Schedule::interleaved ? v : 1;
   return double(pp - 1) / double(virt * m + pp - 1);
 }
 

@@ -41,7 +41,7 @@ struct PipelineStep {
 };
 
 struct PipelineOptions {
-  Schedule schedule = Schedule::kOneFOneB;
+  Schedule schedule = Schedule::_1f1b;
   int microbatches = 1;
   int virtual_stages = 1;  // chunks per rank; > 1 only with interleaved_1f1b
 };

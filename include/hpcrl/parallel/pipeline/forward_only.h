@@ -34,6 +34,6 @@ struct ForwardOnlyStep {
 // Runs under no-grad. pp: the pipeline group (null or size 1: no communication).
 // Returns the m results in micro-batch order on every pp rank.
 std::vector<at::Tensor> run_forward_only(const dist::CommPtr& pp, const ForwardOnlyStep& step, int microbatches,
-                                         Schedule schedule = Schedule::kOneFOneB, int virtual_stages = 1);
+                                         Schedule schedule = Schedule::_1f1b, int virtual_stages = 1);
 
 }  // namespace hpcrl::parallel::pipeline

@@ -21,9 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "hpcrl/config/enums.h"
+
 namespace hpcrl::parallel::pipeline {
 
-enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
+// The one schedule enum: models.<role>.parallel.pp_schedule's (config/enums.h).
+using Schedule = config::PpSchedule;
 
 // "gpipe" | "1f1b" | "interleaved_1f1b" ("interleaved", the YAML's
 // models.<role>.parallel.pp_schedule spelling, parses too). parse_schedule:

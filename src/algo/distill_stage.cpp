@@ -97,8 +97,8 @@ StageResult run_distill(StageEnv& env) {
       trace::ScopedSpan span("distill/rollout");
       // A pipelined role generates from its pp = 1 copy: the student's is
       // refreshed every step, the teacher's (not trained here) made once.
-      if (!cfg.on_policy && !teacher_generator) teacher_generator = rollout_model(teacher);
-      std::shared_ptr<model::DecoderModel> generator = cfg.on_policy ? rollout_model(student) : teacher_generator;
+      if (!cfg.on_policy && !teacher_generator) teacher_generator = sync_rollout_model(teacher);
+      std::shared_ptr<model::DecoderModel> generator = cfg.on_policy ? sync_rollout_model(student) : teacher_generator;
       const Role& gen_role = cfg.on_policy ? student : teacher;
       torch::NoGradGuard no_grad;
       generator->eval();

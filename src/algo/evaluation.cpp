@@ -43,13 +43,13 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
   const int64_t lo = total * role.dp_rank / role.dp_size, hi = total * (role.dp_rank + 1) / role.dp_size;
 
   // A pipelined role generates with its pp = 1 copy (loaded with the current weights here).
-  rollout::Engine engine(rollout_model(role), role.tokenizer.get(), {options.batch, true});
-  rollout::SamplingParams sp;
-  sp.temperature = options.temperature;
-  sp.top_p = options.top_p;
-  sp.max_new_tokens = options.max_new_tokens;
-  sp.eos_ids = prompts.stop_ids();
-  sp.seed = options.seed;
+  rollout::Engine engine(sync_rollout_model(role), role.tokenizer.get(), {options.batch, true});
+  rollout::SamplingParams sampling;
+  sampling.temperature = options.temperature;
+  sampling.top_p = options.top_p;
+  sampling.max_new_tokens = options.max_new_tokens;
+  sampling.eos_ids = prompts.stop_ids();
+  sampling.seed = options.seed;
 
   // [nll, loss tokens, correct, samples, response tokens, correct samples of example 0 .. total-1]
   at::Tensor sums = at::zeros({5 + total}, at::kDouble);
@@ -68,8 +68,8 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
       acc[0] += nll;
       acc[1] += tokens;
     }
-    sp.seed = options.seed + static_cast<uint64_t>(start);
-    auto samples = engine.generate(p_ids, options.n, sp);
+    sampling.seed = options.seed + static_cast<uint64_t>(start);
+    auto samples = engine.generate(p_ids, options.n, sampling);
     for (const auto& s : samples) {
       std::string text = role.tokenizer->decode(s.tokens, /*skip_special=*/true);
       const double correct = verifier.score(text, eval[start + s.prompt_index].answer).correct ? 1.0 : 0.0;

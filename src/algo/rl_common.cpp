@@ -46,7 +46,7 @@ RlLoop::RlLoop(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* re
                                                static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
                                                env.pipeline->find_data(cfg.data)->shuffle);
   // A pipelined policy samples from its pp = 1 copy, refreshed at each collect().
-  engine_ = std::make_unique<rollout::Engine>(rollout_model(policy), policy.tokenizer.get(),
+  engine_ = std::make_unique<rollout::Engine>(sync_rollout_model(policy), policy.tokenizer.get(),
                                               rollout::EngineOptions{policy.config->rollout.max_batch, true});
 }
 
@@ -86,22 +86,22 @@ RolloutSamples RlLoop::rollout_round(const std::vector<size_t>& rows, int64_t it
   RolloutSamples out;
   std::vector<std::vector<int32_t>> p_ids;
   for (size_t i : rows) p_ids.push_back(prompts_->prompt_ids(data_.train[i]));
-  rollout::SamplingParams sp;
-  sp.temperature = cfg_.sampling.temperature;
-  sp.top_p = cfg_.sampling.top_p;
-  sp.top_k = cfg_.sampling.top_k;
-  sp.max_new_tokens = cfg_.sampling.max_new_tokens;
-  sp.stop = cfg_.sampling.stop;
-  sp.eos_ids = prompts_->stop_ids();
-  sp.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(iteration) * 101u +
+  rollout::SamplingParams sampling;
+  sampling.temperature = cfg_.sampling.temperature;
+  sampling.top_p = cfg_.sampling.top_p;
+  sampling.top_k = cfg_.sampling.top_k;
+  sampling.max_new_tokens = cfg_.sampling.max_new_tokens;
+  sampling.stop = cfg_.sampling.stop;
+  sampling.eos_ids = prompts_->stop_ids();
+  sampling.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(iteration) * 101u +
             static_cast<uint64_t>(round);
-  sp.prompt_offset = static_cast<int64_t>(policy_.dp_rank * rows.size());
-  sp.logprobs_at_temperature = true;
+  sampling.prompt_offset = static_cast<int64_t>(policy_.dp_rank * rows.size());
+  sampling.logprobs_at_temperature = true;
   std::vector<rollout::Sample> samples;
   timed("rollout", m, [&] {
     torch::NoGradGuard no_grad;
     policy_.model->eval();
-    samples = engine_->generate(p_ids, cfg_.group, sp);
+    samples = engine_->generate(p_ids, cfg_.group, sampling);
     policy_.model->train();
   });
   timed("reward", m, [&] {
@@ -160,7 +160,7 @@ Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
   RolloutSamples kept;
   int64_t kept_groups = 0, rounds = 0;
   // Weight sync: the rollout copy of a pipelined policy gets the updated weights.
-  if (policy_.ctx.pp_size() > 1) timed("weight_sync", m, [&] { rollout_model(policy_); });
+  if (policy_.ctx.pp_size() > 1) timed("weight_sync", m, [&] { sync_rollout_model(policy_); });
   while (true) {
     auto rows = sampler_->next_batch(cfg_.prompts, policy_.dp_rank, policy_.dp_size);
     RolloutSamples round = rollout_round(rows, iteration, rounds, m, sums, max_response_len);

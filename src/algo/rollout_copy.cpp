@@ -9,7 +9,7 @@
 
 namespace hpcrl::algo {
 
-std::shared_ptr<model::DecoderModel> rollout_model(Role& role) {
+std::shared_ptr<model::DecoderModel> sync_rollout_model(Role& role) {
   if (role.ctx.pp_size() == 1) return role.model;
   trace::ScopedSpan span("weight_sync");
   if (!role.rollout_copy) {

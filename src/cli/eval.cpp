@@ -11,7 +11,7 @@
 // so `hpcrl eval` on a checkpoint reports what the run's eval/accuracy would.
 // With --pp each rank loads only its pipeline stage and, like a pipelined
 // training role and `hpcrl generate --pp`, decodes on a whole (pp = 1) copy
-// gathered from the stages (algo::rollout_model), so accuracy equals --pp 1.
+// gathered from the stages (algo::sync_rollout_model), so accuracy equals --pp 1.
 // Output shapes: docs/eval.md. Rank 0 prints; --json prints one JSON document.
 #include <nlohmann/json.hpp>
 #include <spdlog/fmt/fmt.h>

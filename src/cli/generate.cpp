@@ -138,21 +138,21 @@ int run(const Options& o, const std::vector<std::string>& extras, const CLI::App
     std::vector<std::vector<int32_t>> prompts;
     for (int64_t p = first; p < last; ++p) prompts.push_back(file.prompts[p].ids);
 
-    rollout::SamplingParams sp;
-    sp.temperature = o.temperature;
-    sp.top_p = o.top_p;
-    sp.top_k = o.top_k;
-    sp.max_new_tokens = o.max_new_tokens;
-    sp.stop = o.stop;
-    sp.eos_ids = rollout::stop_token_ids(*tok, file.chat);
-    sp.seed = o.seed;
-    sp.prompt_offset = first;
+    rollout::SamplingParams sampling;
+    sampling.temperature = o.temperature;
+    sampling.top_p = o.top_p;
+    sampling.top_k = o.top_k;
+    sampling.max_new_tokens = o.max_new_tokens;
+    sampling.stop = o.stop;
+    sampling.eos_ids = rollout::stop_token_ids(*tok, file.chat);
+    sampling.seed = o.seed;
+    sampling.prompt_offset = first;
     Progress progress("generate", long(prompts.size() * o.n), world.rank == 0, "seq", 10.0);
     rollout::EngineOptions eo;
     eo.max_batch = o.max_batch;
     eo.progress = [&](int64_t done, int64_t) { progress.update(long(done)); };
     rollout::Engine engine(decoder, tok.get(), eo);
-    std::vector<rollout::Sample> samples = engine.generate(prompts, o.n, sp);
+    std::vector<rollout::Sample> samples = engine.generate(prompts, o.n, sampling);
     const auto& st = engine.last_stats();
     progress.finish(std::to_string(st.generated_tokens) + " tokens, " +
                     std::to_string(int64_t(st.generated_tokens / std::max(st.seconds, 1e-9))) + " tok/s");

@@ -14,10 +14,11 @@
 
 namespace hpcrl::algo {
 
-// The model the role generates with: the role's own model at pp = 1; at
-// pp > 1 role.rollout_copy, built on first use and refreshed with the role's
-// current weights on every call (the weight sync after training steps), in
-// eval mode. Collective over the role's tp, ep and pp groups at pp > 1.
-std::shared_ptr<model::DecoderModel> rollout_model(Role& role);
+// The model the role generates with, brought up to date: the role's own
+// model at pp = 1; at pp > 1 role.rollout_copy, built on first use and
+// refreshed with the role's current weights on every call (the weight sync
+// after training steps, which is why the name says sync), in eval mode.
+// Collective over the role's tp, ep and pp groups at pp > 1.
+std::shared_ptr<model::DecoderModel> sync_rollout_model(Role& role);
 
 }  // namespace hpcrl::algo

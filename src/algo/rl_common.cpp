@@ -172,7 +172,8 @@ Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
       kept.append(round, g * G, G);
       ++kept_groups;
     }
-      if (!cfg_.dynamic_sampling) break;
+    m.kept_groups = dp_sum(at::full({1}, double(kept_groups), at::kDouble)).item<double>();
+    if (!cfg_.dynamic_sampling) break;
     if (m.kept_groups >= double(cfg_.prompts) || rounds >= kMaxSamplingRounds) break;
   }
   // Metrics over every sample drawn (before dynamic-sampling filtering).
@@ -187,7 +188,6 @@ Experience RlLoop::collect(int64_t iteration, RlMetrics& m) {
   m.response_len_max = maxlen.item<double>();
   m.tokens = tot.tokens;
   m.sampling_rounds = double(rounds);
-  m.kept_groups = dp_sum(at::full({1}, double(kept_groups), at::kDouble)).item<double>();
 
   Experience e;
   const int32_t pad = std::max(0, policy_.tokenizer->pad_id());

@@ -43,8 +43,8 @@ LoadResult check_tree(std::optional<YNode> root, const std::string& file, const 
   }
   if (root) {
     apply_overrides(*root, overrides, file, diag);
-    schema::Ctx ctx{diag, res.config.positions, {}};
-    schema::pipeline_codec().read(*root, "", ctx, res.config);
+    schema::Reading reading{diag, res.config.positions, {}};
+    schema::pipeline_codec().read(*root, "", reading, res.config);
     resolve_defaults(res.config);
     validate_models(res.config, options, diag);
     validate_stages(res.config, options, diag);

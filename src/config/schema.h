@@ -25,8 +25,8 @@
 
 namespace hpcrl::config::schema {
 
-// Where the reading of one document reports to.
-struct Ctx {
+// One document being read: where its errors go and where each key was written.
+struct Reading {
   Diagnostics& diag;
   std::map<std::string, SourcePos>& positions;      // key path -> value position
   std::map<std::string, SourcePos> key_positions;   // key path -> position of the key itself
@@ -50,10 +50,10 @@ inline std::string join_path(const std::string& path, const std::string& key) {
 }
 
 // An error about `key` of the mapping `map` at `path`, reported at the key.
-inline void error_at_key(Ctx& ctx, const YNode& map, const std::string& path, const std::string& key,
+inline void error_at_key(Reading& reading, const YNode& map, const std::string& path, const std::string& key,
                          const std::string& message, const std::string& fix) {
   std::string kp = join_path(path, key);
-  ctx.error(ctx.key_pos(kp, map.pos), kp, message, fix);
+  reading.error(reading.key_pos(kp, map.pos), kp, message, fix);
 }
 
 using KeyLister = std::function<void(const std::string& prefix, std::vector<std::string>& out)>;
@@ -62,7 +62,7 @@ template <class T>
 struct Codec {
   std::string type;  // how messages and docs name the expected value: "an integer ≥ 1"
   // Reads `node` into `out`; on a problem reports it and returns false (out keeps its default).
-  std::function<bool(const YNode& node, const std::string& path, Ctx& ctx, T& out)> read;
+  std::function<bool(const YNode& node, const std::string& path, Reading& reading, T& out)> read;
   std::function<YNode(const T&)> write;
   KeyLister keys;  // nested key paths (mappings only)
 };
@@ -82,12 +82,12 @@ std::string format_number(double v);  // shortest text that reads back to exactl
 YNode string_node(const std::string& s);  // quoted when a plain scalar would read back as something else
 
 // "unknown key 'x'; did you mean 'y'?" (or the list of valid keys). Returns the suggestion ("" if none).
-std::string unknown_key(Ctx& ctx, const SourcePos& pos, const std::string& path, const std::string& key,
+std::string unknown_key(Reading& reading, const SourcePos& pos, const std::string& path, const std::string& key,
                  const std::vector<std::string>& valid);
 // "unknown value 'x' ...; did you mean 'y'? (one of ...)".
 // A suggestion is made only when one candidate is closer than all others.
 std::string suggestion(const std::string& word, const std::vector<std::string>& candidates);
-void unknown_word(Ctx& ctx, const SourcePos& pos, const std::string& path, const std::string& word,
+void unknown_word(Reading& reading, const SourcePos& pos, const std::string& path, const std::string& word,
                   const std::vector<std::string>& valid, const std::string& what);
 
 // --- enums, lists ------------------------------------------------------------
@@ -96,14 +96,14 @@ template <class E>
 Codec<E> enumeration() {
   Codec<E> c;
   c.type = "one of " + str::join(names_of<E>(), ", ");
-  c.read = [type = c.type](const YNode& n, const std::string& path, Ctx& ctx, E& out) {
+  c.read = [type = c.type](const YNode& n, const std::string& path, Reading& reading, E& out) {
     if (!n.is_scalar()) {
-      ctx.error(n.pos, path, "expected " + type + ", got " + n.describe(), "write one of these words");
+      reading.error(n.pos, path, "expected " + type + ", got " + n.describe(), "write one of these words");
       return false;
     }
     auto e = parse_enum<E>(n.scalar);
     if (!e) {
-      unknown_word(ctx, n.pos, path, n.scalar, names_of<E>(), "value");
+      unknown_word(reading, n.pos, path, n.scalar, names_of<E>(), "value");
       return false;
     }
     out = *e;
@@ -121,7 +121,7 @@ Codec<std::vector<T>> list_of(Codec<T> elem, size_t min_len = 0, size_t max_len 
                        : max_len == SIZE_MAX ? (min_len ? "at least " + std::to_string(min_len) : "")
                                              : std::to_string(min_len) + " to " + std::to_string(max_len);
   c.type = "a list of " + (bounds.empty() ? "" : bounds + " ") + "values (each " + elem.type + ")";
-  c.read = [elem, min_len, max_len, scalar_ok, type = c.type](const YNode& n, const std::string& path, Ctx& ctx,
+  c.read = [elem, min_len, max_len, scalar_ok, type = c.type](const YNode& n, const std::string& path, Reading& reading,
                                                              std::vector<T>& out) {
     std::vector<const YNode*> items;
     if (n.is_seq()) {
@@ -129,11 +129,11 @@ Codec<std::vector<T>> list_of(Codec<T> elem, size_t min_len = 0, size_t max_len 
     } else if (scalar_ok && n.is_scalar()) {
       items.push_back(&n);
     } else {
-      ctx.error(n.pos, path, "expected " + type + ", got " + n.describe(), "write a list like [a, b]");
+      reading.error(n.pos, path, "expected " + type + ", got " + n.describe(), "write a list like [a, b]");
       return false;
     }
     if (items.size() < min_len || items.size() > max_len) {
-      ctx.error(n.pos, path, "expected " + type + ", got " + std::to_string(items.size()) + " values",
+      reading.error(n.pos, path, "expected " + type + ", got " + std::to_string(items.size()) + " values",
                 "give " + (min_len == max_len ? "exactly " + std::to_string(min_len)
                                               : std::to_string(min_len) + (max_len == SIZE_MAX ? " or more"
                                                                              : " to " + std::to_string(max_len))) +
@@ -143,7 +143,7 @@ Codec<std::vector<T>> list_of(Codec<T> elem, size_t min_len = 0, size_t max_len 
     std::vector<T> values(items.size());
     bool ok = true;
     for (size_t i = 0; i < items.size(); ++i)
-      ok = elem.read(*items[i], path + "[" + std::to_string(i) + "]", ctx, values[i]) && ok;
+      ok = elem.read(*items[i], path + "[" + std::to_string(i) + "]", reading, values[i]) && ok;
     if (ok) out = std::move(values);
     return ok;
   };
@@ -162,7 +162,7 @@ struct Field {
   std::string name;
   bool required = false;
   std::string type;
-  std::function<bool(S&, const YNode&, const std::string&, Ctx&)> read;
+  std::function<bool(S&, const YNode&, const std::string&, Reading&)> read;
   std::function<YNode(const S&)> write;
   std::function<bool(const S&)> applies;  // written to YAML only when this says so (unset: always)
   KeyLister keys;
@@ -177,8 +177,8 @@ Field<S> field(std::string name, Get get, Codec<T> codec, bool required = false)
   f.name = std::move(name);
   f.required = required;
   f.type = codec.type;
-  f.read = [get, read = codec.read](S& s, const YNode& n, const std::string& p, Ctx& ctx) {
-    return read(n, p, ctx, get(s));
+  f.read = [get, read = codec.read](S& s, const YNode& n, const std::string& p, Reading& reading) {
+    return read(n, p, reading, get(s));
   };
   f.write = [get, write = codec.write](const S& s) { return write(get(s)); };
   f.keys = codec.keys;
@@ -196,7 +196,7 @@ struct StructSpec {
   std::string what;  // "the sft stage", for messages
   std::vector<Field<S>> fields;
   // Cross-field checks after all fields were read (`node` is the mapping, for positions).
-  std::function<void(S&, const YNode& node, const std::string& path, Ctx&)> check;
+  std::function<void(S&, const YNode& node, const std::string& path, Reading&)> check;
 };
 
 template <class S>
@@ -210,9 +210,9 @@ Codec<S> structure(StructSpec<S> spec_in) {
   }
   Codec<S> c;
   c.type = "a mapping with keys " + str::join(names, ", ");
-  c.read = [spec, names](const YNode& n, const std::string& path, Ctx& ctx, S& out) {
+  c.read = [spec, names](const YNode& n, const std::string& path, Reading& reading, S& out) {
     if (!n.is_map() && !n.is_null()) {
-      ctx.error(n.pos, path, "expected a mapping (" + spec->what + "), got " + n.describe(),
+      reading.error(n.pos, path, "expected a mapping (" + spec->what + "), got " + n.describe(),
                 "write `key: value` entries; valid keys: " + str::join(names, ", "));
       return false;
     }
@@ -224,13 +224,13 @@ Codec<S> structure(StructSpec<S> spec_in) {
       for (const auto& cand : spec->fields)
         if (cand.name == e.key) f = &cand;
       if (!f) {
-        suggested.push_back(unknown_key(ctx, e.key_pos, kp, e.key, names));
+        suggested.push_back(unknown_key(reading, e.key_pos, kp, e.key, names));
         ok = false;
         continue;
       }
-      ctx.positions[kp] = e.value.pos;
-      ctx.key_positions[kp] = e.key_pos;
-      ok = f->read(out, e.value, kp, ctx) && ok;
+      reading.positions[kp] = e.value.pos;
+      reading.key_positions[kp] = e.key_pos;
+      ok = f->read(out, e.value, kp, reading) && ok;
     }
     for (const auto& f : spec->fields) {
       if (!f.required || n.find(f.name)) continue;
@@ -239,11 +239,11 @@ Codec<S> structure(StructSpec<S> spec_in) {
       if (std::find(suggested.begin(), suggested.end(), f.name) != suggested.end()) continue;
       bool long_type = f.type.find('`') != std::string::npos;
       std::string where = path.empty() ? "the top level" : path;
-      ctx.error(ctx.key_pos(path, n.pos), join_path(path, f.name), "missing required key",
+      reading.error(reading.key_pos(path, n.pos), join_path(path, f.name), "missing required key",
                 long_type ? "add a `" + f.name + ":` key to " + where + ": " + f.type
                           : "add `" + f.name + ": <" + f.type + ">` to " + where);
     }
-    if (spec->check) spec->check(out, n, path, ctx);
+    if (spec->check) spec->check(out, n, path, reading);
     return ok;
   };
   c.write = [spec](const S& s) {
@@ -268,26 +268,26 @@ template <class S>
 Codec<std::vector<S>> named_map(Codec<S> elem, std::string what, std::string placeholder) {
   Codec<std::vector<S>> c;
   c.type = "a mapping of " + what + " names to their settings";
-  c.read = [elem, what](const YNode& n, const std::string& path, Ctx& ctx, std::vector<S>& out) {
+  c.read = [elem, what](const YNode& n, const std::string& path, Reading& reading, std::vector<S>& out) {
     if (!n.is_map()) {
-      ctx.error(n.pos, path, "expected " + std::string("a mapping of ") + what + " names, got " + n.describe(),
+      reading.error(n.pos, path, "expected " + std::string("a mapping of ") + what + " names, got " + n.describe(),
                 "write `name: {...}` entries, one per " + what);
       return false;
     }
     bool ok = true;
     for (const auto& e : n.entries) {
       std::string kp = join_path(path, e.key);
-      ctx.positions[kp] = e.value.pos;
-      ctx.key_positions[kp] = e.key_pos;
+      reading.positions[kp] = e.value.pos;
+      reading.key_positions[kp] = e.key_pos;
       if (!valid_name(e.key)) {
-        ctx.error(e.key_pos, kp, what + " name '" + e.key + "' has characters other than letters, digits, _ and -",
+        reading.error(e.key_pos, kp, what + " name '" + e.key + "' has characters other than letters, digits, _ and -",
                   "rename it, e.g. '" + what + "_1'");
         ok = false;
         continue;
       }
       S s{};
       s.name = e.key;
-      ok = elem.read(e.value, kp, ctx, s) && ok;
+      ok = elem.read(e.value, kp, reading, s) && ok;
       out.push_back(std::move(s));
     }
     return ok;

@@ -14,12 +14,12 @@ namespace {
 Codec<std::string> ops_codec() {
   Codec<std::string> c = text();
   c.type = "\"+\", \"-\" or \"+-\"";
-  c.read = [type = c.type](const YNode& n, const std::string& path, Ctx& ctx, std::string& out) {
+  c.read = [type = c.type](const YNode& n, const std::string& path, Reading& reading, std::string& out) {
     if (n.is_scalar() && (n.scalar == "+" || n.scalar == "-" || n.scalar == "+-" || n.scalar == "-+")) {
       out = n.scalar == "-+" ? "+-" : n.scalar;
       return true;
     }
-    ctx.error(n.pos, path, "expected " + type + ", got " + n.describe(),
+    reading.error(n.pos, path, "expected " + type + ", got " + n.describe(),
               "write ops: \"+\" (addition), \"-\" (subtraction) or \"+-\" (both)");
     return false;
   };
@@ -37,12 +37,12 @@ Codec<SyntheticData> synthetic_codec() {
       field<S>("eval", [](auto& s) -> auto& { return s.eval; }, integer(0, 100000000)),
       field<S>("seed", [](auto& s) -> auto& { return s.seed; }, integer(0)),
   }};
-  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     // Eval problems are distinct and train must keep at least one: bound by the operand tuples.
     double per_operand = 9 * std::pow(10.0, static_cast<double>(s.digits - 1));
     double space = std::pow(per_operand, static_cast<double>(s.terms));
     if (static_cast<double>(s.eval) >= space)
-      error_at_key(ctx, n, path, "eval",
+      error_at_key(reading, n, path, "eval",
                    "asks for " + std::to_string(s.eval) + " distinct held-out problems, but " + std::to_string(s.terms) +
                        " terms of " + std::to_string(s.digits) + " digit(s) give at most " + format_number(space) +
                        " problems and train needs some",
@@ -69,20 +69,20 @@ Codec<JsonlData> jsonl_codec() {
       field<S>("max_response_len", [](auto& s) -> auto& { return s.max_response_len; }, integer(0)),
       field<S>("long_response", [](auto& s) -> auto& { return s.long_response; }, enumeration<LongResponse>()),
   }};
-  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     if (n.find("thinking") && s.chat_template != ChatTemplate::qwen3)
-      error_at_key(ctx, n, path, "thinking", "applies only to chat_template: qwen3", "remove it or use the qwen3 template");
+      error_at_key(reading, n, path, "thinking", "applies only to chat_template: qwen3", "remove it or use the qwen3 template");
   };
   auto inner = structure<S>(std::move(spec));
   // Shorthand: `jsonl: path/to/file.jsonl`.
   Codec<S> c = inner;
-  c.read = [inner](const YNode& n, const std::string& path, Ctx& ctx, S& out) {
+  c.read = [inner](const YNode& n, const std::string& path, Reading& reading, S& out) {
     if (n.is_scalar() && !n.scalar.empty()) {
       out.path = n.scalar;
-      ctx.positions[join_path(path, "path")] = n.pos;
+      reading.positions[join_path(path, "path")] = n.pos;
       return true;
     }
-    return inner.read(n, path, ctx, out);
+    return inner.read(n, path, reading, out);
   };
   return c;
 }
@@ -96,13 +96,13 @@ Codec<DatasetConfig> dataset_codec() {
                  [](const S& s) { return s.kind == DataKind::jsonl; }),
       field<S>("shuffle", [](auto& s) -> auto& { return s.shuffle; }, boolean()),
   }};
-  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     bool syn = n.find("synthetic") != nullptr, jsonl = n.find("jsonl") != nullptr;
     if (syn && jsonl) {
-      error_at_key(ctx, n, path, "jsonl", "a dataset is either synthetic or jsonl, not both",
+      error_at_key(reading, n, path, "jsonl", "a dataset is either synthetic or jsonl, not both",
                    "split it into two datasets with their own names");
     } else if (!syn && !jsonl && n.entries.size() == (n.find("shuffle") ? 1u : 0u)) {
-      ctx.error(n.pos, path, "names no source",
+      reading.error(n.pos, path, "names no source",
                 "add `synthetic: {task: arithmetic, digits: 2}` or `jsonl: {path: FILE, prompt: KEY, answer: KEY}`");
     }
     s.kind = jsonl && !syn ? DataKind::jsonl : DataKind::synthetic;

@@ -21,17 +21,17 @@ Codec<InitConfig> init_codec() {
       only_if<S>(field<S>("from", [](auto& s) -> auto& { return s.from; }, name_ref()),
                  [](const S& s) { return s.kind == InitKind::from; }),
   }};
-  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     std::vector<std::string> given;
     for (const char* k : {"preset", "path", "from"})
       if (n.find(k)) given.push_back(k);
     if (given.size() == 1) {
       s.kind = *parse_enum<InitKind>(given[0]);
     } else if (given.empty() && n.entries.empty()) {
-      ctx.error(n.pos, path, "says nothing about how to initialise the role",
+      reading.error(n.pos, path, "says nothing about how to initialise the role",
                 "give one of `preset: tiny`, `path: DIR` (HF model directory) or `from: ROLE`");
     } else if (given.size() > 1) {
-      error_at_key(ctx, n, path, given[1], "gives both '" + given[0] + "' and '" + given[1] + "'",
+      error_at_key(reading, n, path, given[1], "gives both '" + given[0] + "' and '" + given[1] + "'",
                    "keep exactly one of preset, path, from");
     }
   };
@@ -45,9 +45,9 @@ Field<S> pair_field(std::string name, G1 get1, G2 get2, Codec<double> elem) {
   Field<S> f;
   f.name = std::move(name);
   f.type = codec.type;
-  f.read = [=](S& s, const YNode& n, const std::string& p, Ctx& ctx) {
+  f.read = [=](S& s, const YNode& n, const std::string& p, Reading& reading) {
     std::vector<double> v;
-    if (!codec.read(n, p, ctx, v)) return false;
+    if (!codec.read(n, p, reading, v)) return false;
     get1(s) = v[0];
     get2(s) = v[1];
     return true;
@@ -93,16 +93,16 @@ Codec<std::vector<std::string>> command_codec() {
   auto argv = list_of(text(), 1);
   Codec<std::vector<std::string>> c;
   c.type = "a command line (string) or an argv list";
-  c.read = [argv](const YNode& n, const std::string& path, Ctx& ctx, std::vector<std::string>& out) {
+  c.read = [argv](const YNode& n, const std::string& path, Reading& reading, std::vector<std::string>& out) {
     if (n.is_scalar()) {
       if (str::trim(n.scalar).empty()) {
-        ctx.error(n.pos, path, "is empty", "give the scoring program, e.g. `command: \"python3 score.py\"`");
+        reading.error(n.pos, path, "is empty", "give the scoring program, e.g. `command: \"python3 score.py\"`");
         return false;
       }
       out = {"sh", "-c", n.scalar};
       return true;
     }
-    return argv.read(n, path, ctx, out);
+    return argv.read(n, path, reading, out);
   };
   c.write = argv.write;
   return c;
@@ -126,7 +126,7 @@ Codec<RewardConfig> reward_codec() {
   }};
   std::vector<std::string> keys;
   for (const auto& f : spec.fields) keys.push_back(f.name);
-  spec.check = [keys](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  spec.check = [keys](S& s, const YNode& n, const std::string& path, Reading& reading) {
     std::string type = to_string(s.type);
     // `comand:` already got "did you mean 'command'?": saying command is missing too is noise.
     auto misspelt = [&](const std::string& key) {
@@ -137,22 +137,22 @@ Codec<RewardConfig> reward_codec() {
     auto needs = [&](const char* key, RewardType t, const std::string& example) {
       bool given = n.find(key) != nullptr;
       if (s.type == t && !given && !misspelt(key))
-        ctx.error(n.pos, join_path(path, key), "missing: a reward of type " + type + " needs it", "add " + example);
+        reading.error(n.pos, join_path(path, key), "missing: a reward of type " + type + " needs it", "add " + example);
       if (s.type != t && given)
-        error_at_key(ctx, n, path, key, "applies only to type: " + to_string(t) + " (this reward is " + type + ")",
+        error_at_key(reading, n, path, key, "applies only to type: " + to_string(t) + " (this reward is " + type + ")",
                      "remove it or set `type: " + to_string(t) + "`");
     };
     needs("model", RewardType::model, "`model: ROLE` (a role with head: value)");
     needs("command", RewardType::command, "`command: \"python3 score.py\"`");
     if (s.type != RewardType::command && n.find("timeout_s"))
-      error_at_key(ctx, n, path, "timeout_s", "applies only to type: command", "remove it");
+      error_at_key(reading, n, path, "timeout_s", "applies only to type: command", "remove it");
     if (s.type != RewardType::verifiable && n.find("extract"))
-      error_at_key(ctx, n, path, "extract", "applies only to type: verifiable", "remove it");
+      error_at_key(reading, n, path, "extract", "applies only to type: verifiable", "remove it");
     for (size_t i = 0; i < s.extract.size(); ++i)
       for (size_t j = 0; j < i; ++j)
         if (s.extract[i] == s.extract[j]) {
           const YNode* list = n.find("extract");
-          ctx.error(list && list->is_seq() ? list->items[i].pos : n.pos, join_path(path, "extract"),
+          reading.error(list && list->is_seq() ? list->items[i].pos : n.pos, join_path(path, "extract"),
                     "lists '" + to_string(s.extract[i]) + "' twice", "remove the repeated extractor");
         }
   };
@@ -173,19 +173,19 @@ Codec<ParallelConfig> parallel_codec(bool training) {
   spec.fields.push_back(field<S>("pp_schedule", [](auto& s) -> auto& { return s.pp_schedule; }, enumeration<PpSchedule>()));
   spec.fields.push_back(field<S>("pp_virtual", [](auto& s) -> auto& { return s.pp_virtual; }, integer(1, 1024)));
   spec.fields.push_back(field<S>("pp_layers", [](auto& s) -> auto& { return s.pp_layers; }, list_of(integer(1))));
-  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     bool interleaved = s.pp_schedule == PpSchedule::interleaved;
     if (interleaved && (s.pp < 2 || s.pp_virtual < 2))
-      error_at_key(ctx, n, path, "pp_schedule",
+      error_at_key(reading, n, path, "pp_schedule",
                    "the interleaved schedule needs pp ≥ 2 and pp_virtual ≥ 2 (pp = " + std::to_string(s.pp) +
                        ", pp_virtual = " + std::to_string(s.pp_virtual) + ")",
                    "raise pp/pp_virtual or use pp_schedule: 1f1b");
     if (!interleaved && s.pp_virtual > 1)
-      error_at_key(ctx, n, path, "pp_virtual", "virtual pipeline stages need pp_schedule: interleaved",
+      error_at_key(reading, n, path, "pp_virtual", "virtual pipeline stages need pp_schedule: interleaved",
                    "set `pp_schedule: interleaved` or remove pp_virtual");
     size_t chunks = static_cast<size_t>(s.pp * s.pp_virtual);
     if (!s.pp_layers.empty() && s.pp_layers.size() != chunks)
-      error_at_key(ctx, n, path, "pp_layers",
+      error_at_key(reading, n, path, "pp_layers",
                    "lists " + std::to_string(s.pp_layers.size()) + " stages but pp·pp_virtual = " +
                        std::to_string(s.pp) + "·" + std::to_string(s.pp_virtual) + " = " + std::to_string(chunks),
                    "give one layer count per pipeline stage (" + std::to_string(chunks) + " numbers)");

@@ -24,24 +24,24 @@ Codec<std::vector<RankRange>> ranges_codec() {
   Codec<std::vector<RankRange>> c;
   c.type = "a mapping of role (or role.rollout) to [first, last] ranks";
   auto pair = list_of(integer(0), 2, 2);
-  c.read = [pair, type = c.type](const YNode& n, const std::string& path, Ctx& ctx, std::vector<RankRange>& out) {
+  c.read = [pair, type = c.type](const YNode& n, const std::string& path, Reading& reading, std::vector<RankRange>& out) {
     if (!n.is_map()) {
-      ctx.error(n.pos, path, "expected " + type + ", got " + n.describe(),
+      reading.error(n.pos, path, "expected " + type + ", got " + n.describe(),
                 "write e.g. `ranges: {policy: [0, 3], policy.rollout: [4, 7]}`");
       return false;
     }
     bool ok = true;
     for (const auto& e : n.entries) {
       std::string kp = join_path(path, e.key);
-      ctx.positions[kp] = e.value.pos;
-      ctx.key_positions[kp] = e.key_pos;
+      reading.positions[kp] = e.value.pos;
+      reading.key_positions[kp] = e.key_pos;
       std::vector<int64_t> v;
-      if (!pair.read(e.value, kp, ctx, v)) {
+      if (!pair.read(e.value, kp, reading, v)) {
         ok = false;
         continue;
       }
       if (v[0] > v[1]) {
-        ctx.error(e.value.pos, kp, "first rank " + std::to_string(v[0]) + " is after last rank " + std::to_string(v[1]),
+        reading.error(e.value.pos, kp, "first rank " + std::to_string(v[0]) + " is after last rank " + std::to_string(v[1]),
                   "write [first, last] with first ≤ last (both inclusive)");
         ok = false;
         continue;
@@ -81,9 +81,9 @@ Codec<RunConfig> run_codec() {
       field<S>("eval_before_train", [](auto& s) -> auto& { return s.eval_before_train; }, boolean()),
       field<S>("eval_sampling", [](auto& s) -> auto& { return s.eval_sampling; }, eval_sampling_codec()),
   }};
-  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     if (n.find("name") && !s.name.empty() && !valid_run_name(s.name))
-      ctx.error(ctx.value_pos(join_path(path, "name"), n.pos), join_path(path, "name"),
+      reading.error(reading.value_pos(join_path(path, "name"), n.pos), join_path(path, "name"),
                 "run name '" + s.name + "' is not a plain directory name",
                 "use letters, digits, '.', '_' and '-' only (it names runs/<name>)");
   };
@@ -106,15 +106,15 @@ Codec<PlacementConfig> placement_codec() {
       only_if<S>(field<S>("ranges", [](auto& s) -> auto& { return s.ranges; }, ranges_codec()),
                  [](const S& s) { return s.mode == PlacementMode::disaggregated; }),
   }};
-  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     const YNode* ranges = n.find("ranges");
     if (s.mode == PlacementMode::colocated && ranges) {
-      error_at_key(ctx, n, path, "ranges", "rank ranges apply only to mode: disaggregated",
+      error_at_key(reading, n, path, "ranges", "rank ranges apply only to mode: disaggregated",
                    "remove `ranges` or set `mode: disaggregated`");
     }
     if (s.mode == PlacementMode::disaggregated && !ranges) {
       const YNode* mode = n.find("mode");
-      ctx.error(mode ? mode->pos : n.pos, join_path(path, "ranges"),
+      reading.error(mode ? mode->pos : n.pos, join_path(path, "ranges"),
                 "mode: disaggregated needs a rank range for every role",
                 "add e.g. `ranges: {policy: [0, 3], policy.rollout: [4, 7]}`");
     }

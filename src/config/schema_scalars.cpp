@@ -32,9 +32,9 @@ bool is_number_text(const std::string& s) {
 }
 
 // Scalar type errors share one shape: "expected <type>, got <what>; <fix>".
-bool type_error(const YNode& n, const std::string& path, Ctx& ctx, const std::string& type, const std::string& fix) {
+bool type_error(const YNode& n, const std::string& path, Reading& reading, const std::string& type, const std::string& fix) {
   std::string f = n.is_scalar() && n.quoted ? "remove the quotes" : fix;
-  ctx.error(n.pos, path, "expected " + type + ", got " + n.describe(), f);
+  reading.error(n.pos, path, "expected " + type + ", got " + n.describe(), f);
   return false;
 }
 
@@ -63,13 +63,13 @@ Codec<int64_t> integer(int64_t lo, int64_t hi) {
   if (hi == kNoMax) range = "≥ " + std::to_string(lo);
   else range = "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   c.type = "an integer" + (range.empty() ? "" : " " + range);
-  c.read = [lo, hi, type = c.type, range](const YNode& n, const std::string& path, Ctx& ctx, int64_t& out) {
+  c.read = [lo, hi, type = c.type, range](const YNode& n, const std::string& path, Reading& reading, int64_t& out) {
     if (!n.is_scalar() || n.quoted || !is_int_text(n.scalar))
-      return type_error(n, path, ctx, type, "write a whole number without quotes");
+      return type_error(n, path, reading, type, "write a whole number without quotes");
     errno = 0;
     long long v = std::strtoll(n.scalar.c_str(), nullptr, 10);
     if (errno == ERANGE || v < lo || v > hi) {
-      ctx.error(n.pos, path, "must be " + range + " (got " + n.scalar + ")", "use a value " + range);
+      reading.error(n.pos, path, "must be " + range + " (got " + n.scalar + ")", "use a value " + range);
       return false;
     }
     out = v;
@@ -83,17 +83,17 @@ Codec<double> number(double lo, double hi, Bound lb, Bound hb) {
   Codec<double> c;
   std::string range = range_words(lo, hi, lb, hb);
   c.type = "a number" + (range.empty() ? "" : " " + range);
-  c.read = [=, type = c.type](const YNode& n, const std::string& path, Ctx& ctx, double& out) {
+  c.read = [=, type = c.type](const YNode& n, const std::string& path, Reading& reading, double& out) {
     if (!n.is_scalar() || n.quoted || !is_number_text(n.scalar))
-      return type_error(n, path, ctx, type, "write a number like 0.5 or 1e-5, without quotes");
+      return type_error(n, path, reading, type, "write a number like 0.5 or 1e-5, without quotes");
     char* end = nullptr;
     double v = std::strtod(n.scalar.c_str(), &end);
     if (*end != '\0' || !std::isfinite(v))
-      return type_error(n, path, ctx, type, "write a finite number like 0.5 or 1e-5");
+      return type_error(n, path, reading, type, "write a finite number like 0.5 or 1e-5");
     bool below = lb == Bound::kOpen ? v <= lo : v < lo;
     bool above = hb == Bound::kOpen ? v >= hi : v > hi;
     if (below || above) {
-      ctx.error(n.pos, path, "must be " + range + " (got " + n.scalar + ")", "use a value " + range);
+      reading.error(n.pos, path, "must be " + range + " (got " + n.scalar + ")", "use a value " + range);
       return false;
     }
     out = v;
@@ -106,7 +106,7 @@ Codec<double> number(double lo, double hi, Bound lb, Bound hb) {
 Codec<bool> boolean() {
   Codec<bool> c;
   c.type = "true or false";
-  c.read = [](const YNode& n, const std::string& path, Ctx& ctx, bool& out) {
+  c.read = [](const YNode& n, const std::string& path, Reading& reading, bool& out) {
     static const std::vector<std::string> yes{"true", "True", "TRUE"}, no{"false", "False", "FALSE"};
     if (n.is_scalar() && !n.quoted) {
       for (const auto& w : yes)
@@ -114,7 +114,7 @@ Codec<bool> boolean() {
       for (const auto& w : no)
         if (n.scalar == w) return out = false, true;
     }
-    return type_error(n, path, ctx, "true or false", "write true or false");
+    return type_error(n, path, reading, "true or false", "write true or false");
   };
   c.write = [](const bool& v) { return YNode::scalar_node(v ? "true" : "false"); };
   return c;
@@ -137,10 +137,10 @@ YNode string_node(const std::string& s) { return YNode::scalar_node(s, needs_quo
 Codec<std::string> text(bool allow_empty) {
   Codec<std::string> c;
   c.type = allow_empty ? "a string" : "a non-empty string";
-  c.read = [allow_empty, type = c.type](const YNode& n, const std::string& path, Ctx& ctx, std::string& out) {
-    if (!n.is_scalar()) return type_error(n, path, ctx, type, "write a single string");
+  c.read = [allow_empty, type = c.type](const YNode& n, const std::string& path, Reading& reading, std::string& out) {
+    if (!n.is_scalar()) return type_error(n, path, reading, type, "write a single string");
     if (!allow_empty && n.scalar.empty()) {
-      ctx.error(n.pos, path, "must not be empty", "give a value or remove the key");
+      reading.error(n.pos, path, "must not be empty", "give a value or remove the key");
       return false;
     }
     out = n.scalar;
@@ -160,8 +160,8 @@ bool valid_name(const std::string& s) {
 Codec<std::string> name_ref() {
   Codec<std::string> c;
   c.type = "a name (letters, digits, _ and -)";
-  c.read = [type = c.type](const YNode& n, const std::string& path, Ctx& ctx, std::string& out) {
-    if (!n.is_scalar() || n.scalar.empty()) return type_error(n, path, ctx, type, "write the name");
+  c.read = [type = c.type](const YNode& n, const std::string& path, Reading& reading, std::string& out) {
+    if (!n.is_scalar() || n.scalar.empty()) return type_error(n, path, reading, type, "write the name");
     out = n.scalar;  // whether it names something that exists is checked once everything is read
     return true;
   };
@@ -178,19 +178,19 @@ std::string suggestion(const std::string& word, const std::vector<std::string>& 
   return guess;
 }
 
-std::string unknown_key(Ctx& ctx, const SourcePos& pos, const std::string& path, const std::string& key,
+std::string unknown_key(Reading& reading, const SourcePos& pos, const std::string& path, const std::string& key,
                         const std::vector<std::string>& valid) {
   std::string guess = suggestion(key, valid);
-  ctx.error(pos, path, "unknown key '" + key + "'",
+  reading.error(pos, path, "unknown key '" + key + "'",
             guess.empty() ? "valid keys here: " + str::join(valid, ", ") : "did you mean '" + guess + "'?");
   return guess;
 }
 
-void unknown_word(Ctx& ctx, const SourcePos& pos, const std::string& path, const std::string& word,
+void unknown_word(Reading& reading, const SourcePos& pos, const std::string& path, const std::string& word,
                   const std::vector<std::string>& valid, const std::string& what) {
   std::string guess = suggestion(word, valid);
   std::string list = valid.empty() ? "none are defined" : "one of " + str::join(valid, ", ");
-  ctx.error(pos, path, "unknown " + what + " '" + word + "'",
+  reading.error(pos, path, "unknown " + what + " '" + word + "'",
             guess.empty() ? "use " + list : "did you mean '" + guess + "'? (" + list + ")");
 }
 

@@ -52,17 +52,17 @@ Field<S> clip_field() {
   Field<S> f;
   f.name = "clip";
   f.type = "a number in (0, 1) or [low, high]";
-  f.read = [=](S& s, const YNode& n, const std::string& p, Ctx& ctx) {
+  f.read = [=](S& s, const YNode& n, const std::string& p, Reading& reading) {
     if (n.is_scalar()) {
       double v = 0;
-      if (!one.read(n, p, ctx, v)) return false;
+      if (!one.read(n, p, reading, v)) return false;
       s.clip_low = s.clip_high = v;
       return true;
     }
     std::vector<double> v;
-    if (!two.read(n, p, ctx, v)) return false;
+    if (!two.read(n, p, reading, v)) return false;
     if (v[1] < v[0]) {
-      ctx.error(n.pos, p, "high clip " + format_number(v[1]) + " is below low clip " + format_number(v[0]),
+      reading.error(n.pos, p, "high clip " + format_number(v[1]) + " is below low clip " + format_number(v[0]),
                 "write [low, high] with low ≤ high, e.g. [0.2, 0.28]");
       return false;
     }
@@ -136,36 +136,36 @@ std::vector<Field<S>> rl_fields() {
 }
 
 // Checks that GRPO and PPO share.
-void check_rl(RlStage& s, const YNode& n, const std::string& path, Ctx& ctx) {
+void check_rl(RlStage& s, const YNode& n, const std::string& path, Reading& reading) {
   int64_t batch = s.prompts * s.group;
   if (s.mini_batch > 0 && batch % s.mini_batch != 0)
-    error_at_key(ctx, n, path, "mini_batch",
+    error_at_key(reading, n, path, "mini_batch",
                  "prompts·group = " + std::to_string(s.prompts) + "·" + std::to_string(s.group) + " = " +
                      std::to_string(batch) + " sequences is not a multiple of mini_batch " + std::to_string(s.mini_batch),
                  "use a mini_batch that divides " + std::to_string(batch));
   if (s.overlong.buffer >= s.sampling.max_new_tokens && s.overlong.buffer > 0)
-    ctx.error(ctx.value_pos(join_path(path, "overlong.buffer"), n.pos), join_path(path, "overlong.buffer"),
+    reading.error(reading.value_pos(join_path(path, "overlong.buffer"), n.pos), join_path(path, "overlong.buffer"),
               "overlong buffer " + std::to_string(s.overlong.buffer) + " is not below max_new_tokens " +
                   std::to_string(s.sampling.max_new_tokens),
               "use a buffer smaller than max_new_tokens (DAPO uses max_new_tokens/4)");
   if (s.kl.coef > 0 && s.reference.empty())
-    ctx.error(ctx.value_pos(join_path(path, "kl.coef"), n.pos), join_path(path, "kl.coef"),
+    reading.error(reading.value_pos(join_path(path, "kl.coef"), n.pos), join_path(path, "kl.coef"),
               "KL coefficient " + format_number(s.kl.coef) + " needs a reference model",
               "add `reference: ROLE` (e.g. a role with `init: {from: policy}, frozen: true`) or set kl.coef: 0");
   if (s.kl.coef == 0 && !s.reference.empty())
-    ctx.diag.warning(ctx.key_pos(join_path(path, "reference"), n.pos), join_path(path, "reference"),
+    reading.diag.warning(reading.key_pos(join_path(path, "reference"), n.pos), join_path(path, "reference"),
                      "is loaded but unused: kl.coef is 0", "remove `reference` or set kl.coef > 0");
 }
 
 Codec<GrpoStage> grpo_codec() {
   using S = GrpoStage;
   StructSpec<S> spec{"a grpo stage", rl_fields<S>()};
-  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     if (s.group < 2)
-      error_at_key(ctx, n, path, "group",
+      error_at_key(reading, n, path, "group",
                    "GRPO normalises rewards within a group, so group must be ≥ 2 (got " + std::to_string(s.group) + ")",
                    "use group: 8 (or a ppo stage with a critic for one response per prompt)");
-    check_rl(s, n, path, ctx);
+    check_rl(s, n, path, reading);
   };
   return structure<S>(std::move(spec));
 }
@@ -180,13 +180,13 @@ Codec<PpoStage> ppo_codec() {
   f.push_back(field<S>("value_clip", [](auto& s) -> auto& { return s.value_clip; }, number(0, HUGE_VAL)));
   f.push_back(field<S>("critic_warmup", [](auto& s) -> auto& { return s.critic_warmup; }, integer(0)));
   f.push_back(field<S>("critic_lr", [](auto& s) -> auto& { return s.critic_lr; }, number(0, 1, Bound::kOpen)));
-  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     if (s.critic_warmup >= s.iterations)
-      error_at_key(ctx, n, path, "critic_warmup",
+      error_at_key(reading, n, path, "critic_warmup",
                    "critic warm-up (" + std::to_string(s.critic_warmup) + ") leaves no policy iterations of " +
                        std::to_string(s.iterations),
                    "use fewer warm-up iterations than `iterations`");
-    check_rl(s, n, path, ctx);
+    check_rl(s, n, path, reading);
   };
   return structure<S>(std::move(spec));
 }
@@ -213,15 +213,15 @@ Codec<DistillStage> distill_codec() {
   for (auto& field : f)
     if (field.name == "beta") field.applies = [](const S& s) { return s.loss == DistillLoss::jsd; };
   StructSpec<S> spec{"a distill stage", std::move(f)};
-  spec.check = [](S& s, const YNode& n, const std::string& path, Ctx& ctx) {
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     if (!s.teacher.empty() && s.teacher == s.student)
-      error_at_key(ctx, n, path, "student", "teacher and student are the same role '" + s.student + "'",
+      error_at_key(reading, n, path, "student", "teacher and student are the same role '" + s.student + "'",
                    "distil into a different role (e.g. `student: {init: {preset: tiny-2l}}` under models)");
     if (s.loss != DistillLoss::jsd && n.find("beta"))
-      error_at_key(ctx, n, path, "beta", "applies only to loss: jsd (this stage uses " + to_string(s.loss) + ")",
+      error_at_key(reading, n, path, "beta", "applies only to loss: jsd (this stage uses " + to_string(s.loss) + ")",
                    "remove beta or set `loss: jsd`");
     if (s.on_policy && s.sequence_level)
-      error_at_key(ctx, n, path, "sequence_level",
+      error_at_key(reading, n, path, "sequence_level",
                    "on_policy (student generates) and sequence_level (teacher generates) exclude each other",
                    "set one of them to false");
   };
@@ -239,9 +239,9 @@ Codec<std::vector<StageConfig>> stages_codec() {
   auto distill = distill_codec();
   Codec<std::vector<StageConfig>> c;
   c.type = "a list of stages (`- sft: {...}`, `- grpo: {...}`, `- ppo: {...}`, `- distill: {...}`)";
-  c.read = [=](const YNode& n, const std::string& path, Ctx& ctx, std::vector<StageConfig>& out) {
+  c.read = [=](const YNode& n, const std::string& path, Reading& reading, std::vector<StageConfig>& out) {
     if (!n.is_seq() || n.items.empty()) {
-      ctx.error(n.pos, path, "expected a non-empty list of stages, got " + n.describe(),
+      reading.error(n.pos, path, "expected a non-empty list of stages, got " + n.describe(),
                 "write stages as a list: `- sft: {model: policy, data: arith, steps: 200, batch: 64}`");
       return false;
     }
@@ -250,14 +250,14 @@ Codec<std::vector<StageConfig>> stages_codec() {
       const YNode& item = n.items[i];
       std::string ip = path + "[" + std::to_string(i) + "]";
       if (!item.is_map() || item.entries.empty()) {
-        ctx.error(item.pos, ip, "a stage is a one-key mapping naming its kind, got " + item.describe(),
+        reading.error(item.pos, ip, "a stage is a one-key mapping naming its kind, got " + item.describe(),
                   "write e.g. `- sft: {model: policy, data: arith, steps: 200, batch: 64}`");
         ok = false;
         continue;
       }
       if (item.entries.size() > 1) {
         const YEntry& extra = item.entries[1];
-        ctx.error(extra.key_pos, ip + "." + extra.key,
+        reading.error(extra.key_pos, ip + "." + extra.key,
                   "one list item holds one stage, but this one also has '" + extra.key + "' after '" +
                       item.entries[0].key + "'",
                   "indent the stage's parameters under its kind, or start the next stage with its own '- '");
@@ -268,20 +268,20 @@ Codec<std::vector<StageConfig>> stages_codec() {
       std::string kp = ip + "." + e.key;
       auto kind = parse_enum<StageKind>(e.key);
       if (!kind) {
-        unknown_word(ctx, e.key_pos, kp, e.key, kind_names(), "stage kind");
+        unknown_word(reading, e.key_pos, kp, e.key, kind_names(), "stage kind");
         ok = false;
         continue;
       }
-      ctx.positions[kp] = e.value.pos;
-      ctx.key_positions[kp] = e.key_pos;
+      reading.positions[kp] = e.value.pos;
+      reading.key_positions[kp] = e.key_pos;
       StageConfig st;
       st.kind = *kind;
       st.path = kp;
       switch (st.kind) {
-        case StageKind::sft: ok = sft.read(e.value, kp, ctx, st.sft) && ok; break;
-        case StageKind::grpo: ok = grpo.read(e.value, kp, ctx, st.grpo) && ok; break;
-        case StageKind::ppo: ok = ppo.read(e.value, kp, ctx, st.ppo) && ok; break;
-        case StageKind::distill: ok = distill.read(e.value, kp, ctx, st.distill) && ok; break;
+        case StageKind::sft: ok = sft.read(e.value, kp, reading, st.sft) && ok; break;
+        case StageKind::grpo: ok = grpo.read(e.value, kp, reading, st.grpo) && ok; break;
+        case StageKind::ppo: ok = ppo.read(e.value, kp, reading, st.ppo) && ok; break;
+        case StageKind::distill: ok = distill.read(e.value, kp, reading, st.distill) && ok; break;
       }
       out.push_back(std::move(st));
     }

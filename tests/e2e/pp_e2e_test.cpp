@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -20,16 +21,21 @@ using namespace hpcrl::test;
 namespace {
 const std::string kConfig = "tests/e2e/data/tiny.yaml";
 
+// The SFT runs' optimizer steps: written into their configs (kSft, the MoE
+// test's YAML) and the number of loss lines expect_follows requires.
+constexpr int kSftSteps = 8;
+
 // SFT of tiny-2l (2 layers: one per stage at pp=2) with 4 micro-batches per rank and step.
-const std::string kSft = kConfig +
-                         " --set 'stages=[{sft: {model: policy, data: arith, steps: 8, batch: 16, lr: 3.0e-3, "
+const std::string kSft = kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: " +
+                         std::to_string(kSftSteps) + ", batch: 16, lr: 3.0e-3, "
                          "micro_batch: 4}}]' --set run.eval_before_train=false"
                          " --set run.eval_sampling.prompts=16 --set run.eval_sampling.max_new_tokens=12";
 
-void expect_follows(const std::string& base, const std::string& other) {
+// `other`'s SFT run follows `base`'s: `steps` loss lines each, equal step by step.
+void expect_follows(const std::string& base, const std::string& other, size_t steps) {
   auto a = read_metrics(base + "/metrics.jsonl"), b = read_metrics(other + "/metrics.jsonl");
   auto la = lines_with(a, "sft", "loss"), lb = lines_with(b, "sft", "loss");
-  ASSERT_EQ(la.size(), 8u);
+  ASSERT_EQ(la.size(), steps);
   expect_close_curves(la, lb, "loss", 1e-5);
   expect_close_curves(la, lb, "grad_norm", 1e-4);
   // The stage-end evaluation: teacher-forced loss through the pipeline, greedy
@@ -48,13 +54,15 @@ TEST(PipelineParallelE2E, SftPp2FollowsPp1) {
   ASSERT_EQ(one.exit_code, 0) << one.output;
   Proc two = run_hpcrl("run " + kSft + " --set models.policy.parallel.pp=2 --out " + dir + "/pp2", 2);
   ASSERT_EQ(two.exit_code, 0) << two.output;
-  expect_follows(dir + "/pp1", dir + "/pp2");
+  expect_follows(dir + "/pp1", dir + "/pp2", kSftSteps);
   // `trace summarize` reports each stage's bubble next to the 1F1B theory for
   // p = 2 and m = 16 rows / micro_batch 4 = 4 micro-batches: 1/5.
   Proc sum = run_hpcrl("trace summarize " + dir + "/pp2");
   ASSERT_EQ(sum.exit_code, 0) << sum.output;
   EXPECT_NE(sum.output.find("## Pipeline bubble"), std::string::npos) << sum.output;
-  for (const char* row : {"| 0 | 1 | 8 | 2 | 4 | 1 | ", "| 1 | 1 | 8 | 2 | 4 | 1 | "}) {
+  // Rows: | pp stage | ranks | steps | p | m | v | ...
+  const std::string steps = std::to_string(kSftSteps);
+  for (const std::string& row : {"| 0 | 1 | " + steps + " | 2 | 4 | 1 | ", "| 1 | 1 | " + steps + " | 2 | 4 | 1 | "}) {
     auto at = sum.output.find(row);
     ASSERT_NE(at, std::string::npos) << row << "\n" << sum.output;
     const std::string line = sum.output.substr(at, sum.output.find('\n', at) - at);
@@ -62,9 +70,11 @@ TEST(PipelineParallelE2E, SftPp2FollowsPp1) {
   }
   // The pipelined run's last checkpoint is an ordinary full HF model with the
   // pp=1 run's weights: both score a sequence the same.
+  char last_step[32];  // "step-000008" for kSftSteps = 8
+  std::snprintf(last_step, sizeof last_step, "step-%06d", kSftSteps);
   std::vector<double> scored[2];
   for (int k = 0; k < 2; ++k) {
-    Proc where = run_shell("ls -d " + dir + (k ? "/pp2" : "/pp1") + "/checkpoints/*sft/step-000008/policy");
+    Proc where = run_shell("ls -d " + dir + (k ? "/pp2" : "/pp1") + "/checkpoints/*sft/" + last_step + "/policy");
     ASSERT_EQ(where.exit_code, 0) << where.output;
     const std::string ckpt = where.output.substr(0, where.output.find('\n'));
     Proc score = run_hpcrl("score --model " + ckpt + " --ids 1,50,51,43,52,61,10,60 --json");
@@ -84,7 +94,7 @@ TEST(PipelineParallelE2E, SftPp2Dp2GpipeFollowsPp1) {
   Proc four = run_hpcrl("run " + kSft + " --set models.policy.parallel.pp=2 --set models.policy.parallel.pp_schedule=gpipe"
                         " --out " + dir + "/pp2dp2", 4);
   ASSERT_EQ(four.exit_code, 0) << four.output;
-  expect_follows(dir + "/pp1", dir + "/pp2dp2");
+  expect_follows(dir + "/pp1", dir + "/pp2dp2", kSftSteps);
 }
 
 TEST(PipelineParallelE2E, SftInterleavedAndPp2Tp2FollowPp1) {
@@ -97,11 +107,11 @@ TEST(PipelineParallelE2E, SftInterleavedAndPp2Tp2FollowPp1) {
   Proc inter = run_hpcrl("run " + sft + " --set models.policy.parallel.pp=2 --set models.policy.parallel.pp_virtual=2"
                          " --set models.policy.parallel.pp_schedule=interleaved --out " + dir + "/interleaved", 2);
   ASSERT_EQ(inter.exit_code, 0) << inter.output;
-  expect_follows(dir + "/pp1", dir + "/interleaved");
+  expect_follows(dir + "/pp1", dir + "/interleaved", kSftSteps);
   Proc tp = run_hpcrl("run " + sft + " --set models.policy.parallel.pp=2 --set models.policy.parallel.tp=2 --out " +
                       dir + "/pp2tp2", 4);
   ASSERT_EQ(tp.exit_code, 0) << tp.output;
-  expect_follows(dir + "/pp1", dir + "/pp2tp2");
+  expect_follows(dir + "/pp1", dir + "/pp2tp2", kSftSteps);
 }
 
 TEST(PipelineParallelE2E, GrpoPp2MatchesPp1) {
@@ -198,7 +208,7 @@ TEST(PipelineParallelE2E, SftSp2Pp2FollowsPp1) {
                         dir + "/sp2pp2", 4);
   ASSERT_EQ(four.exit_code, 0) << four.output;
   EXPECT_NE(four.output.find("sp=2 ep=1 dp=1 pp=2"), std::string::npos) << four.output;
-  expect_follows(dir + "/pp1", dir + "/sp2pp2");
+  expect_follows(dir + "/pp1", dir + "/sp2pp2", kSftSteps);
 }
 
 namespace {
@@ -266,8 +276,8 @@ TEST(PipelineParallelE2E, MoeSftEp2Pp2FollowsOneRank) {
                          "max_new_tokens: 12}}\n"
                          "models:\n  policy: {init: {path: " + dir + "/moe}, tokenizer: byte}\n"
                          "data:\n  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}\n"
-                         "stages:\n  - sft: {model: policy, data: arith, steps: 8, batch: 16, lr: 3.0e-3, "
-                         "micro_batch: 4}\n"
+                         "stages:\n  - sft: {model: policy, data: arith, steps: " + std::to_string(kSftSteps) +
+                         ", batch: 16, lr: 3.0e-3, micro_batch: 4}\n"
                          "trace: {metrics: true}\n";
   Proc one = run_hpcrl("run " + yaml + " --out " + dir + "/pp1");
   ASSERT_EQ(one.exit_code, 0) << one.output;
@@ -275,7 +285,7 @@ TEST(PipelineParallelE2E, MoeSftEp2Pp2FollowsOneRank) {
                         dir + "/ep2pp2", 4);
   ASSERT_EQ(four.exit_code, 0) << four.output;
   EXPECT_NE(four.output.find("ep=2 dp=2 pp=2"), std::string::npos) << four.output;
-  expect_follows(dir + "/pp1", dir + "/ep2pp2");
+  expect_follows(dir + "/pp1", dir + "/ep2pp2", kSftSteps);
 }
 
 TEST(PipelineParallelE2E, EvalPp2EqualsPp1) {

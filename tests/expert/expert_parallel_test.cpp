@@ -21,9 +21,12 @@
 #include "hpcrl/model/moe_block.h"
 #include "hpcrl/parallel/expert/all_to_all.h"
 #include "hpcrl/util/error.h"
+#include "model/test_models.h"
 
 using hpcrl::ModelArch;
 using hpcrl::model::MoeBlock;
+using hpcrl::testing::test_arch;
+using hpcrl::testing::TestArch;
 namespace dist = hpcrl::dist;
 
 namespace {
@@ -49,17 +52,19 @@ EpGroup ep_group(int ep) {
   return mine;
 }
 
-ModelArch arch_for(const std::string& family, int64_t experts, int64_t k, bool shared, bool norm) {
-  ModelArch a;
-  a.family = family;
-  a.hidden_size = 8;
-  a.num_experts = experts;
-  a.experts_per_token = k;
-  a.moe_intermediate_size = 6;
-  a.shared_expert_intermediate_size = shared ? 5 : 0;
-  a.norm_topk_prob = norm;
-  return a;
+// The block of these tests: hidden size 8, experts of width 6, no shared
+// expert, normalised top-k weights. Each test sets the number of experts and
+// k, and a shared expert (width kSharedWidth) or un-normalised weights, by name.
+TestArch block_arch(const std::string& family) {
+  return test_arch()
+      .family(family)
+      .hidden_size(8)
+      .moe_intermediate_size(6)
+      .shared_expert_intermediate_size(0)
+      .norm_topk_prob(true);
 }
+
+constexpr int64_t kSharedWidth = 5;  // shared_expert_intermediate_size of a block with a shared expert
 
 struct Batch {
   at::Tensor x, upstream;  // [N, C]: tokens and the loss weights dL/dy
@@ -204,28 +209,40 @@ TEST(AllToAllRows, MovesRowsAndSendsGradientsBack) {
 }
 
 TEST(ExpertParallel, Qwen2MoeWithSharedExpertFullWorld) {
-  expect_matches_single_rank(world_size(), arch_for("qwen2_moe", 8, 2, true, false), false, uneven_tokens);
+  const ModelArch arch = block_arch("qwen2_moe")
+                             .num_experts(8)
+                             .experts_per_token(2)
+                             .shared_expert_intermediate_size(kSharedWidth)
+                             .norm_topk_prob(false)
+                             .build();
+  expect_matches_single_rank(world_size(), arch, /*skew=*/false, uneven_tokens);
 }
 
 TEST(ExpertParallel, MixtralOneExpertPerRank) {
   // L = 1: received rows are already expert-major (no local permutation).
   const int size = world_size();
-  expect_matches_single_rank(size, arch_for("mixtral", size, 2, false, true), false, uneven_tokens);
+  const ModelArch arch = block_arch("mixtral").num_experts(size).experts_per_token(2).build();
+  expect_matches_single_rank(size, arch, /*skew=*/false, uneven_tokens);
 }
 
 TEST(ExpertParallel, Ep2Groups) {
   // On 4 ranks: two independent ep=2 groups {0,1} and {2,3}.
-  expect_matches_single_rank(2, arch_for("qwen2_moe", 8, 3, true, true), false, uneven_tokens);
+  const ModelArch arch =
+      block_arch("qwen2_moe").num_experts(8).experts_per_token(3).shared_expert_intermediate_size(kSharedWidth).build();
+  expect_matches_single_rank(2, arch, /*skew=*/false, uneven_tokens);
 }
 
 TEST(ExpertParallel, AllTokensToRankZerosExperts) {
   // Every token of every rank picks experts 0 and 1: all other experts get zero
   // rows and zero (but defined) gradients; splits to other ranks are 0.
-  expect_matches_single_rank(world_size(), arch_for("qwen2_moe", 8, 2, false, true), true, uneven_tokens);
+  const ModelArch arch = block_arch("qwen2_moe").num_experts(8).experts_per_token(2).build();
+  expect_matches_single_rank(world_size(), arch, /*skew=*/true, uneven_tokens);
 }
 
 TEST(ExpertParallel, RankWithoutTokens) {
-  expect_matches_single_rank(world_size(), arch_for("qwen2_moe", 8, 2, true, true), false, last_rank_empty);
+  const ModelArch arch =
+      block_arch("qwen2_moe").num_experts(8).experts_per_token(2).shared_expert_intermediate_size(kSharedWidth).build();
+  expect_matches_single_rank(world_size(), arch, /*skew=*/false, last_rank_empty);
 }
 
 TEST(ExpertParallel, ExpertsNotDivisibleByEpIsAnInputError) {
@@ -233,7 +250,7 @@ TEST(ExpertParallel, ExpertsNotDivisibleByEpIsAnInputError) {
   EpGroup g = ep_group(size);
   hpcrl::parallel::ParallelContext ctx;
   ctx.ep = g.comm;
-  const ModelArch arch = arch_for("qwen2_moe", size + 1, 2, false, true);
+  const ModelArch arch = block_arch("qwen2_moe").num_experts(size + 1).experts_per_token(2).build();
   try {
     MoeBlock b(arch, ctx);
     FAIL() << "expected InputError";

@@ -13,23 +13,30 @@
 
 #include "hpcrl/model/moe_block.h"
 #include "hpcrl/util/error.h"
+#include "model/test_models.h"
 
 using hpcrl::ModelArch;
 using hpcrl::model::MoeBlock;
+using hpcrl::testing::test_arch;
+using hpcrl::testing::TestArch;
 
 namespace {
 
-ModelArch moe_arch(const std::string& family, bool shared, bool norm) {
-  ModelArch a;
-  a.family = family;
-  a.hidden_size = 8;
-  a.num_experts = 4;
-  a.experts_per_token = 2;
-  a.moe_intermediate_size = 6;
-  a.shared_expert_intermediate_size = shared ? 5 : 0;
-  a.norm_topk_prob = norm;
-  return a;
+// The block of these tests: hidden size 8, 4 experts of width 6, top-2,
+// normalised top-k weights, no shared expert; a test that wants a shared
+// expert (width kSharedWidth) or un-normalised weights sets it by name.
+TestArch moe_arch(const std::string& family) {
+  return test_arch()
+      .family(family)
+      .hidden_size(8)
+      .num_experts(4)
+      .experts_per_token(2)
+      .moe_intermediate_size(6)
+      .shared_expert_intermediate_size(0)
+      .norm_topk_prob(true);
 }
+
+constexpr int64_t kSharedWidth = 5;  // shared_expert_intermediate_size of a block with a shared expert
 
 // y_n = Σ_{e in top-k(n)} w_ne · expert_e(x_n) [+ sigmoid(g·x_n) · shared(x_n)],
 // routing computed here in double from the gate weight, one token at a time.
@@ -66,15 +73,14 @@ at::Tensor reference_forward(MoeBlock& b, const at::Tensor& x, int64_t k, bool n
   return at::stack(ys);
 }
 
-void expect_dropless(const std::string& family, bool shared, bool norm) {
+void expect_dropless(const ModelArch& arch) {
   torch::manual_seed(7);
-  const ModelArch arch = moe_arch(family, shared, norm);
   MoeBlock block(arch, {});
   const at::Tensor x = torch::randn({11, arch.hidden_size});
   auto out = block.forward(x);
   std::vector<int64_t> counts;
-  const at::Tensor expected = reference_forward(block, x, arch.experts_per_token, norm, &counts);
-  EXPECT_LT((out.y - expected).abs().max().item<double>(), 1e-6) << family;
+  const at::Tensor expected = reference_forward(block, x, arch.experts_per_token, arch.norm_topk_prob, &counts);
+  EXPECT_LT((out.y - expected).abs().max().item<double>(), 1e-6) << arch.family;
   ASSERT_EQ(out.expert_counts.size(0), arch.num_experts);
   for (int64_t e = 0; e < arch.num_experts; ++e) EXPECT_EQ(out.expert_counts[e].item<int64_t>(), counts[e]);
   EXPECT_EQ(out.expert_counts.sum().item<int64_t>(), 11 * arch.experts_per_token);  // nothing dropped
@@ -88,14 +94,18 @@ std::set<std::string> names_of(const MoeBlock& b) {
 
 }  // namespace
 
-TEST(MoeBlock, DroplessQwen2MoeNormalisedWithSharedExpert) { expect_dropless("qwen2_moe", true, true); }
-TEST(MoeBlock, DroplessQwen2MoeUnnormalised) { expect_dropless("qwen2_moe", true, false); }
-TEST(MoeBlock, DroplessMixtral) { expect_dropless("mixtral", false, true); }
+TEST(MoeBlock, DroplessQwen2MoeNormalisedWithSharedExpert) {
+  expect_dropless(moe_arch("qwen2_moe").shared_expert_intermediate_size(kSharedWidth).build());
+}
+TEST(MoeBlock, DroplessQwen2MoeUnnormalised) {
+  expect_dropless(moe_arch("qwen2_moe").shared_expert_intermediate_size(kSharedWidth).norm_topk_prob(false).build());
+}
+TEST(MoeBlock, DroplessMixtral) { expect_dropless(moe_arch("mixtral").build()); }
 
 TEST(MoeBlock, AllTokensToOneExpertStillDropsNothing) {
   // A router that sends every token to experts 0 and 1 (capacity-based MoE would drop most).
   torch::manual_seed(3);
-  const ModelArch arch = moe_arch("qwen2_moe", false, true);
+  const ModelArch arch = moe_arch("qwen2_moe").build();
   MoeBlock block(arch, {});
   {
     torch::NoGradGuard g;
@@ -114,10 +124,10 @@ TEST(MoeBlock, AllTokensToOneExpertStillDropsNothing) {
 
 TEST(MoeBlock, SharedExpertIsScaledBySigmoidGate) {
   torch::manual_seed(11);
-  const ModelArch arch = moe_arch("qwen2_moe", true, true);
+  const ModelArch arch = moe_arch("qwen2_moe").shared_expert_intermediate_size(kSharedWidth).build();
   MoeBlock with_zero_gate(arch, {});
   torch::manual_seed(11);
-  MoeBlock routed_only(moe_arch("qwen2_moe", false, true), {});  // same seed: same router and experts
+  MoeBlock routed_only(moe_arch("qwen2_moe").build(), {});  // same seed: same router and experts
   for (size_t e = 0; e < routed_only.experts().size(); ++e) {
     ASSERT_TRUE(at::equal(routed_only.experts()[e]->up_proj->weight, with_zero_gate.experts()[e]->up_proj->weight));
   }
@@ -139,7 +149,7 @@ TEST(MoeBlock, SharedExpertIsScaledBySigmoidGate) {
 }
 
 TEST(MoeBlock, HfParameterNamesQwen2Moe) {
-  MoeBlock block(moe_arch("qwen2_moe", true, true), {});
+  MoeBlock block(moe_arch("qwen2_moe").shared_expert_intermediate_size(kSharedWidth).build(), {});
   std::set<std::string> expected = {"mlp.gate.weight", "mlp.shared_expert.gate_proj.weight",
                                     "mlp.shared_expert.up_proj.weight", "mlp.shared_expert.down_proj.weight",
                                     "mlp.shared_expert_gate.weight"};
@@ -161,7 +171,8 @@ TEST(MoeBlock, HfParameterNamesQwen2Moe) {
 TEST(MoeBlock, HfNamesAreTorchNamesUnderTheLayer) {
   // Registered under hf_module_name(), the module tree's names are the HF names.
   for (const std::string family : {"qwen2_moe", "mixtral"}) {
-    const ModelArch arch = moe_arch(family, family == "qwen2_moe", true);
+    const ModelArch arch =
+        moe_arch(family).shared_expert_intermediate_size(family == "qwen2_moe" ? kSharedWidth : 0).build();
     torch::nn::Module layer;
     auto block = layer.register_module(MoeBlock::hf_module_name(arch), std::make_shared<MoeBlock>(arch, hpcrl::parallel::ParallelContext{}));
     std::set<std::string> torch_names;
@@ -172,7 +183,7 @@ TEST(MoeBlock, HfNamesAreTorchNamesUnderTheLayer) {
 }
 
 TEST(MoeBlock, HfParameterNamesMixtral) {
-  MoeBlock block(moe_arch("mixtral", false, true), {});
+  MoeBlock block(moe_arch("mixtral").build(), {});
   std::set<std::string> expected = {"block_sparse_moe.gate.weight"};
   for (int e = 0; e < 4; ++e)
     for (const char* p : {"w1", "w2", "w3"})
@@ -186,7 +197,7 @@ TEST(MoeBlock, HfParameterNamesMixtral) {
 
 TEST(MoeBlock, GradientsMatchFiniteDifferences) {
   torch::manual_seed(5);
-  const ModelArch arch = moe_arch("qwen2_moe", true, true);
+  const ModelArch arch = moe_arch("qwen2_moe").shared_expert_intermediate_size(kSharedWidth).build();
   MoeBlock block(arch, {});
   block.to(at::kDouble);
   const at::Tensor x = torch::randn({7, arch.hidden_size}, at::kDouble).requires_grad_(true);
@@ -223,7 +234,7 @@ TEST(MoeBlock, GradientsMatchFiniteDifferences) {
 
 TEST(MoeBlock, KeepsLeadingShapeAndMasksPaddingFromAuxLoss) {
   torch::manual_seed(2);
-  const ModelArch arch = moe_arch("qwen2_moe", false, true);
+  const ModelArch arch = moe_arch("qwen2_moe").build();
   MoeBlock block(arch, {});
   const at::Tensor x = torch::randn({2, 5, arch.hidden_size});
   at::Tensor mask = torch::ones({2, 5});
@@ -238,7 +249,7 @@ TEST(MoeBlock, KeepsLeadingShapeAndMasksPaddingFromAuxLoss) {
 }
 
 TEST(MoeBlock, NoTokens) {
-  MoeBlock block(moe_arch("qwen2_moe", true, true), {});
+  MoeBlock block(moe_arch("qwen2_moe").shared_expert_intermediate_size(kSharedWidth).build(), {});
   auto out = block.forward(torch::zeros({0, 8}, torch::requires_grad()));
   EXPECT_EQ(out.y.sizes(), (at::IntArrayRef{0, 8}));
   EXPECT_EQ(out.aux_loss.item<double>(), 0.0);
@@ -251,7 +262,7 @@ TEST(MoeBlock, NoTokens) {
 }
 
 TEST(MoeBlock, BadArchitectureIsAnInputError) {
-  ModelArch a = moe_arch("qwen2_moe", false, true);
+  ModelArch a = moe_arch("qwen2_moe").build();
   a.experts_per_token = 5;
   try {
     MoeBlock b(a, {});
@@ -260,6 +271,6 @@ TEST(MoeBlock, BadArchitectureIsAnInputError) {
     EXPECT_NE(std::string(e.what()).find("num_experts_per_tok = 5 must be in [1, num_experts = 4]"), std::string::npos)
         << e.what();
   }
-  ModelArch m = moe_arch("mixtral", true, true);
+  ModelArch m = moe_arch("mixtral").shared_expert_intermediate_size(kSharedWidth).build();
   EXPECT_THROW(MoeBlock(m, {}), hpcrl::InputError);
 }

@@ -11,6 +11,7 @@
 #include "hpcrl/model/pipeline_layout.h"
 #include "hpcrl/parallel/pipeline/schedule.h"
 #include "hpcrl/util/error.h"
+#include "model/test_models.h"
 
 namespace hpcrl {
 namespace {
@@ -19,18 +20,19 @@ using model::partition_layers;
 using model::PipelineLayout;
 namespace pipe = parallel::pipeline;
 
-ModelArch arch(int64_t layers, int64_t vocab = 64, bool tied = true) {
-  ModelArch a;
-  a.family = "llama";
-  a.vocab_size = vocab;
-  a.hidden_size = 32;
-  a.intermediate_size = 48;
-  a.num_layers = layers;
-  a.num_heads = 4;
-  a.num_kv_heads = 2;
-  a.head_dim = 8;
-  a.tie_word_embeddings = tied;
-  return a;
+// The llama-shaped model the layouts split: vocabulary 64, hidden 32, FFN 48,
+// 4 query heads over 2 KV heads of 8, tied embeddings. Each test sets its
+// number of layers (and vocabulary, where the embedding's size matters).
+testing::TestArch llama_arch() {
+  return testing::test_arch()
+      .family("llama")
+      .vocab_size(64)
+      .hidden_size(32)
+      .intermediate_size(48)
+      .num_heads(4)
+      .num_kv_heads(2)
+      .head_dim(8)
+      .tie_word_embeddings(true);
 }
 
 std::string input_error(const std::function<void()>& f) {
@@ -43,7 +45,7 @@ std::string input_error(const std::function<void()>& f) {
 }
 
 TEST(PipelineLayout, SmallEmbeddingSplitsEvenly) {
-  PipelineLayout l = partition_layers(arch(8), 2);
+  PipelineLayout l = partition_layers(llama_arch().num_layers(8).build(), 2);
   EXPECT_EQ(l.chunk_layers, (std::vector<int64_t>{4, 4}));
   EXPECT_EQ(l.first_layer(1), 4);
   EXPECT_EQ(l.end_layer(1), 8);
@@ -53,7 +55,7 @@ TEST(PipelineLayout, SmallEmbeddingSplitsEvenly) {
 TEST(PipelineLayout, LargeVocabulariesLeaveTheEndStagesFewerLayers) {
   // Embedding 4096·32 = 131k parameters ≈ 10 layers of 13k: the first and last
   // stages (embedding / LM head) get fewer layers than the middle ones.
-  PipelineLayout l = partition_layers(arch(16, 4096), 4);
+  PipelineLayout l = partition_layers(llama_arch().num_layers(16).vocab_size(4096).build(), 4);
   int64_t sum = 0;
   for (int64_t n : l.chunk_layers) sum += n;
   EXPECT_EQ(sum, 16);
@@ -63,7 +65,7 @@ TEST(PipelineLayout, LargeVocabulariesLeaveTheEndStagesFewerLayers) {
 }
 
 TEST(PipelineLayout, VirtualStagesPlaceChunksRoundRobin) {
-  PipelineLayout l = partition_layers(arch(8), 2, 2);
+  PipelineLayout l = partition_layers(llama_arch().num_layers(8).build(), 2, 2);
   EXPECT_EQ(l.num_chunks(), 4);
   EXPECT_EQ(l.chunks_of_rank(0), (std::vector<int>{0, 2}));
   EXPECT_EQ(l.chunks_of_rank(1), (std::vector<int>{1, 3}));
@@ -72,29 +74,29 @@ TEST(PipelineLayout, VirtualStagesPlaceChunksRoundRobin) {
 }
 
 TEST(PipelineLayout, ExplicitListIsKept) {
-  PipelineLayout l = partition_layers(arch(6), 3, 1, {1, 3, 2});
+  PipelineLayout l = partition_layers(llama_arch().num_layers(6).build(), 3, 1, {1, 3, 2});
   EXPECT_EQ(l.chunk_layers, (std::vector<int64_t>{1, 3, 2}));
   EXPECT_EQ(l.chunk_of_layer(3), 1);
   EXPECT_EQ(l.chunk_of_layer(4), 2);
 }
 
 TEST(PipelineLayout, BadLayoutsAreInputErrorsNamingTheFix) {
-  EXPECT_EQ(input_error([] { partition_layers(arch(4), 8); }),
+  EXPECT_EQ(input_error([] { partition_layers(llama_arch().num_layers(4).build(), 8); }),
             "pipeline layout: pp=8 needs 8 stages of at least one layer, but the model has 4 layers; use at most 4 "
             "pipeline stages");
-  EXPECT_EQ(input_error([] { partition_layers(arch(4), 4, 2); }),
+  EXPECT_EQ(input_error([] { partition_layers(llama_arch().num_layers(4).build(), 4, 2); }),
             "pipeline layout: pp=4 × 2 virtual stages needs 8 stages of at least one layer, but the model has 4 "
             "layers; use at most 4 pipeline stages");
-  EXPECT_EQ(input_error([] { partition_layers(arch(4), 2, 1, {2, 1}); }),
+  EXPECT_EQ(input_error([] { partition_layers(llama_arch().num_layers(4).build(), 2, 1, {2, 1}); }),
             "pipeline layout: the per-stage layer list [2, 1] adds up to 3 layers but the model has 4; make the "
             "counts add up to 4");
-  EXPECT_EQ(input_error([] { partition_layers(arch(4), 2, 1, {4, 0}); }),
+  EXPECT_EQ(input_error([] { partition_layers(llama_arch().num_layers(4).build(), 2, 1, {4, 0}); }),
             "pipeline layout: stage 1 of the per-stage layer list [4, 0] has 0 layers; every stage needs at least "
             "one");
-  EXPECT_EQ(input_error([] { partition_layers(arch(4), 2, 1, {1, 1, 2}); }),
+  EXPECT_EQ(input_error([] { partition_layers(llama_arch().num_layers(4).build(), 2, 1, {1, 1, 2}); }),
             "pipeline layout: the per-stage layer list [1, 1, 2] has 3 entries but pp=2 has 2 stages; give one "
             "layer count per stage");
-  EXPECT_EQ(input_error([] { partition_layers(arch(4), 1, 2); }),
+  EXPECT_EQ(input_error([] { partition_layers(llama_arch().num_layers(4).build(), 1, 2); }),
             "pipeline layout: 2 virtual stages need pp > 1 (interleaving chunks on a single rank only adds "
             "overhead); use virtual stages 1");
 }

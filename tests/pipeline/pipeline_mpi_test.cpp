@@ -60,10 +60,9 @@ Layout make_layout(int tp, int pp) {
 
 bool world_fits(int ranks) { return dist::init(nullptr, nullptr).size % ranks == 0; }
 
+// tiny_arch (tests/model/test_models.h) with 8 layers instead of 2, enough for the pp splits below.
 ModelArch arch8(const std::string& family = "qwen2", bool tied = true) {
-  ModelArch a = testing::tiny_arch(family, tied);
-  a.num_layers = 8;
-  return a;
+  return testing::test_arch(testing::tiny_arch(family, tied)).num_layers(8).build();
 }
 
 struct Batch {
@@ -232,8 +231,7 @@ TEST(Pipeline, UntiedQwen3Pp2) {
 TEST(Pipeline, MoePp2MatchesMicrobatchedSingleRank) {
   if (!world_fits(2)) GTEST_SKIP();
   Layout layout = make_layout(1, 2);
-  ModelArch a = testing::tiny_moe_arch();
-  a.num_layers = 4;
+  const ModelArch a = testing::test_arch(testing::tiny_moe_arch()).num_layers(4).build();
   ModelOptions opts;
   opts.seed = 7;
   DecoderModel ref(a, parallel::ParallelContext{}, opts);

@@ -41,22 +41,43 @@ std::shared_ptr<model::DecoderModel> stories64() {
   return m;
 }
 
-rollout::SamplingParams greedy(int64_t max_new, std::vector<int32_t> eos = {}) {
+// SamplingParams with the settings a test varies named at the call:
+//   greedy().max_new_tokens(12).eos({2}),  sampled().max_new_tokens(24).seed(4).eos({2}).
+// Converts to rollout::SamplingParams wherever one is taken.
+class Sampling {
+ public:
+  explicit Sampling(rollout::SamplingParams p) : p_(std::move(p)) {}
+  Sampling& max_new_tokens(int64_t n) {
+    p_.max_new_tokens = n;
+    return *this;
+  }
+  Sampling& seed(uint64_t s) {
+    p_.seed = s;
+    return *this;
+  }
+  Sampling& eos(std::vector<int32_t> ids) {
+    p_.eos_ids = std::move(ids);
+    return *this;
+  }
+  operator rollout::SamplingParams() const { return p_; }
+
+ private:
+  rollout::SamplingParams p_;
+};
+
+// Temperature 0: the argmax token.
+Sampling greedy() {
   rollout::SamplingParams p;
   p.temperature = 0;
-  p.max_new_tokens = max_new;
-  p.eos_ids = std::move(eos);
-  return p;
+  return Sampling(p);
 }
 
-rollout::SamplingParams sampled(int64_t max_new, uint64_t seed, std::vector<int32_t> eos = {}) {
+// Temperature 1 with nucleus sampling, top_p 0.95.
+Sampling sampled() {
   rollout::SamplingParams p;
   p.temperature = 1.0;
   p.top_p = 0.95;
-  p.max_new_tokens = max_new;
-  p.eos_ids = std::move(eos);
-  p.seed = seed;
-  return p;
+  return Sampling(p);
 }
 
 // Prompts that start with stories260k's BOS (1), of mixed lengths.
@@ -66,32 +87,60 @@ std::vector<std::vector<int32_t>> story_prompts(const std::vector<int64_t>& leng
   return prompts;
 }
 
+// What expect_matches_reference runs and asserts; each call sets every field by name.
+struct ReferenceCheck {
+  int64_t max_new_tokens = 0;
+  std::vector<int32_t> eos;         // ids that end a sample (none: every sample runs max_new_tokens)
+  int64_t max_batch = 0;            // the engine's slots
+  double tolerance = 0;             // log-prob tolerance of same_generation
+  int64_t min_tokens_compared = 0;  // coverage floor: generated tokens compared, all prompts together
+};
+
+// Greedy decoding with the engine's KV cache, one sample per prompt, against
+// reference_greedy (the whole sequence recomputed at every step).
 void expect_matches_reference(model::DecoderModel& m, const std::vector<std::vector<int32_t>>& prompts,
-                              int64_t max_new, const std::vector<int32_t>& eos, int64_t max_batch, double tol) {
+                              const ReferenceCheck& check) {
   auto shared = std::shared_ptr<model::DecoderModel>(&m, [](model::DecoderModel*) {});
-  rollout::Engine engine(shared, nullptr, {max_batch, true});
-  auto samples = engine.generate(prompts, 1, greedy(max_new, eos));
+  rollout::Engine engine(shared, nullptr, {check.max_batch, true});
+  auto samples = engine.generate(prompts, 1, greedy().max_new_tokens(check.max_new_tokens).eos(check.eos));
   ASSERT_EQ(samples.size(), prompts.size());
   int64_t compared = 0;
   for (size_t p = 0; p < prompts.size(); ++p) {
-    rollout::Sample ref = hpcrl::testing::reference_greedy(m, prompts[p], max_new, eos);
-    EXPECT_TRUE(same_generation(m, prompts[p], ref, samples[p], tol)) << "prompt " << p;
+    rollout::Sample ref = hpcrl::testing::reference_greedy(m, prompts[p], check.max_new_tokens, check.eos);
+    EXPECT_TRUE(same_generation(m, prompts[p], ref, samples[p], check.tolerance)) << "prompt " << p;
     compared += int64_t(samples[p].tokens.size());
   }
-  EXPECT_GE(compared, int64_t(prompts.size()) * 4);  // the comparison covered real decoding
+  EXPECT_GE(compared, check.min_tokens_compared) << "the comparison covered too little decoding";
 }
 
 TEST(RolloutEngine, Stories260kGreedyWithCacheEqualsRecomputingEachStep) {
   auto m = stories64();
-  // max_batch 3 < 5 prompts: slots are refilled while others decode.
-  expect_matches_reference(*m, story_prompts({1, 6, 17, 3, 22}, 5), 28, {2}, 3, kFloat64);
+  ReferenceCheck check;
+  check.max_new_tokens = 28;
+  check.eos = {2};      // stories260k's EOS
+  check.max_batch = 3;  // < 5 prompts: slots are refilled while others decode
+  check.tolerance = kFloat64;
+  check.min_tokens_compared = 20;  // 5 prompts × 4: the samples decoded, not just ended on an early EOS
+  expect_matches_reference(*m, story_prompts({1, 6, 17, 3, 22}, 5), check);
 }
 
 TEST(RolloutEngine, Qwen2ShapedGreedyWithCacheEqualsRecomputingEachStep) {
   auto m = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
-  expect_matches_reference(*m, hpcrl::testing::random_prompts({2, 9, 25, 4}, 96, 8), 32, {}, 2, kFp32);
+  ReferenceCheck batched;
+  batched.max_new_tokens = 32;
+  batched.eos = {};  // none: every sample runs 32 tokens
+  batched.max_batch = 2;
+  batched.tolerance = kFp32;
+  batched.min_tokens_compared = 16;  // 4 prompts × 4: the comparison covered real decoding
+  expect_matches_reference(*m, hpcrl::testing::random_prompts({2, 9, 25, 4}, 96, 8), batched);
   // One live row: the single-token (GEMV) path of every step.
-  expect_matches_reference(*m, hpcrl::testing::random_prompts({7}, 96, 9), 24, {}, 1, kFp32);
+  ReferenceCheck one_row;
+  one_row.max_new_tokens = 24;
+  one_row.eos = {};  // none: the sample runs 24 tokens
+  one_row.max_batch = 1;
+  one_row.tolerance = kFp32;
+  one_row.min_tokens_compared = 4;  // 1 prompt × 4: the comparison covered real decoding
+  expect_matches_reference(*m, hpcrl::testing::random_prompts({7}, 96, 9), one_row);
 }
 
 // log p(token) of prompt+response under a batched, right-padded training forward.
@@ -127,8 +176,16 @@ std::vector<std::vector<float>> training_logprobs(model::DecoderModel& m,
   return result;
 }
 
+// What expect_training_logprobs asserts; each call sets both fields by name.
+struct LogprobCheck {
+  double tolerance = 0;          // per token: |the engine's log-prob − the training forward's|
+  int64_t more_tokens_than = 0;  // coverage floor: more tokens than this compared, all samples together
+};
+
+// n = 2 samples per prompt from an engine of 4 slots; every token's log-prob
+// against training_logprobs of the same sequences.
 void expect_training_logprobs(std::shared_ptr<model::DecoderModel> m, const std::vector<std::vector<int32_t>>& prompts,
-                              const rollout::SamplingParams& params, double tol) {
+                              const rollout::SamplingParams& params, const LogprobCheck& check) {
   rollout::Engine engine(m, nullptr, {4, true});
   auto samples = engine.generate(prompts, 2, params);
   auto want = training_logprobs(*m, prompts, samples, params.logprobs_at_temperature ? params.temperature : 1.0);
@@ -136,26 +193,42 @@ void expect_training_logprobs(std::shared_ptr<model::DecoderModel> m, const std:
   for (size_t i = 0; i < samples.size(); ++i) {
     ASSERT_EQ(samples[i].logprobs.size(), samples[i].tokens.size());
     for (size_t t = 0; t < samples[i].tokens.size(); ++t, ++checked)
-      EXPECT_NEAR(samples[i].logprobs[t], want[i][t], tol) << "sample " << i << " token " << t;
+      EXPECT_NEAR(samples[i].logprobs[t], want[i][t], check.tolerance) << "sample " << i << " token " << t;
   }
-  EXPECT_GT(checked, 20);
+  EXPECT_GT(checked, check.more_tokens_than) << "the comparison covered too little decoding";
 }
 
 TEST(RolloutEngine, LogprobsEqualTheTrainingForward) {
+  // Each call: 3 prompts × 2 samples of up to 20 (qwen, no EOS) or 24 (stories, EOS 2)
+  // tokens; more than 20 tokens compared: real decoding, not samples that all ended early.
   auto qwen = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
-  expect_training_logprobs(qwen, hpcrl::testing::random_prompts({5, 14, 2}, 96, 22), sampled(20, 5), kFp32);
-  expect_training_logprobs(stories64(), story_prompts({3, 12, 7}, 21), sampled(24, 4, {2}), kFloat64);
-  expect_training_logprobs(hpcrl::testing::stories(), story_prompts({3, 12, 7}, 21), sampled(24, 4, {2}),
-                           kStoriesFp32);
+  LogprobCheck fp32;
+  fp32.tolerance = kFp32;
+  fp32.more_tokens_than = 20;
+  expect_training_logprobs(qwen, hpcrl::testing::random_prompts({5, 14, 2}, 96, 22),
+                           sampled().max_new_tokens(20).seed(5), fp32);
+  LogprobCheck float64;
+  float64.tolerance = kFloat64;
+  float64.more_tokens_than = 20;
+  expect_training_logprobs(stories64(), story_prompts({3, 12, 7}, 21), sampled().max_new_tokens(24).seed(4).eos({2}),
+                           float64);
+  LogprobCheck stories_fp32;
+  stories_fp32.tolerance = kStoriesFp32;
+  stories_fp32.more_tokens_than = 20;
+  expect_training_logprobs(hpcrl::testing::stories(), story_prompts({3, 12, 7}, 21),
+                           sampled().max_new_tokens(24).seed(4).eos({2}), stories_fp32);
 }
 
 // What the RL stages ask for: log-probs of the tempered distribution responses are sampled from.
 TEST(RolloutEngine, TemperedLogprobsEqualTheTrainingForwardAtThatTemperature) {
   auto qwen = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
-  rollout::SamplingParams params = sampled(20, 5);
+  rollout::SamplingParams params = sampled().max_new_tokens(20).seed(5);
   params.temperature = 0.7;
   params.logprobs_at_temperature = true;
-  expect_training_logprobs(qwen, hpcrl::testing::random_prompts({5, 14, 2}, 96, 22), params, kFp32);
+  LogprobCheck fp32;
+  fp32.tolerance = kFp32;
+  fp32.more_tokens_than = 20;  // of up to 3 prompts × 2 samples × 20 tokens
+  expect_training_logprobs(qwen, hpcrl::testing::random_prompts({5, 14, 2}, 96, 22), params, fp32);
   // ... and they are not the untempered ones.
   rollout::Engine engine(qwen, nullptr, {4, true});
   auto prompts = hpcrl::testing::random_prompts({5, 14, 2}, 96, 22);
@@ -171,12 +244,12 @@ TEST(RolloutEngine, UsesTheTrainersCurrentWeightsWithoutACopy) {
   auto m = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
   rollout::Engine engine(m, nullptr, {4, true});
   auto prompts = hpcrl::testing::random_prompts({6, 3}, 96, 30);
-  auto before = engine.generate(prompts, 1, greedy(12));
+  auto before = engine.generate(prompts, 1, greedy().max_new_tokens(12));
   {  // an optimizer step would do this to the trainer's parameters
     torch::NoGradGuard no_grad;
     for (auto& p : m->parameters()) p.mul_(1.05);
   }
-  auto after = engine.generate(prompts, 1, greedy(12));
+  auto after = engine.generate(prompts, 1, greedy().max_new_tokens(12));
   auto want = training_logprobs(*m, prompts, after);
   for (size_t i = 0; i < after.size(); ++i)
     for (size_t t = 0; t < after[i].tokens.size(); ++t) EXPECT_NEAR(after[i].logprobs[t], want[i][t], kFp32);
@@ -217,17 +290,19 @@ void expect_batch_invariant(std::shared_ptr<model::DecoderModel> m, const std::v
 }
 
 TEST(RolloutEngine, SampledOutputDoesNotDependOnTheBatch) {
-  expect_batch_invariant(stories64(), story_prompts({4, 19, 9, 25, 1}, 17), sampled(12, 11, {2}), kFloat64);
+  expect_batch_invariant(stories64(), story_prompts({4, 19, 9, 25, 1}, 17),
+                         sampled().max_new_tokens(12).seed(11).eos({2}), kFloat64);
   auto qwen = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
-  expect_batch_invariant(qwen, hpcrl::testing::random_prompts({3, 21, 8, 1, 12}, 96, 18), sampled(16, 12, {7, 9}),
-                         kFp32);
+  expect_batch_invariant(qwen, hpcrl::testing::random_prompts({3, 21, 8, 1, 12}, 96, 18),
+                         sampled().max_new_tokens(16).seed(12).eos({7, 9}), kFp32);
 }
 
 TEST(RolloutEngine, GreedyOutputDoesNotDependOnTheBatch) {
-  expect_batch_invariant(stories64(), story_prompts({4, 19, 9, 25, 1}, 17), greedy(12, {2}), kFloat64);
+  expect_batch_invariant(stories64(), story_prompts({4, 19, 9, 25, 1}, 17), greedy().max_new_tokens(12).eos({2}),
+                         kFloat64);
   auto qwen = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
-  expect_batch_invariant(qwen, hpcrl::testing::random_prompts({3, 21, 8, 1, 12}, 96, 18), greedy(16, {7, 9}),
-                         kFp32);
+  expect_batch_invariant(qwen, hpcrl::testing::random_prompts({3, 21, 8, 1, 12}, 96, 18),
+                         greedy().max_new_tokens(16).eos({7, 9}), kFp32);
 }
 
 TEST(RolloutEngine, ContinuousBatchingRefillsFreedSlots) {
@@ -235,7 +310,7 @@ TEST(RolloutEngine, ContinuousBatchingRefillsFreedSlots) {
   // with probability ~0.11, so lengths are geometric — a long tail.
   auto m = model::load_model("preset:tiny", {});
   m->eval();
-  rollout::SamplingParams p = sampled(40, 2);
+  rollout::SamplingParams p = sampled().max_new_tokens(40).seed(2);
   for (int32_t id = 0; id < 30; ++id) p.eos_ids.push_back(id);
   auto prompts = hpcrl::testing::random_prompts({5, 9, 3, 7, 6, 4, 8, 2}, 250, 6, 30);
   int64_t steps[2];
@@ -255,7 +330,7 @@ TEST(RolloutEngine, SamplesOfAPromptShareOnePrefill) {
   auto m = hpcrl::testing::stories();
   auto prompts = story_prompts({10, 20, 5}, 3);
   rollout::Engine engine(m, nullptr, {64, true});
-  auto out = engine.generate(prompts, 4, sampled(6, 1));
+  auto out = engine.generate(prompts, 4, sampled().max_new_tokens(6).seed(1));
   ASSERT_EQ(out.size(), 12u);
   EXPECT_EQ(engine.last_stats().prompt_tokens, 35);  // each prompt once, not once per sample
   EXPECT_EQ(engine.last_stats().forward_calls - engine.last_stats().decode_steps, 1);
@@ -269,7 +344,7 @@ TEST(RolloutEngine, StopsAtTheFirstTokenWhoseTextCompletesAStopString) {
   m->eval();
   std::vector<std::vector<int32_t>> prompts = {tok->encode("Once upon a time", true)};
   rollout::Engine engine(m, tok.get(), {8, true});
-  rollout::SamplingParams p = sampled(60, 9);
+  rollout::SamplingParams p = sampled().max_new_tokens(60).seed(9);
   auto free_run = engine.generate(prompts, 1, p)[0];
   ASSERT_EQ(free_run.finish_reason, "length");
   // The stop string: the first two printable ASCII characters in a row after the start.
@@ -294,9 +369,9 @@ TEST(RolloutEngine, EosEndsASampleAndIsKept) {
   auto m = hpcrl::testing::stories();
   auto prompts = story_prompts({5}, 40);
   rollout::Engine engine(m, nullptr, {8, true});
-  auto free_run = engine.generate(prompts, 1, greedy(30))[0];
+  auto free_run = engine.generate(prompts, 1, greedy().max_new_tokens(30))[0];
   const int32_t eos = free_run.tokens[6];
-  auto stopped = engine.generate(prompts, 1, greedy(30, {eos}))[0];
+  auto stopped = engine.generate(prompts, 1, greedy().max_new_tokens(30).eos({eos}))[0];
   auto first = std::find(free_run.tokens.begin(), free_run.tokens.end(), eos) - free_run.tokens.begin();
   EXPECT_EQ(stopped.finish_reason, "stop");
   ASSERT_EQ(int64_t(stopped.tokens.size()), first + 1);
@@ -316,31 +391,31 @@ TEST(RolloutEngine, BadInputIsAnInputErrorSayingWhatToFix) {
   auto m = hpcrl::testing::stories();
   rollout::Engine engine(m, nullptr, {8, true});
   std::vector<int32_t> long_prompt(500, 5);
-  EXPECT_EQ(error_of([&] { engine.generate({{1, 2}, long_prompt}, 1, greedy(20)); }),
+  EXPECT_EQ(error_of([&] { engine.generate({{1, 2}, long_prompt}, 1, greedy().max_new_tokens(20)); }),
             "prompt 1 has 500 tokens; with max_new_tokens 20 it exceeds the model's context of 512 tokens: "
             "shorten the prompt or lower max_new_tokens");
-  EXPECT_EQ(error_of([&] { engine.generate({{1, 2}, {}}, 1, greedy(4)); }),
+  EXPECT_EQ(error_of([&] { engine.generate({{1, 2}, {}}, 1, greedy().max_new_tokens(4)); }),
             "prompt 1 is empty; every prompt needs at least one token");
-  EXPECT_EQ(error_of([&] { engine.generate({{1, 2}}, 0, greedy(4)); }),
+  EXPECT_EQ(error_of([&] { engine.generate({{1, 2}}, 0, greedy().max_new_tokens(4)); }),
             "n (samples per prompt) must be at least 1, got 0");
-  EXPECT_EQ(error_of([&] { engine.generate({{1, 600}}, 1, greedy(4)); }),
+  EXPECT_EQ(error_of([&] { engine.generate({{1, 600}}, 1, greedy().max_new_tokens(4)); }),
             "prompt 0 token 1 is id 600, outside the model's vocabulary [0, 512): the prompt was tokenized for "
             "another model");
-  rollout::SamplingParams p = sampled(4, 1);
+  rollout::SamplingParams p = sampled().max_new_tokens(4).seed(1);
   p.top_p = 0;
   EXPECT_EQ(error_of([&] { engine.generate({{1, 2}}, 1, p); }), "top_p must be in (0, 1] (1 = off), got 0");
-  p = sampled(4, 1);
+  p = sampled().max_new_tokens(4).seed(1);
   p.stop = {"x"};
   EXPECT_EQ(error_of([&] { engine.generate({{1, 2}}, 1, p); }),
             "stop strings need a tokenizer to decode the response");
   EXPECT_EQ(error_of([&] { rollout::Engine(m, nullptr, {0, true}); }), "rollout max_batch must be at least 1, got 0");
-  EXPECT_TRUE(engine.generate({}, 2, greedy(4)).empty());
+  EXPECT_TRUE(engine.generate({}, 2, greedy().max_new_tokens(4)).empty());
 }
 
 TEST(RolloutEngine, OneNewTokenEndsEverySampleAtItsPrefill) {
   auto m = hpcrl::testing::stories();
   rollout::Engine engine(m, nullptr, {2, true});
-  auto out = engine.generate(story_prompts({3, 8, 4}, 2), 2, sampled(1, 3));
+  auto out = engine.generate(story_prompts({3, 8, 4}, 2), 2, sampled().max_new_tokens(1).seed(3));
   ASSERT_EQ(out.size(), 6u);
   for (const auto& s : out) {
     EXPECT_EQ(s.tokens.size(), 1u);

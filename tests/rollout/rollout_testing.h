@@ -19,6 +19,7 @@
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/model/weights.h"
 #include "hpcrl/rollout/engine.h"
+#include "model/test_models.h"
 
 namespace hpcrl::testing {
 
@@ -32,32 +33,32 @@ inline std::shared_ptr<model::DecoderModel> stories(const parallel::ParallelCont
 
 // family qwen2: QKV bias, 4 query heads sharing 2 KV heads, untied head.
 inline ModelArch qwen2_arch() {
-  ModelArch a;
-  a.family = "qwen2";
-  a.vocab_size = 96;
-  a.hidden_size = 64;
-  a.intermediate_size = 112;
-  a.num_layers = 3;
-  a.num_heads = 4;
-  a.num_kv_heads = 2;
-  a.head_dim = 16;
-  a.max_position_embeddings = 128;
-  a.rope_theta = 10000.0;
-  a.rms_norm_eps = 1e-6;
-  a.tie_word_embeddings = false;
-  a.attention_bias = true;
-  return a;
+  return test_arch()
+      .family("qwen2")
+      .vocab_size(96)
+      .hidden_size(64)
+      .intermediate_size(112)
+      .num_layers(3)
+      .num_heads(4)
+      .num_kv_heads(2)
+      .head_dim(16)
+      .max_position_embeddings(128)
+      .rope_theta(10000.0)
+      .rms_norm_eps(1e-6)
+      .tie_word_embeddings(false)
+      .attention_bias(true)
+      .build();
 }
 
 // qwen2_moe: 4 experts, top-2, a shared expert.
 inline ModelArch moe_arch() {
-  ModelArch a = qwen2_arch();
-  a.family = "qwen2_moe";
-  a.num_experts = 4;
-  a.experts_per_token = 2;
-  a.moe_intermediate_size = 48;
-  a.shared_expert_intermediate_size = 40;
-  return a;
+  return test_arch(qwen2_arch())
+      .family("qwen2_moe")
+      .num_experts(4)
+      .experts_per_token(2)
+      .moe_intermediate_size(48)
+      .shared_expert_intermediate_size(40)
+      .build();
 }
 
 // A single-rank model whose seeded N(0, 0.02²) weights are replaced by wider

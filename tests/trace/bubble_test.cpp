@@ -47,6 +47,14 @@ std::vector<trace::TraceFile> two_stage_trace() {
   return {r0, r1};
 }
 
+// One rank, one span on the main lane: no pp/step spans.
+std::vector<trace::TraceFile> unpipelined_trace() {
+  trace::TraceFile plain;
+  plain.path = "rank-00000.json";
+  plain.events = {ev("sft/step", 0, trace::kMainLane, 0, 10)};
+  return {plain};
+}
+
 }  // namespace
 
 TEST(PipelineBubble, MeasuredIdleShareAndTheoryPerStage) {
@@ -65,21 +73,43 @@ TEST(PipelineBubble, MeasuredIdleShareAndTheoryPerStage) {
   EXPECT_NEAR(rows[1].measured, 0.5, 1e-12);
 }
 
-TEST(PipelineBubble, SummaryPrintsTheTableOnlyWithPipelining) {
+TEST(PipelineBubble, JsonHasOneRowPerStageAndNoneWithoutPipelining) {
   trace::Summary s = trace::summarize(two_stage_trace());
   ASSERT_EQ(s.bubbles.size(), 2u);
-  const std::string md = trace::format_markdown(s);
-  EXPECT_NE(md.find("## Pipeline bubble"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 0 | 1 | 2 | 2 | 2 | 1 | 0.100 | 0.300 | 0.333 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 1 | 1 | 1 | 2 | 2 | 1 | 0.100 | 0.500 | 0.333 |"), std::string::npos) << md;
-  auto j = nlohmann::json::parse(trace::format_json(s));
-  ASSERT_EQ(j["pipeline_bubble"].size(), 2u);
-  EXPECT_DOUBLE_EQ(j["pipeline_bubble"][1]["measured"].get<double>(), 0.5);
+  const nlohmann::json j = nlohmann::json::parse(trace::format_json(s));
+  const nlohmann::json& rows = j.at("pipeline_bubble");
+  ASSERT_EQ(rows.size(), 2u);
+  // Stage 0 (rank 0): 2 steps of 100 us, idle 0.4 and 0.2 -> 0.3; p = 2, m = 2, v = 1: theory 1/3.
+  EXPECT_EQ(rows[0].at("stage").get<int64_t>(), 0);
+  EXPECT_EQ(rows[0].at("ranks").get<int>(), 1);
+  EXPECT_EQ(rows[0].at("steps").get<int64_t>(), 2);
+  EXPECT_DOUBLE_EQ(rows[0].at("stages").get<double>(), 2);
+  EXPECT_DOUBLE_EQ(rows[0].at("microbatches").get<double>(), 2);
+  EXPECT_DOUBLE_EQ(rows[0].at("virtual_stages").get<double>(), 1);
+  EXPECT_NEAR(rows[0].at("mean_step_s").get<double>(), 100e-6, 1e-12);
+  EXPECT_NEAR(rows[0].at("measured").get<double>(), 0.3, 1e-12);
+  EXPECT_DOUBLE_EQ(rows[0].at("theory").get<double>(), 1.0 / 3);
+  // Stage 1 (rank 1): 1 step of 100 us, idle 50 us -> 0.5; the same schedule.
+  EXPECT_EQ(rows[1].at("stage").get<int64_t>(), 1);
+  EXPECT_EQ(rows[1].at("ranks").get<int>(), 1);
+  EXPECT_EQ(rows[1].at("steps").get<int64_t>(), 1);
+  EXPECT_DOUBLE_EQ(rows[1].at("stages").get<double>(), 2);
+  EXPECT_DOUBLE_EQ(rows[1].at("microbatches").get<double>(), 2);
+  EXPECT_DOUBLE_EQ(rows[1].at("virtual_stages").get<double>(), 1);
+  EXPECT_NEAR(rows[1].at("mean_step_s").get<double>(), 100e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(rows[1].at("measured").get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(rows[1].at("theory").get<double>(), 1.0 / 3);
 
-  trace::TraceFile plain;
-  plain.path = "rank-00000.json";
-  plain.events = {ev("sft/step", 0, trace::kMainLane, 0, 10)};
-  trace::Summary none = trace::summarize({plain});
+  trace::Summary none = trace::summarize(unpipelined_trace());
   EXPECT_TRUE(none.bubbles.empty());
-  EXPECT_EQ(trace::format_markdown(none).find("Pipeline bubble"), std::string::npos);
+  EXPECT_TRUE(nlohmann::json::parse(trace::format_json(none)).at("pipeline_bubble").empty());
+}
+
+// The Markdown rendering: the table (one row per stage; stage 0's shown) only with pipelining.
+TEST(PipelineBubble, MarkdownHasTheTableOnlyWithPipelining) {
+  const std::string md = trace::format_markdown(trace::summarize(two_stage_trace()));
+  EXPECT_NE(md.find("## Pipeline bubble"), std::string::npos) << md;
+  // | pp stage | ranks | steps | p | m | v | mean step ms | bubble measured | bubble theory |
+  EXPECT_NE(md.find("| 0 | 1 | 2 | 2 | 2 | 1 | 0.100 | 0.300 | 0.333 |"), std::string::npos) << md;
+  EXPECT_EQ(trace::format_markdown(trace::summarize(unpipelined_trace())).find("Pipeline bubble"), std::string::npos);
 }

@@ -250,7 +250,7 @@ TEST(TraceSummary, BadRunDirectoriesAreInputErrorsNamingThePlace) {
   EXPECT_NE(message((tmp.path / "f").string()).find("is not a directory"), std::string::npos);
 }
 
-TEST(TraceSummary, CsvAndMarkdownCarryEveryRow) {
+TEST(TraceSummary, CsvCarriesEveryRow) {
   TempDir tmp("formats");
   copy_run(recorded_run("run2"), tmp.path);
   auto s = trace::summarize_run(tmp.str());
@@ -268,10 +268,43 @@ TEST(TraceSummary, CsvAndMarkdownCarryEveryRow) {
   EXPECT_EQ(rows, s.spans.size() + s.comm.size());
   EXPECT_NE(csv.find("span,sft/step,,6,2,"), std::string::npos);
   EXPECT_NE(csv.find("comm,all_reduce,policy/dp,10,2,"), std::string::npos);
+}
+
+TEST(TraceSummary, JsonCarriesEachRowsCountsAndBytes) {
+  TempDir tmp("json");
+  copy_run(recorded_run("run2"), tmp.path);
+  const nlohmann::json doc = nlohmann::json::parse(trace::format_json(trace::summarize_run(tmp.str())));
+  // What record_trace_main.cpp did on each of 2 ranks (see RecordedTwoRankRunMatchesRawEventsAndItsKnownShape).
+  const nlohmann::json* backward = nullptr;
+  for (const auto& row : doc.at("spans"))
+    if (row.at("name") == "sft/step/backward") backward = &row;
+  ASSERT_NE(backward, nullptr) << "no sft/step/backward row";
+  EXPECT_EQ(backward->at("count").get<int64_t>(), 6);  // 3 sft steps × 2 ranks
+  EXPECT_EQ(backward->at("ranks").get<int>(), 2);
+  const nlohmann::json& comm = doc.at("comm");
+  ASSERT_EQ(comm.size(), 2u);
+  EXPECT_EQ(comm[0].at("op"), "all_reduce");
+  EXPECT_EQ(comm[0].at("group"), "policy/dp");
+  EXPECT_EQ(comm[0].at("count").get<int64_t>(), 10);  // (3 sft + 2 grpo) × 2 ranks
+  EXPECT_EQ(comm[0].at("ranks").get<int>(), 2);
+  EXPECT_EQ(comm[1].at("op"), "broadcast");
+  EXPECT_EQ(comm[1].at("group"), "world");
+  EXPECT_EQ(comm[1].at("count").get<int64_t>(), 8);  // 2 per rollout × 2 rollouts × 2 ranks
+  EXPECT_EQ(comm[1].at("ranks").get<int>(), 2);
+  EXPECT_EQ(comm[1].at("bytes").get<double>(), 8.0 * (4 << 20));  // 8 calls × 4 MiB = 32 MiB
+}
+
+// The Markdown rendering itself: write_summary writes format_markdown's text,
+// with the ranks line, a row per span and per collective, and bytes in MiB.
+TEST(TraceSummary, MarkdownRendersTheRanksAndARowPerSpanAndCollective) {
+  TempDir tmp("markdown");
+  copy_run(recorded_run("run2"), tmp.path);
+  auto s = trace::summarize_run(tmp.str());
+  trace::write_summary(s, (tmp.path / "trace").string());
   std::string md = read_text((tmp.path / "trace" / "summary.md").string());
   EXPECT_EQ(md, trace::format_markdown(s));
-  EXPECT_NE(md.find("| sft/step/backward | 6 | 2 |"), std::string::npos);
-  EXPECT_NE(md.find("| all_reduce | policy/dp | 10 | 2 |"), std::string::npos);
-  EXPECT_NE(md.find("| broadcast | world | 8 | 2 |"), std::string::npos);
-  EXPECT_NE(md.find("32.00 MiB"), std::string::npos);
+  EXPECT_NE(md.find("2 ranks (0-1)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| sft/step/backward | 6 | 2 |"), std::string::npos) << md;  // | span | count | ranks |
+  EXPECT_NE(md.find("| broadcast | world | 8 | 2 |"), std::string::npos) << md;   // | op | group | count | ranks |
+  EXPECT_NE(md.find("32.00 MiB"), std::string::npos) << md;                       // the broadcasts' 8 × 4 MiB
 }

@@ -4,7 +4,7 @@
 // From RUN/metrics.jsonl, per measured iteration (the first `--skip` are warm-up):
 //   seconds/iteration                  the whole iteration (the baseline of the shares)
 //   seconds/{rollout, reward, old_logprob, ref_logprob, actor_update}
-//                                      the stages (src/algo/rl_common.cpp `timed`);
+//                                      the stages (each phase's trace span);
 //                                      old_logprob only with recompute_old_logprobs
 //   other = iteration − the stages     advantages, metric reductions
 //   tokens_per_s · seconds/iteration   every sample's prompt + response tokens

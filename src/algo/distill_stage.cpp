@@ -1,11 +1,9 @@
 // The distillation stage loop (see distill_stage.h).
-#include "hpcrl/util/check.h"
 #include "hpcrl/algo/distill_stage.h"
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include <chrono>
 #include <memory>
 #include <numeric>
 #include <utility>
@@ -17,6 +15,7 @@
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/prompting.h"
 #include "hpcrl/algo/reward_fn.h"
+#include "hpcrl/algo/role_sums.h"
 #include "hpcrl/algo/rollout_copy.h"
 #include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/algo/teacher_topk.h"
@@ -24,6 +23,7 @@
 #include "hpcrl/algo/train_step.h"
 #include "hpcrl/rollout/engine.h"
 #include "hpcrl/trace/trace.h"
+#include "hpcrl/util/check.h"
 
 namespace hpcrl::algo {
 
@@ -34,151 +34,199 @@ void check_pair(const config::DistillStage& cfg, const Role& teacher, const Role
   HPCRL_CHECK_INPUT(ta.vocab_size == sa.vocab_size, where << ": teacher '" << teacher.name << "' has vocabulary "
                     << ta.vocab_size << " but student '" << student.name << "' has " << sa.vocab_size
                     << "; distillation needs one tokenizer: pick a student of the teacher's family");
-  HPCRL_CHECK_INPUT(teacher.dp_size == student.dp_size,
-                    where << ": teacher dp=" << teacher.dp_size << " differs from student dp=" << student.dp_size
+  HPCRL_CHECK_INPUT(teacher.mesh.dp() == student.mesh.dp(),
+                    where << ": teacher dp=" << teacher.mesh.dp() << " differs from student dp=" << student.mesh.dp()
                     << "; give both roles layouts with the same data-parallel size");
   HPCRL_CHECK_INPUT(cfg.top_k > 0 || (teacher.ctx.tp_size() == 1 && student.ctx.tp_size() == 1),
                     where << ".top_k: full-vocabulary distillation (top_k: 0) needs tp=1 for teacher and student; "
                     "set top_k (e.g. 64) to distil across tensor-parallel layouts");
 }
-}  // namespace
 
-StageResult run_distill(StageEnv& env) {
+// One distillation stage run: the student learns the teacher's token
+// distributions (top-k support or the full vocabulary) on dataset responses,
+// its own (on-policy) or the teacher's (sequence-level).
+class DistillRun {
+ public:
+  explicit DistillRun(StageEnv& env);
+  StageResult run();
+
+ private:
+  double train_step(int64_t step, const std::vector<size_t>& rows);
+  // The responses the student learns on: the dataset's, or generated.
+  std::vector<std::vector<int32_t>> responses(int64_t step, const std::vector<size_t>& rows,
+                                              const std::vector<std::vector<int32_t>>& p_ids);
+  std::vector<std::vector<int32_t>> generate(int64_t step, const std::vector<std::vector<int32_t>>& p_ids);
+  // The student's forward and backward; returns this rank's loss sum (at pp > 1 on the last stage only).
+  at::Tensor student_forward_backward(const TokenBatch& batch, const TopK& teacher, double global_tokens);
+  void evaluate(int64_t step);
+
+  StageEnv& env_;
+  const config::DistillStage& cfg_;
+  Role& teacher_;
+  Role& student_;
+  const DataSplits& data_;
+  StageResult result_;
+  Trainer trainer_;
+  PromptBuilder prompts_;
+  io::DataSampler sampler_;
+  int64_t local_batch_;
+  std::vector<TrainedRole> saved_;
+  RewardFunction verifier_;
+  rollout::SamplingParams sampling_;
+  std::shared_ptr<model::DecoderModel> teacher_generator_;  // sequence-level: what the teacher generates with
+};
+
+// Distributions are matched at the models' own temperature.
+constexpr double kDistillTemperature = 1.0;
+
+Role& checked_student(StageEnv& env) {
   const config::DistillStage& cfg = env.stage->distill;
-  const auto& pipeline = *env.pipeline;
   Role& teacher = env.role(cfg.teacher);
   Role& student = env.role(cfg.student);
-  const DataSplits& data = env.data(cfg.data);
-  const int world_rank = env.world->rank();
-  StageResult result;
   HPCRL_CHECK_INPUT(teacher.member() && student.member(),
                     env.stage->path << ": every rank must hold teacher and student in this build; use "
                     "placement.mode: colocated");
   check_pair(cfg, teacher, student, env.stage->path);
   check_same_rows(env.world, student, teacher, env.stage->path);  // the teacher scores the student's rows
+  return student;
+}
 
-  const DistillLoss kind = cfg.loss;
-  Trainer trainer(student, cfg.train, cfg.steps);
-  PromptBuilder prompts(*student.tokenizer, pipeline.find_data(cfg.data));
-  io::DataSampler sampler(data.train.size(), static_cast<uint64_t>(pipeline.run.seed) + 17u * env.stage_index,
-                          pipeline.find_data(cfg.data)->shuffle);
-  const int64_t local_batch = student.local_batch(cfg.batch, env.stage->path + ".batch");
-  std::vector<TrainedRole> saved{{&student, &trainer.optimizer()}};
-  RewardFunction verifier(pipeline, {});
+DistillRun::DistillRun(StageEnv& env)
+    : env_(env),
+      cfg_(env.stage->distill),
+      teacher_(env.role(cfg_.teacher)),
+      student_(checked_student(env)),
+      data_(env.data(cfg_.data)),
+      trainer_(student_, cfg_.train, cfg_.steps),
+      prompts_(*student_.tokenizer, env.pipeline->find_data(cfg_.data)),
+      sampler_(data_.train.size(), static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
+               env.pipeline->find_data(cfg_.data)->shuffle),
+      local_batch_(student_.local_batch(cfg_.batch, env.stage->path + ".batch")),
+      saved_{{&student_, &trainer_.optimizer()}},
+      verifier_(*env.pipeline, {}) {
+  sampling_.temperature = cfg_.sampling.temperature;
+  sampling_.top_p = cfg_.sampling.top_p;
+  sampling_.top_k = cfg_.sampling.top_k;
+  sampling_.max_new_tokens = cfg_.sampling.max_new_tokens;
+  sampling_.eos_ids = prompts_.stop_ids();
+}
 
-  const int64_t start = resume_stage(env, saved, sampler, "distill");
-  auto run_eval = [&](int64_t step) {
-    if (data.eval.size() == 0) return;
-    auto r = evaluate(student, data.eval, prompts, verifier.verifier(), eval_options(pipeline));
-    result.eval_accuracy = r.accuracy;
-    result.eval_loss = r.loss;
-    spdlog::info("distill step {}: student eval accuracy {:.3f}, loss {:.4f}", step, r.accuracy, r.loss);
-    if (env.metrics)
-      env.metrics->write("distill", env.stage_index, step,
-                         {{"eval/accuracy", r.accuracy}, {"eval/loss", r.loss}, {"seconds/eval", r.seconds}});
-  };
-
-  rollout::SamplingParams gen;
-  gen.temperature = cfg.sampling.temperature;
-  gen.top_p = cfg.sampling.top_p;
-  gen.top_k = cfg.sampling.top_k;
-  gen.max_new_tokens = cfg.sampling.max_new_tokens;
-  gen.eos_ids = prompts.stop_ids();
-  const double T = 1.0;  // distributions are matched at the models' own temperature
-  const double grad_group = student.ctx.grad ? student.ctx.grad->size() : 1;
-  std::shared_ptr<model::DecoderModel> teacher_generator;  // sequence-level: what the teacher generates with
-
-  auto train_step = [&](int64_t step, const std::vector<size_t>& rows) {
-    trace::ScopedSpan step_span("distill/step", {{"step", double(step)}});
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::vector<int32_t>> p_ids, r_ids;
-    for (size_t i : rows) p_ids.push_back(prompts.prompt_ids(data.train[i]));
-    if (cfg.on_policy || cfg.sequence_level) {
-      trace::ScopedSpan span("distill/rollout");
-      // A pipelined role generates from its pp = 1 copy: the student's is
-      // refreshed every step, the teacher's (not trained here) made once.
-      if (!cfg.on_policy && !teacher_generator) teacher_generator = sync_rollout_model(teacher);
-      std::shared_ptr<model::DecoderModel> generator = cfg.on_policy ? sync_rollout_model(student) : teacher_generator;
-      const Role& gen_role = cfg.on_policy ? student : teacher;
-      torch::NoGradGuard no_grad;
-      generator->eval();
-      rollout::Engine engine(generator, gen_role.tokenizer.get(), {gen_role.config->rollout.max_batch, true});
-      gen.seed = static_cast<uint64_t>(pipeline.run.seed) * 1000003u + static_cast<uint64_t>(step);
-      gen.prompt_offset = student.dp_rank * local_batch;
-      for (auto& s : engine.generate(p_ids, 1, gen)) r_ids.push_back(s.tokens);
-      student.model->train();
-    } else {
-      for (size_t i : rows) r_ids.push_back(prompts.response_ids(data.train[i]));
-    }
-    for (auto& r : r_ids)
-      if (r.empty()) r.push_back(prompts.stop_ids().front());  // an immediate stop is still a target
-    TokenBatch batch = make_token_batch(p_ids, r_ids, std::max(0, student.tokenizer->pad_id()),
-                                        std::lcm(student.ctx.sp_size(), teacher.ctx.sp_size()), student.device());
-    at::Tensor counts = at::tensor({double(batch.loss_mask.sum().item<double>())}, at::kDouble);
-    if (student.ctx.dp && student.ctx.dp->size() > 1) student.ctx.dp->all_reduce(counts);
-    const double global_tokens = std::max(1.0, counts.item<double>());
-
-    TopK tk;  // [B, T, k] for the whole local batch, in the same micro-batches as the student's
-    if (!cfg.sequence_level) {
-      trace::ScopedSpan span("distill/teacher_forward");
-      tk = teacher_topk(teacher, batch, cfg.top_k > 0 ? cfg.top_k : teacher.model->arch().vocab_size, T,
-                        micro_batch_options(cfg.train, teacher.ctx.sp_size()));
-    }
-    at::Tensor loss_sum = at::zeros({1}, at::TensorOptions(at::kDouble).device(student.device()));
-    {
-      trace::ScopedSpan span("distill/student_update");
-      const int sp = student.ctx.sp_size();
-      // Each micro-batch (trimmed or packed): its sp shard and the teacher's top-k in its layout.
-      const auto plan = plan_micro_batches(batch, micro_batch_options(cfg.train, sp));
-      std::vector<TokenBatch> shards;
-      std::vector<TopK> teacher_topks;
-      for (const MicroBatch& mb : plan) {
-        shards.push_back(sequence_shard(mb.tokens, student.ctx.sp_rank(), sp));
-        teacher_topks.push_back({mb.gather_chunk(tk.ids, student.ctx.sp), mb.gather_chunk(tk.logprob, student.ctx.sp)});
-      }
-      // A micro-batch's loss from the student's final hidden states.
-      auto micro_loss = [&](size_t i, const at::Tensor& hidden) {
-        at::Tensor per_token;  // [R, L/sp]
-        if (cfg.sequence_level) {
-          per_token = -student.model->token_logprobs(hidden, shards[i].targets, false).logprobs;
-        } else {
-          at::Tensor ls = logprobs_at(student, hidden, teacher_topks[i].ids, T);  // [R, L/sp, k]
-          per_token = distill_divergence_on_support(ls, teacher_topks[i].logprob, kind, cfg.beta);
-        }
-        at::Tensor total = (per_token * shards[i].loss_mask).sum();
-        loss_sum += total.detach().to(at::kDouble);
-        return total * (grad_group / global_tokens);
-      };
-      // With pp the loss is computed on the student's last stage.
-      forward_backward(student, trainer, shards, micro_loss, aux_loss_weights_by_rows(plan, local_batch));
-    }
-    double grad_norm = trainer.finish_step("distill", step, world_rank);
-    share_from_last_stage(student, loss_sum);
-    if (student.ctx.grad && student.ctx.grad->size() > 1) student.ctx.grad->all_reduce(loss_sum);
-    const double loss = loss_sum.item<double>() / global_tokens;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (env.metrics)
-      env.metrics->write("distill", env.stage_index, step + 1,
-                         {{"loss", loss}, {"lr", trainer.lr(step)}, {"grad_norm", grad_norm},
-                          {"tokens_per_s", global_tokens / seconds}, {"seconds/step", seconds}});
-    return loss;
-  };
-
-  student.model->train();
+StageResult DistillRun::run() {
   StageLoop loop;
   loop.name = "distill";
-  loop.start = start;
-  loop.total = cfg.steps;
-  loop.eval_every = cfg.eval_every;
-  loop.stop_at_accuracy = cfg.stop_at_accuracy;
+  loop.start = resume_stage(env_, saved_, sampler_, "distill");
+  student_.model->train();
+  loop.total = cfg_.steps;
+  loop.eval_every = cfg_.eval_every;
+  loop.stop_at_accuracy = cfg_.stop_at_accuracy;
   loop.step = [&](int64_t step) {
-    double loss = train_step(step, sampler.next_batch(cfg.batch, student.dp_rank, student.dp_size));
+    double loss = train_step(step, sampler_.next_batch(cfg_.batch, student_.ctx.dp_rank(), student_.mesh.dp()));
     return fmt::format("loss {:.4f}", loss);
   };
-  loop.evaluate = run_eval;
-  loop.checkpoint = [&](int64_t step) { checkpoint_stage(env, step, saved, sampler, "distill"); };
-  run_stage_loop(env, loop, result);
-  return result;
+  loop.evaluate = [&](int64_t step) { evaluate(step); };
+  loop.checkpoint = [&](int64_t step) { checkpoint_stage(env_, step, saved_, sampler_, "distill"); };
+  run_stage_loop(env_, loop, result_);
+  return result_;
 }
+
+double DistillRun::train_step(int64_t step, const std::vector<size_t>& rows) {
+  trace::TimedSpan step_span("distill/step", {{"step", double(step)}});
+  std::vector<std::vector<int32_t>> p_ids;
+  for (size_t i : rows) p_ids.push_back(prompts_.prompt_ids(data_.train[i]));
+  const std::vector<std::vector<int32_t>> r_ids = responses(step, rows, p_ids);
+  TokenBatch batch = make_token_batch(p_ids, r_ids, std::max(0, student_.tokenizer->pad_id()),
+                                      std::lcm(student_.ctx.sp_size(), teacher_.ctx.sp_size()), student_.device());
+  const double global_tokens = std::max(1.0, sum_over_dp(student_, batch.loss_mask.sum().item<double>()));
+  TopK teacher_tk;  // [B, T, k] for the whole local batch, in the same micro-batches as the student's
+  if (!cfg_.sequence_level) {
+    trace::ScopedSpan span("distill/teacher_forward");
+    teacher_tk = teacher_topk(teacher_, batch, cfg_.top_k > 0 ? cfg_.top_k : teacher_.model->arch().vocab_size,
+                              kDistillTemperature, micro_batch_options(cfg_.train, teacher_.ctx.sp_size()));
+  }
+  at::Tensor loss_sum = student_forward_backward(batch, teacher_tk, global_tokens);
+  const double grad_norm = trainer_.finish_step("distill", step, env_.world->rank());
+  sum_step_values(student_, loss_sum);
+  const double loss = loss_sum.item<double>() / global_tokens;
+  const double seconds = step_span.elapsed_seconds();
+  write_step_metrics(env_, "distill", step, {loss, trainer_.lr(step), grad_norm, global_tokens / seconds, seconds});
+  return loss;
+}
+
+std::vector<std::vector<int32_t>> DistillRun::responses(int64_t step, const std::vector<size_t>& rows,
+                                                        const std::vector<std::vector<int32_t>>& p_ids) {
+  std::vector<std::vector<int32_t>> r_ids;
+  if (cfg_.on_policy || cfg_.sequence_level) {
+    r_ids = generate(step, p_ids);
+  } else {
+    for (size_t i : rows) r_ids.push_back(prompts_.response_ids(data_.train[i]));
+  }
+  for (auto& r : r_ids)
+    if (r.empty()) r.push_back(prompts_.stop_ids().front());  // an immediate stop is still a target
+  return r_ids;
+}
+
+std::vector<std::vector<int32_t>> DistillRun::generate(int64_t step, const std::vector<std::vector<int32_t>>& p_ids) {
+  trace::ScopedSpan span("distill/rollout");
+  // A pipelined role generates from its pp = 1 copy: the student's is
+  // refreshed every step, the teacher's (not trained here) made once.
+  if (!cfg_.on_policy && !teacher_generator_) teacher_generator_ = sync_rollout_model(teacher_);
+  std::shared_ptr<model::DecoderModel> generator = cfg_.on_policy ? sync_rollout_model(student_) : teacher_generator_;
+  const Role& gen_role = cfg_.on_policy ? student_ : teacher_;
+  torch::NoGradGuard no_grad;
+  generator->eval();
+  rollout::Engine engine(generator, gen_role.tokenizer.get(), {gen_role.config->rollout.max_batch, true});
+  sampling_.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(step);
+  sampling_.prompt_offset = student_.ctx.dp_rank() * local_batch_;
+  std::vector<std::vector<int32_t>> r_ids;
+  for (auto& s : engine.generate(p_ids, 1, sampling_)) r_ids.push_back(s.tokens);
+  student_.model->train();
+  return r_ids;
+}
+
+at::Tensor DistillRun::student_forward_backward(const TokenBatch& batch, const TopK& teacher, double global_tokens) {
+  trace::ScopedSpan span("distill/student_update");
+  const int sp = student_.ctx.sp_size();
+  const double grad_group = student_.ctx.grad ? student_.ctx.grad->size() : 1;
+  // Each micro-batch (trimmed or packed): its sp shard and the teacher's top-k in its layout.
+  const auto plan = plan_micro_batches(batch, micro_batch_options(cfg_.train, sp));
+  std::vector<TokenBatch> shards;
+  std::vector<TopK> teacher_topks;
+  for (const MicroBatch& mb : plan) {
+    shards.push_back(sequence_shard(mb.tokens, student_.ctx.sp_rank(), sp));
+    teacher_topks.push_back({mb.gather_chunk(teacher.ids, student_.ctx.sp), mb.gather_chunk(teacher.logprob, student_.ctx.sp)});
+  }
+  at::Tensor loss_sum = at::zeros({1}, at::TensorOptions(at::kDouble).device(student_.device()));
+  // A micro-batch's loss from the student's final hidden states.
+  auto micro_loss = [&](size_t i, const at::Tensor& hidden) {
+    at::Tensor per_token;  // [R, L/sp]
+    if (cfg_.sequence_level) {
+      per_token = -student_.model->token_logprobs(hidden, shards[i].targets, false).logprobs;
+    } else {
+      at::Tensor ls = logprobs_at(student_, hidden, teacher_topks[i].ids, kDistillTemperature);  // [R, L/sp, k]
+      per_token = distill_divergence_on_support(ls, teacher_topks[i].logprob, cfg_.loss, cfg_.beta);
+    }
+    at::Tensor total = (per_token * shards[i].loss_mask).sum();
+    loss_sum += total.detach().to(at::kDouble);
+    return total * (grad_group / global_tokens);
+  };
+  // With pp the loss is computed on the student's last stage.
+  forward_backward(student_, trainer_, shards, micro_loss, aux_loss_weights_by_rows(plan, local_batch_));
+  return loss_sum;
+}
+
+void DistillRun::evaluate(int64_t step) {
+  if (data_.eval.size() == 0) return;
+  auto r = algo::evaluate(student_, data_.eval, prompts_, verifier_.verifier(), eval_options(*env_.pipeline));
+  result_.eval_accuracy = r.accuracy;
+  result_.eval_loss = r.loss;
+  spdlog::info("distill step {}: student eval accuracy {:.3f}, loss {:.4f}", step, r.accuracy, r.loss);
+  if (env_.metrics)
+    env_.metrics->write("distill", env_.stage_index, step,
+                        {{"eval/accuracy", r.accuracy}, {"eval/loss", r.loss}, {"seconds/eval", r.seconds}});
+}
+
+}  // namespace
+
+StageResult run_distill(StageEnv& env) { return DistillRun(env).run(); }
 
 }  // namespace hpcrl::algo

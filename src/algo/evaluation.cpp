@@ -3,9 +3,8 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
-
 #include "hpcrl/algo/pipeline_train.h"
+#include "hpcrl/algo/role_sums.h"
 #include "hpcrl/algo/rollout_copy.h"
 #include "hpcrl/algo/token_batch.h"
 #include "hpcrl/rollout/engine.h"
@@ -34,27 +33,40 @@ std::pair<double, int64_t> batch_nll(Role& role, const std::vector<std::vector<i
   return {sums[0].item<double>(), static_cast<int64_t>(sums[1].item<double>())};
 }
 
-EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& prompts,
-                    const reward::VerifiableReward& verifier, const EvalOptions& options) {
-  trace::ScopedSpan span("eval");
-  auto t0 = std::chrono::steady_clock::now();
-  const int64_t total = options.prompts > 0 ? std::min<int64_t>(options.prompts, eval.size()) : eval.size();
-  // This dp rank's examples: a contiguous block, so the union over dp is [0, total).
-  const int64_t lo = total * role.dp_rank / role.dp_size, hi = total * (role.dp_rank + 1) / role.dp_size;
+namespace {
+// What a rank's evaluation adds up, summed over dp together with the
+// per-example correct counts in one reduction.
+struct EvalSums {
+  double nll = 0, loss_tokens = 0;  // teacher-forced loss on the reference responses
+  double correct = 0, samples = 0, response_tokens = 0;
+};
 
-  // A pipelined role generates with its pp = 1 copy (loaded with the current weights here).
-  rollout::Engine engine(sync_rollout_model(role), role.tokenizer.get(), {options.batch, true});
+rollout::SamplingParams eval_sampling(const EvalOptions& options, const PromptBuilder& prompts) {
   rollout::SamplingParams sampling;
   sampling.temperature = options.temperature;
   sampling.top_p = options.top_p;
   sampling.max_new_tokens = options.max_new_tokens;
   sampling.eos_ids = prompts.stop_ids();
   sampling.seed = options.seed;
+  return sampling;
+}
+}  // namespace
 
-  // [nll, loss tokens, correct, samples, response tokens, correct samples of example 0 .. total-1]
-  at::Tensor sums = at::zeros({5 + total}, at::kDouble);
-  auto acc = sums.accessor<double, 1>();
-  bool was_training = role.model->is_training();
+EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& prompts,
+                    const reward::VerifiableReward& verifier, const EvalOptions& options) {
+  trace::TimedSpan span("eval");
+  const int64_t total = options.prompts > 0 ? std::min<int64_t>(options.prompts, eval.size()) : eval.size();
+  // This dp rank's examples: a contiguous block, so the union over dp is [0, total).
+  const int64_t dp_rank = role.ctx.dp_rank(), dp = role.mesh.dp();
+  const int64_t lo = total * dp_rank / dp, hi = total * (dp_rank + 1) / dp;
+
+  // A pipelined role generates with its pp = 1 copy (loaded with the current weights here).
+  rollout::Engine engine(sync_rollout_model(role), role.tokenizer.get(), {options.batch, true});
+  rollout::SamplingParams sampling = eval_sampling(options, prompts);
+  EvalSums sums;
+  at::Tensor correct_per_example = at::zeros({total}, at::kDouble);
+  auto per_example = correct_per_example.accessor<double, 1>();
+  const bool was_training = role.model->is_training();
   role.model->eval();
   for (int64_t start = lo; start < hi; start += options.batch) {
     const int64_t end = std::min(hi, start + options.batch);
@@ -65,30 +77,32 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
     }
     if (options.loss) {
       auto [nll, tokens] = batch_nll(role, p_ids, r_ids);
-      acc[0] += nll;
-      acc[1] += tokens;
+      sums.nll += nll;
+      sums.loss_tokens += tokens;
     }
     sampling.seed = options.seed + static_cast<uint64_t>(start);
-    auto samples = engine.generate(p_ids, options.n, sampling);
-    for (const auto& s : samples) {
+    for (const auto& s : engine.generate(p_ids, options.n, sampling)) {
       std::string text = role.tokenizer->decode(s.tokens, /*skip_special=*/true);
       const double correct = verifier.score(text, eval[start + s.prompt_index].answer).correct ? 1.0 : 0.0;
-      acc[2] += correct;
-      acc[5 + start + s.prompt_index] += correct;
-      acc[3] += 1.0;
-      acc[4] += static_cast<double>(s.tokens.size());
+      sums.correct += correct;
+      per_example[start + s.prompt_index] += correct;
+      sums.samples += 1.0;
+      sums.response_tokens += static_cast<double>(s.tokens.size());
     }
   }
   if (was_training) role.model->train();
   // Rows were split over dp only; tp/sp ranks of one dp slot computed the same sums.
-  if (role.ctx.dp && role.ctx.dp->size() > 1) role.ctx.dp->all_reduce(sums);
+  const at::Tensor both = sum_over_dp(role, at::cat({pack(sums), correct_per_example}));
+  const auto tot = unpack<EvalSums>(both.slice(0, 0, sums_fields<EvalSums>()));
+  const at::Tensor per_example_tot = both.slice(0, sums_fields<EvalSums>()).contiguous();
   EvalResult r;
-  r.loss = acc[1] > 0 ? acc[0] / acc[1] : 0.0;
-  r.accuracy = acc[3] > 0 ? acc[2] / acc[3] : 0.0;
-  r.response_len = acc[3] > 0 ? acc[4] / acc[3] : 0.0;
+  r.loss = tot.loss_tokens > 0 ? tot.nll / tot.loss_tokens : 0.0;
+  r.accuracy = tot.samples > 0 ? tot.correct / tot.samples : 0.0;
+  r.response_len = tot.samples > 0 ? tot.response_tokens / tot.samples : 0.0;
   r.examples = total;
-  for (int64_t i = 0; i < total; ++i) r.correct_per_example.push_back(static_cast<int64_t>(acc[5 + i]));
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto counts = per_example_tot.accessor<double, 1>();
+  for (int64_t i = 0; i < total; ++i) r.correct_per_example.push_back(static_cast<int64_t>(counts[i]));
+  r.seconds = span.elapsed_seconds();
   return r;
 }
 

@@ -95,17 +95,17 @@ RewardModel::RewardModel(StageEnv& env, const std::string& reward_name, const Ro
   HPCRL_CHECK_INPUT(mc.head == config::Head::value,
                     where << "role '" << rm << "' has head: " << config::to_string(mc.head)
                           << ", but a reward model needs a value head; give models." << rm << " head: value");
-  HPCRL_CHECK_INPUT(role_.dp_size == policy.dp_size,
-                    where << "the reward model '" << rm << "' has dp = " << role_.dp_size << " but the policy '" << pol
-                          << "' has dp = " << policy.dp_size << "; each rank scores the samples it generated, so "
+  HPCRL_CHECK_INPUT(role_.mesh.dp() == policy.mesh.dp(),
+                    where << "the reward model '" << rm << "' has dp = " << role_.mesh.dp() << " but the policy '" << pol
+                          << "' has dp = " << policy.mesh.dp() << "; each rank scores the samples it generated, so "
                           << "their data-parallel sizes must match: give models." << rm << " tp·sp = "
                           << pp.tp * pp.sp * pp.pp << " (the policy's tp·sp·pp), e.g. parallel: {tp: "
                           << pp.tp * pp.sp * pp.pp << "}");
 
   // Where each rank stands: [holds the reward model, its dp coordinate, the policy's (-1 outside the policy)].
   HPCRL_CHECK(env.world, "a model reward needs the world communicator");
-  at::Tensor mine = at::tensor({int64_t(role_.member()), int64_t(role_.dp_rank),
-                                int64_t(policy.member() ? policy.dp_rank : -1)}, at::kLong);
+  at::Tensor mine = at::tensor({int64_t(role_.member()), int64_t(role_.ctx.dp_rank()),
+                                int64_t(policy.member() ? policy.ctx.dp_rank() : -1)}, at::kLong);
   at::Tensor all = env.world->size() > 1 ? env.world->all_gather(mine, 0) : mine;
   auto a = all.accessor<int64_t, 1>();
   for (int r = 0; r < env.world->size(); ++r)

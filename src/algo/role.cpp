@@ -34,9 +34,10 @@ at::Device Role::device() const {
 }
 
 int64_t Role::local_batch(int64_t global, const std::string& what) const {
-  HPCRL_CHECK_INPUT(global % dp_size == 0, what << " = " << global << " is not divisible by the data-parallel size "
-                    << dp_size << " of role '" << name << "'; make it a multiple of " << dp_size);
-  return global / dp_size;
+  const int dp = mesh.dp();
+  HPCRL_CHECK_INPUT(global % dp == 0, what << " = " << global << " is not divisible by the data-parallel size " << dp
+                                           << " of role '" << name << "'; make it a multiple of " << dp);
+  return global / dp;
 }
 
 }  // namespace hpcrl::algo

@@ -48,6 +48,13 @@ void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result) {
   loop.checkpoint(loop.total);
 }
 
+void write_step_metrics(const StageEnv& env, const std::string& name, int64_t step, const StepMetrics& m) {
+  if (!env.metrics) return;
+  env.metrics->write(name, env.stage_index, step + 1,
+                     {{"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"tokens_per_s", m.tokens_per_s},
+                      {"seconds/step", m.seconds}});
+}
+
 EvalOptions eval_options(const config::PipelineConfig& pipeline) {
   const auto& es = pipeline.run.eval_sampling;
   EvalOptions o;

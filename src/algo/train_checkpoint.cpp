@@ -34,7 +34,7 @@ std::string optimizer_file(const std::string& role_dir, int rank) {
 nlohmann::json layout_of(const TrainedRole& tr, int world) {
   const Role& r = *tr.role;
   nlohmann::json l = {{"world", world}, {"tp", r.ctx.tp_size()}, {"sp", r.ctx.sp_size()}, {"ep", r.ctx.ep_size()},
-                      {"pp", r.ctx.pp_size()}, {"dp", r.dp_size}};
+                      {"pp", r.ctx.pp_size()}, {"dp", r.mesh.dp()}};
   // Recorded only when on, so checkpoints from before ZeRO-1 still match plain runs.
   if (tr.optimizer && r.config && r.config->optim.zero1) l["zero1"] = true;
   return l;

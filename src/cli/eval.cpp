@@ -172,8 +172,7 @@ int evaluate_model(const Options& o, const cli::EvalReward& reward, const dist::
   role.name = "eval";
   role.model = lm.model;
   role.ctx = lm.ctx;
-  role.dp_rank = lm.mesh.coord(world.rank).dp;
-  role.dp_size = lm.mesh.dp();
+  role.mesh = lm.mesh;
   role.tokenizer = tok;
   algo::EvalOptions eo;
   eo.prompts = total;

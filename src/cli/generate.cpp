@@ -27,6 +27,7 @@
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/rollout/engine.h"
 #include "hpcrl/rollout/prompt_file.h"
+#include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/fs.h"
 #include "hpcrl/util/log.h"
@@ -152,10 +153,12 @@ int run(const Options& o, const std::vector<std::string>& extras, const CLI::App
     eo.max_batch = o.max_batch;
     eo.progress = [&](int64_t done, int64_t) { progress.update(long(done)); };
     rollout::Engine engine(decoder, tok.get(), eo);
+    trace::TimedSpan span("generate");
     std::vector<rollout::Sample> samples = engine.generate(prompts, o.n, sampling);
-    const auto& st = engine.last_stats();
-    progress.finish(std::to_string(st.generated_tokens) + " tokens, " +
-                    std::to_string(int64_t(st.generated_tokens / std::max(st.seconds, 1e-9))) + " tok/s");
+    const double seconds = span.elapsed_seconds();
+    const int64_t tokens = engine.last_stats().generated_tokens;
+    progress.finish(std::to_string(tokens) + " tokens, " + std::to_string(int64_t(tokens / std::max(seconds, 1e-9))) +
+                    " tok/s");
 
     std::string mine;
     if (c.tp == 0 && c.pp == 0)

@@ -32,7 +32,7 @@ LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, c
   dist::Mesh mesh(sizes, 0, world.size, command);
   mesh.check_model(arch.dims(seq_len));
   dist::MeshComms comms = dist::create_mesh_comms(mesh);
-  parallel::ParallelContext ctx{comms.tp, comms.sp, comms.ep, comms.dp, comms.dp_sp, comms.pp};
+  parallel::ParallelContext ctx = parallel::ParallelContext::of(comms);
   model::ModelOptions mo;
   mo.seed = seed;
   mo.pp_virtual_stages = layout.pp_virtual;

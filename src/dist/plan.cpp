@@ -113,6 +113,12 @@ void warn_cross_node(const Plan& plan, const RolePlan& rp, GroupKind kind, const
 
 }  // namespace
 
+Mesh role_mesh(const config::PipelineConfig& cfg, const config::ModelConfig& m, bool rollout, int world) {
+  const std::string name = rollout ? m.name + Placement::kRolloutSuffix : m.name;
+  const RankRange range = placement_of(cfg, world).range(name);
+  return Mesh(sizes_of(rollout ? m.rollout.parallel : m.parallel), range.first, range.size(), name);
+}
+
 Plan make_plan(const config::PipelineConfig& cfg, int world, int gpus_per_node) {
   HPCRL_CHECK_INPUT(world >= 1, "--world must be at least 1 (got " << world << ")");
   HPCRL_CHECK_INPUT(gpus_per_node >= 1, "--gpus-per-node must be at least 1 (got " << gpus_per_node << ")");
@@ -129,9 +135,7 @@ Plan make_plan(const config::PipelineConfig& cfg, int world, int gpus_per_node) 
         plan.warnings.push_back(name + ": no placement range; not planned (add placement.ranges." + name + ")");
         continue;
       }
-      RankRange range = placement.range(name);
-      const config::ParallelConfig& par = rollout ? m.rollout.parallel : m.parallel;
-      Mesh mesh(sizes_of(par), range.first, range.size(), name);
+      Mesh mesh = role_mesh(cfg, m, rollout, world);
       std::optional<MemoryEstimate> memory;
       if (m.arch) {
         mesh.check_model(m.arch->dims());  // sequence length unknown here

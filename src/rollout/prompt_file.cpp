@@ -48,6 +48,30 @@ std::vector<int32_t> parse_ids(const nlohmann::json& ids, int64_t vocab_size, co
 }
 }  // namespace
 
+namespace {
+// The line as a JSON object with exactly one of the three request keys.
+nlohmann::json parse_request_line(const std::string& text, const std::string& where) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(where, std::string("not valid JSON (") + e.what() + "); " + kShape);
+  }
+  if (!j.is_object()) fail(where, std::string("found ") + j.type_name() + "; " + kShape);
+  const int kinds = int(j.contains("prompt")) + int(j.contains("messages")) + int(j.contains("prompt_ids"));
+  if (kinds == 0) {
+    std::string hint;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      std::string c = str::closest(it.key(), {"prompt", "messages", "prompt_ids"});
+      if (!c.empty()) hint = " (\"" + it.key() + "\": did you mean \"" + c + "\"?)";
+    }
+    fail(where, std::string("no request") + hint + "; " + kShape);
+  }
+  if (kinds > 1) fail(where, "give only one of \"prompt\", \"messages\" and \"prompt_ids\" per line");
+  return j;
+}
+}  // namespace
+
 PromptFile read_prompt_file(const std::string& path, const io::Tokenizer& tok, int64_t vocab_size,
                             const std::string& chat_template) {
   std::istringstream in(fs::read_file(path, "prompt file"));
@@ -57,26 +81,7 @@ PromptFile read_prompt_file(const std::string& path, const io::Tokenizer& tok, i
   for (int64_t line_no = 1; std::getline(in, text); ++line_no) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(line_no);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      fail(where, std::string("not valid JSON (") + e.what() + "); " + kShape);
-    }
-    if (!j.is_object()) fail(where, std::string("found ") + j.type_name() + "; " + kShape);
-    const int kinds = int(j.contains("prompt")) + int(j.contains("messages")) + int(j.contains("prompt_ids"));
-    if (kinds == 0) {
-      std::vector<std::string> keys;
-      for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-      std::string hint;
-      for (const auto& k : keys) {
-        std::string c = str::closest(k, {"prompt", "messages", "prompt_ids"});
-        if (!c.empty()) hint = " (\"" + k + "\": did you mean \"" + c + "\"?)";
-      }
-      fail(where, std::string("no request") + hint + "; " + kShape);
-    }
-    if (kinds > 1) fail(where, "give only one of \"prompt\", \"messages\" and \"prompt_ids\" per line");
-
+    const nlohmann::json j = parse_request_line(text, where);
     PromptRequest r;
     r.line = line_no;
     if (j.contains("prompt")) {

@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cstring>
 #include <map>
 #include <string>
@@ -16,7 +15,6 @@
 namespace hpcrl::rollout {
 
 namespace {
-using Clock = std::chrono::steady_clock;
 
 int64_t tensor_bytes(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
 
@@ -44,8 +42,7 @@ std::string broadcast_string(dist::Communicator& comm, int root, const std::stri
 
 WeightSyncStats reshard_weights(model::DecoderModel& source, model::DecoderModel& target) {
   torch::NoGradGuard no_grad;
-  trace::ScopedSpan span("weight_sync");
-  auto t0 = Clock::now();
+  trace::TimedSpan span("weight_sync");
   io::NamedTensors full = model::gather_full_weights(source);
   WeightSyncStats stats;
   std::map<std::string, at::Tensor> by_name;
@@ -54,7 +51,7 @@ WeightSyncStats reshard_weights(model::DecoderModel& source, model::DecoderModel
     by_name.emplace(name, t);
   }
   model::load_weights(target, by_name, "the training model's weights (reshard)");
-  stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  stats.seconds = span.elapsed_seconds();
   span.add_arg("bytes", double(stats.bytes));
   return stats;
 }
@@ -67,8 +64,7 @@ WeightSyncStats broadcast_weights(dist::Communicator& bridge, int root, const io
                                                                                 << " needs the full weights");
   HPCRL_CHECK(is_root || target != nullptr, "a receiver of weight broadcast over " << bridge.name()
                                                                                    << " needs a model to load into");
-  trace::ScopedSpan span("weight_sync");
-  auto t0 = Clock::now();
+  trace::TimedSpan span("weight_sync");
   nlohmann::json list = nlohmann::json::parse(broadcast_string(bridge, root, is_root ? manifest(*full) : ""));
   WeightSyncStats stats;
   std::map<std::string, at::Tensor> received;
@@ -93,7 +89,7 @@ WeightSyncStats broadcast_weights(dist::Communicator& bridge, int root, const io
   if (target)
     model::load_weights(*target, received, "weights broadcast over " + bridge.name() + " from its rank " +
                                                std::to_string(root));
-  stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  stats.seconds = span.elapsed_seconds();
   span.add_arg("bytes", double(stats.bytes));
   return stats;
 }

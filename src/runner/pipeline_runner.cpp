@@ -1,13 +1,13 @@
 // The stage sequence of one run (see pipeline_runner.h).
-#include "hpcrl/util/check.h"
 #include "hpcrl/runner/pipeline_runner.h"
 
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "hpcrl/algo/distill_stage.h"
 #include "hpcrl/algo/grpo_stage.h"
@@ -79,115 +79,160 @@ void print_final_table(const std::vector<StageRow>& rows, const std::string& run
   }
   std::fflush(stdout);
 }
-}  // namespace
 
-int run_pipeline(const RunOptions& options) {
-  const auto& w = dist::world();
-  auto world = dist::world_comm();
+// Runs the stage of `env` inside its span; `seconds` is the span's duration.
+algo::StageResult run_stage(algo::StageEnv& env, double& seconds) {
+  trace::TimedSpan span(config::to_string(env.stage->kind), {{"stage_index", double(env.stage_index)}});
+  algo::StageResult result;
+  switch (env.stage->kind) {
+    case config::StageKind::sft: result = algo::run_sft(env); break;
+    case config::StageKind::grpo: result = algo::run_grpo(env); break;
+    case config::StageKind::ppo: result = algo::run_ppo(env); break;
+    case config::StageKind::distill: result = algo::run_distill(env); break;
+  }
+  seconds = span.elapsed_seconds();
+  return result;
+}
+
+// One `hpcrl run`: the validated config, the run directory, the roles and the
+// datasets the stages load, and the stages run in order. Collective over the
+// world from construction on.
+class PipelineRun {
+ public:
+  explicit PipelineRun(const RunOptions& options);
+  int run();
+
+ private:
+  // The row of stage `index` when an earlier run completed it (its trained
+  // roles take their final weights); nullopt when it still has to run.
+  std::optional<StageRow> completed_before(size_t index, const std::string& sdir, const std::string& latest);
+  algo::StageEnv stage_env(size_t index, const std::string& sdir, const std::string& latest);
+  const algo::DataSplits& data_for(const std::string& name);
+
+  const RunOptions& options_;
+  const dist::WorldInfo& w_;
+  dist::CommPtr world_;
+  config::PipelineConfig cfg_;
+  int gpu_ = -1;
+  RunDirectory dir_;
+  std::unique_ptr<trace::MetricsWriter> metrics_;
+  std::unique_ptr<Roles> roles_;
+  std::map<std::string, algo::DataSplits> data_;
+};
+
+config::PipelineConfig load_config(const RunOptions& options, int world) {
   config::ValidateOptions vo;
-  vo.world = w.size;
+  vo.world = world;
   vo.require_weights = true;
-  config::PipelineConfig cfg = config::load_pipeline_config(options.config_path, options.overrides, vo);
+  return config::load_pipeline_config(options.config_path, options.overrides, vo);
+}
+
+// Rank 0 prepares the directory; the others wait (an error there ends the job).
+RunDirectory open_run_directory(const RunOptions& options, const config::PipelineConfig& cfg, int rank) {
   const std::string root = options.out.empty() ? cfg.run.out : options.out;
-  // Before the run directory exists: a device this build or node cannot use is bad input.
-  const int gpu = dist::bind_device(config::to_string(cfg.run.device));
+  return rank == 0 ? RunDirectory::prepare(root, options.mode, config::to_yaml(cfg))
+                   : RunDirectory::attach(root, options.mode == RunDirMode::kResume);
+}
 
-  // Rank 0 prepares the directory; the others wait (an error there ends the job).
-  RunDirectory dir = w.rank == 0 ? RunDirectory::prepare(root, options.mode, config::to_yaml(cfg))
-                                 : RunDirectory::attach(root, options.mode == RunDirMode::kResume);
-  world->barrier();
-  log::add_rank_file(dir.logs_dir());
-  if (cfg.trace.chrome) trace::start(dir.trace_dir(), w.rank, {cfg.trace.chrome, cfg.trace.comm});
+PipelineRun::PipelineRun(const RunOptions& options)
+    : options_(options),
+      w_(dist::world()),
+      world_(dist::world_comm()),
+      cfg_(load_config(options, w_.size)),
+      // Before the run directory exists: a device this build or node cannot use is bad input.
+      gpu_(dist::bind_device(config::to_string(cfg_.run.device))),
+      dir_(open_run_directory(options, cfg_, w_.rank)) {
+  world_->barrier();
+  log::add_rank_file(dir_.logs_dir());
+  if (cfg_.trace.chrome) trace::start(dir_.trace_dir(), w_.rank, {cfg_.trace.chrome, cfg_.trace.comm});
   install_stop_handlers();
-  spdlog::info("run {} in {} on {} rank(s){}", cfg.run.name, root, w.size, dir.resumed() ? " (resuming)" : "");
+  spdlog::info("run {} in {} on {} rank(s){}", cfg_.run.name, dir_.root(), w_.size, dir_.resumed() ? " (resuming)" : "");
+  if (cfg_.trace.metrics) metrics_ = std::make_unique<trace::MetricsWriter>(dir_.metrics_path(), w_.rank);
+  roles_ = std::make_unique<Roles>(cfg_, w_.rank, w_.size,
+                                   gpu_ < 0 ? at::Device(at::kCPU) : at::Device(at::kCUDA, static_cast<int8_t>(gpu_)));
+}
 
-  std::unique_ptr<trace::MetricsWriter> metrics;
-  if (cfg.trace.metrics) metrics = std::make_unique<trace::MetricsWriter>(dir.metrics_path(), w.rank);
+const algo::DataSplits& PipelineRun::data_for(const std::string& name) {
+  auto it = data_.find(name);
+  if (it != data_.end()) return it->second;
+  // Lengths are counted with the tokenizer of the first role (all roles of a pipeline share one vocabulary).
+  const auto& tok = *roles_->get(cfg_.models.front().name).tokenizer;
+  return data_.emplace(name, load_data_splits(*cfg_.find_data(name), cfg_.run, tok)).first->second;
+}
 
-  Roles roles(cfg, w.rank, w.size, gpu < 0 ? at::Device(at::kCPU) : at::Device(at::kCUDA, static_cast<int8_t>(gpu)));
-  std::map<std::string, algo::DataSplits> data;
-  auto data_for = [&](const std::string& name) -> const algo::DataSplits& {
-    auto it = data.find(name);
-    if (it != data.end()) return it->second;
-    // Lengths are counted with the tokenizer of the first role (all roles of a pipeline share one vocabulary).
-    const auto& tok = *roles.get(cfg.models.front().name).tokenizer;
-    return data.emplace(name, load_data_splits(*cfg.find_data(name), cfg.run, tok)).first->second;
-  };
-
+int PipelineRun::run() {
   std::vector<StageRow> rows;
-  for (size_t i = 0; i < cfg.stages.size(); ++i) {
-    const auto& stage = cfg.stages[i];
-    const std::string sdir = dir.checkpoints_dir() + "/" + stage_dir_name(int(i), stage);
-    StageRow row;
-    row.name = stage_dir_name(int(i), stage);
-    row.configured = configured_steps(stage);
-    roles.snapshot_for(stage);
-    const std::string latest = dir.resumed() ? algo::latest_checkpoint(sdir) : "";
-
-    // A stage finished in an earlier run: take its trained roles' final weights and move on.
-    if (dir.resumed() && stdfs::exists(sdir + "/complete.json")) {
-      for (const auto& name : stage.trained_roles()) {
-        auto& r = roles.get(name);
-        if (r.member()) model::load_weights(*r.model, io::TensorStore(latest + "/" + name));
-      }
-      auto done = nlohmann::json::parse(fs::read_file(sdir + "/complete.json"));
-      row.accuracy = done.value("eval_accuracy", -1.0);
-      row.steps = done.value("steps", int64_t{0});
-      row.skipped = true;
-      rows.push_back(row);
+  for (size_t i = 0; i < cfg_.stages.size(); ++i) {
+    const auto& stage = cfg_.stages[i];
+    const std::string sdir = dir_.checkpoints_dir() + "/" + stage_dir_name(int(i), stage);
+    roles_->snapshot_for(stage);
+    const std::string latest = dir_.resumed() ? algo::latest_checkpoint(sdir) : "";
+    if (auto done = completed_before(i, sdir, latest)) {
+      rows.push_back(*done);
       continue;
     }
-    if (metrics && dir.resumed())
-      metrics->truncate_after(int(i), latest.empty() ? -1 : algo::checkpoint_step(latest));
-
-    algo::StageEnv env;
-    env.pipeline = &cfg;
-    env.stage = &stage;
-    env.stage_index = int(i);
-    env.world = world;
-    env.metrics = metrics.get();
-    env.role = [&](const std::string& n) -> algo::Role& { return roles.get(n); };
-    env.data = data_for;
-    env.should_stop = [&] { return stop_requested(world); };
-    env.checkpoint_dir = sdir;
-    env.checkpoint_every = cfg.run.checkpoint_every;
-    env.keep_last = cfg.run.keep_last;
-    if (!latest.empty()) env.resume_from = latest;
-
+    if (metrics_ && dir_.resumed()) metrics_->truncate_after(int(i), latest.empty() ? -1 : algo::checkpoint_step(latest));
+    algo::StageEnv env = stage_env(i, sdir, latest);
     spdlog::info("stage {} ({}) starts", i, config::to_string(stage.kind));
-    auto t0 = std::chrono::steady_clock::now();
-    algo::StageResult result;
-    {
-      trace::ScopedSpan span(config::to_string(stage.kind), {{"stage_index", double(i)}});
-      switch (stage.kind) {
-        case config::StageKind::sft: result = algo::run_sft(env); break;
-        case config::StageKind::grpo: result = algo::run_grpo(env); break;
-        case config::StageKind::ppo: result = algo::run_ppo(env); break;
-        case config::StageKind::distill: result = algo::run_distill(env); break;
-      }
-    }
-    row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    StageRow row{stage_dir_name(int(i), stage), 0, configured_steps(stage)};
+    const algo::StageResult result = run_stage(env, row.seconds);
     row.accuracy = result.eval_accuracy;
     row.steps = result.steps_done;
     if (result.stopped) {
       trace::stop();
       spdlog::warn("stopped at step {} of stage {} on request; checkpoint written. Continue with: hpcrl run {} --resume",
-                   result.steps_done, i, options.config_path);
+                   result.steps_done, i, options_.config_path);
       return kExitResumable;
     }
-    for (const auto& name : stage.trained_roles()) roles.mark_initialised(name);
-    if (w.rank == 0)
+    for (const auto& name : stage.trained_roles()) roles_->mark_initialised(name);
+    if (w_.rank == 0)
       fs::write_file_atomic(sdir + "/complete.json",
                             nlohmann::json{{"steps", result.steps_done}, {"eval_accuracy", result.eval_accuracy},
                                            {"eval_loss", result.eval_loss}, {"seconds", row.seconds}}
                                 .dump(1));
     rows.push_back(row);
   }
-  world->barrier();
+  world_->barrier();
   trace::stop();
-  world->barrier();
-  if (w.rank == 0) print_final_table(rows, dir.root());
+  world_->barrier();
+  if (w_.rank == 0) print_final_table(rows, dir_.root());
   return kExitOk;
 }
+
+std::optional<StageRow> PipelineRun::completed_before(size_t index, const std::string& sdir,
+                                                      const std::string& latest) {
+  if (!dir_.resumed() || !stdfs::exists(sdir + "/complete.json")) return std::nullopt;
+  const auto& stage = cfg_.stages[index];
+  for (const auto& name : stage.trained_roles()) {
+    auto& r = roles_->get(name);
+    if (r.member()) model::load_weights(*r.model, io::TensorStore(latest + "/" + name));
+  }
+  auto done = nlohmann::json::parse(fs::read_file(sdir + "/complete.json"));
+  StageRow row{stage_dir_name(int(index), stage), done.value("steps", int64_t{0}), configured_steps(stage)};
+  row.accuracy = done.value("eval_accuracy", -1.0);
+  row.skipped = true;
+  return row;
+}
+
+algo::StageEnv PipelineRun::stage_env(size_t index, const std::string& sdir, const std::string& latest) {
+  algo::StageEnv env;
+  env.pipeline = &cfg_;
+  env.stage = &cfg_.stages[index];
+  env.stage_index = int(index);
+  env.world = world_;
+  env.metrics = metrics_.get();
+  env.role = [this](const std::string& n) -> algo::Role& { return roles_->get(n); };
+  env.data = [this](const std::string& n) -> const algo::DataSplits& { return data_for(n); };
+  env.should_stop = [this] { return stop_requested(world_); };
+  env.checkpoint_dir = sdir;
+  env.checkpoint_every = cfg_.run.checkpoint_every;
+  env.keep_last = cfg_.run.keep_last;
+  if (!latest.empty()) env.resume_from = latest;
+  return env;
+}
+
+}  // namespace
+
+int run_pipeline(const RunOptions& options) { return PipelineRun(options).run(); }
 
 }  // namespace hpcrl::runner

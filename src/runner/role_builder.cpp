@@ -3,11 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-
-#include "hpcrl/config/layout.h"
-#include "hpcrl/dist/bootstrap.h"
-#include "hpcrl/dist/rank_generator.h"
+#include "hpcrl/dist/mesh_comms.h"
+#include "hpcrl/dist/plan.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/model/weights.h"
 #include "hpcrl/util/check.h"
@@ -15,19 +12,6 @@
 namespace hpcrl::runner {
 
 namespace {
-// The communicator of this rank's group among `groups` (null when the dimension has size 1).
-dist::CommPtr group_comm(const dist::RankGroups& groups, const std::string& name) {
-  if (groups.empty() || groups.front().size() == 1) return nullptr;
-  return dist::new_groups(groups, name);
-}
-
-int position_in(const dist::RankGroups& groups, int rank) {
-  for (const auto& g : groups)
-    for (size_t i = 0; i < g.size(); ++i)
-      if (g[i] == rank) return static_cast<int>(i);
-  return -1;
-}
-
 std::string tokenizer_spec(const std::string& t) { return t == "byte" || t.empty() ? "builtin" : t; }
 
 // A pipelined role (pp > 1) holds only its stage's layers, so it can run only
@@ -64,28 +48,15 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, 
     algo::Role role;
     role.name = mc.name;
     role.config = &mc;
-    auto span = config::ranks_of(cfg, mc.name, world_size);
-    const auto& p = mc.parallel;
     check_pipeline_uses(cfg, mc);  // on every rank, so all of them stop with the message
-    const int tp = int(p.tp), sp = int(p.sp), pp = int(p.pp), ep = int(p.ep);
-    const int dp = int(config::data_parallel_degree(p, span.count));
-    const int first = int(span.first);
-    dist::RankGenerator dense("tp-sp-dp-pp", {{"tp", tp}, {"sp", sp}, {"dp", dp}, {"pp", pp}}, first);
-    dist::RankGenerator expert("tp-ep-edp-pp", {{"tp", tp}, {"ep", ep}, {"edp", sp * dp / ep}, {"pp", pp}}, first);
-    HPCRL_CHECK(dense.get("pp") == expert.get("pp"), "dense and expert decompositions disagree on pp groups for role "
-                << mc.name);
-    const std::string n = mc.name;
-    role.ctx.tp = group_comm(dense.get("tp"), n + "/tp");
-    role.ctx.sp = group_comm(dense.get("sp"), n + "/sp");
-    role.ctx.dp = group_comm(dense.get("dp"), n + "/dp");
-    role.ctx.grad = group_comm(dense.get("sp-dp"), n + "/dp-sp");
-    role.ctx.pp = group_comm(dense.get("pp"), n + "/pp");
-    role.ctx.ep = group_comm(expert.get("ep"), n + "/ep");
-    role.edp = group_comm(expert.get("edp"), n + "/edp");
-    const bool member = world_rank >= first && world_rank < first + span.count;
-    role.dp_rank = member ? std::max(0, position_in(dense.get("dp"), world_rank)) : 0;
-    role.dp_size = dp;
-    role.writer = world_rank == first;
+    role.mesh = dist::role_mesh(cfg, mc, /*rollout=*/false, world_size);
+    const dist::MeshComms comms = dist::create_mesh_comms(role.mesh);  // collective over the world
+    role.ctx = parallel::ParallelContext::of(comms);
+    role.edp = dist::multi_rank(comms.edp);
+    role.writer = world_rank == role.mesh.first_rank();
+    const bool member = role.mesh.contains(world_rank);
+    const std::string& n = mc.name;
+    const auto& p = mc.parallel;
     if (member) {
       model::ModelOptions opts;
       opts.pp_layers = p.pp_layers;
@@ -104,10 +75,9 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, 
       }
       role.model->to(device, dtype);
       role.tokenizer = std::shared_ptr<io::Tokenizer>(io::load_tokenizer(tokenizer_spec(mc.tokenizer)));
-      spdlog::info("role {}: {} layers, d={}, tp={} sp={} ep={} dp={} pp={} on ranks {}-{}, {} {}", n,
-                   mc.arch->num_layers, mc.arch->hidden_size, tp, sp, ep, dp, pp, first, first + span.count - 1,
-                   device.str(), config::to_string(cfg.run.dtype));
-      if (pp > 1) spdlog::info("role {}: pipeline {}", n, role.model->pipeline_layout().describe());
+      spdlog::info("role {}: {} layers, d={}, {}, {} {}", n, mc.arch->num_layers, mc.arch->hidden_size,
+                   role.mesh.describe(), device.str(), config::to_string(cfg.run.dtype));
+      if (role.mesh.pp() > 1) spdlog::info("role {}: pipeline {}", n, role.model->pipeline_layout().describe());
     } else if (mc.init.kind != config::InitKind::from) {
       initialised_.insert(n);
     }

@@ -449,21 +449,22 @@ void comm(const std::string& op, const std::string& group, int64_t bytes, double
   maybe_flush(w, now_us(), false);
 }
 
-void ScopedSpan::begin(std::string name, Args args, int lane) {
+void ScopedSpan::begin(std::string name, Args args, int lane, double start_us) {
   Open& o = open_.emplace();
   o.name = std::move(name);
   o.args = std::move(args);
   o.lane = lane;
   ++t_depth;
   Writer& w = writer();
-  if (lane != kCommLane && w.timer_installed.load(std::memory_order_relaxed)) {
+  // A TimedSpan (start_us given) stays host-timed: its metric reads the host clock.
+  if (start_us < 0 && lane != kCommLane && w.timer_installed.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lock(w.mu);
     if (w.timer) {
       o.device_start = w.timer->record();
       o.device_gen = w.timer_generation;
     }
   }
-  o.start_us = now_us();
+  o.start_us = start_us >= 0 ? start_us : now_us();
 }
 
 void ScopedSpan::end() {

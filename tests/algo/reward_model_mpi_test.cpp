@@ -25,8 +25,8 @@ void check_layout(int tp, int sp) {
                                                  ", sp: " + n(sp) + "}}"));
   ASSERT_EQ(p->rm().ctx.tp_size(), tp);
   ASSERT_EQ(p->rm().ctx.sp_size(), sp);
-  ASSERT_EQ(p->rm().dp_size, W / (tp * sp));
-  const int replica = p->policy().dp_rank;
+  ASSERT_EQ(p->rm().mesh.dp(), W / (tp * sp));
+  const int replica = p->policy().ctx.dp_rank();
   Samples s = random_samples(5, 100 + replica);
   auto reference = single_rank_copy(p->rm());
   for (int64_t micro : {0, 2}) {
@@ -97,7 +97,7 @@ TEST(RewardModelMpi, ADataParallelCoordinateOtherThanThePolicysIsRefused) {
   if (world_size() != 4) GTEST_SKIP() << "needs 4 ranks";
   auto p = make_rm_pipeline(rm_pipeline_yaml("{init: {preset: tiny-2l}, parallel: {pp: 2}}",
                                              "{init: {preset: tiny-2l}, head: value, parallel: {tp: 2}}"));
-  ASSERT_EQ(p->rm().dp_size, p->policy().dp_size);
+  ASSERT_EQ(p->rm().mesh.dp(), p->policy().mesh.dp());
   std::string err = input_error([&] { p->rewards({"rm"}); });
   EXPECT_EQ(err.rfind(kRewardPos, 0), 0u) << err;
   EXPECT_NE(err.find("rank 1 holds data-parallel replica 1 of the policy 'policy' but replica 0 of the reward "

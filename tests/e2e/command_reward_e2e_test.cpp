@@ -3,7 +3,9 @@
 // docs/rewards.md §8). A program that adds a constant 0.5 must raise the mean
 // reward by exactly 0.5 and leave the update untouched, since group-normalised
 // advantages ignore a shift shared by the whole group; a program that dies is a
-// run-time error naming the sample.
+// run-time error naming the sample. With dynamic sampling, a program's scores
+// decide how many rounds of rollouts an iteration draws: one when every group
+// has a spread of rewards, all four when none has.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -24,6 +26,15 @@ std::string config_with_judge(const std::string& dir, const std::string& command
 }
 
 const std::string kShort = " --set stages.0.sft.steps=10 --set stages.2.distill.steps=2";
+
+// tiny.yaml with GRPO scored by `command` alone and dynamic sampling on.
+std::string dynamic_sampling_config(const std::string& dir, const std::string& command) {
+  return write_tiny_config_with(dir + "/judge.yaml",
+                                {{"  math: {type: verifiable}\n",
+                                  "  math: {type: verifiable}\n  judge: {type: command, command: '" + command +
+                                      "', timeout_s: 20}\n"},
+                                 {"reward: math,", "reward: judge, dynamic_sampling: true,"}});
+}
 }  // namespace
 
 TEST(CommandRewardE2E, ConstantJudgeShiftsTheRewardAndLeavesTheUpdateUnchanged) {
@@ -84,4 +95,35 @@ TEST(CommandRewardE2E, GrpoRaisesTheMeanRewardItIsGiven) {
     return s / double(hi - lo);
   };
   EXPECT_GT(mean_of(9, 12), mean_of(0, 3) + 0.05) << "first iterations " << mean_of(0, 3) << ", last " << mean_of(9, 12);
+}
+
+TEST(CommandRewardE2E, DynamicSamplingStopsAtTheFirstRoundThatKeepsEveryGroup) {
+  // The score is the sample's index in its group (0, 1, 2, 3): no group is all
+  // equal, so the first round keeps all 8 prompts' groups and no refill runs.
+  const std::string dir = scratch_dir("dynamic-one-round");
+  const std::string judge = R"(sed -u "s/.*\"sample\":\([0-9]*\).*/{\"score\": \1}/")";
+  Proc p = run_hpcrl("run " + dynamic_sampling_config(dir, judge) + kShort + " --out " + dir + "/run");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  auto lines = lines_with(read_metrics(dir + "/run/metrics.jsonl"), "grpo", "dynamic_sampling/rounds");
+  ASSERT_EQ(lines.size(), 3u);  // iterations: 3
+  for (const auto& m : lines) {
+    EXPECT_EQ(m["dynamic_sampling/rounds"].get<double>(), 1.0) << m.dump();
+    EXPECT_EQ(m["dynamic_sampling/kept_groups"].get<double>(), 8.0) << m.dump();  // prompts: 8
+    EXPECT_DOUBLE_EQ(m["reward/mean"].get<double>(), 1.5) << m.dump();          // (0 + 1 + 2 + 3) / 4
+  }
+}
+
+TEST(CommandRewardE2E, DynamicSamplingDrawsEveryRoundWhenNoGroupHasASignal) {
+  // A constant score: every group is all equal and dropped, so each iteration
+  // draws the most rounds (1 + 3 refills), keeps nothing and still completes.
+  const std::string dir = scratch_dir("dynamic-no-signal");
+  const std::string judge = "while read -r line; do echo \"{\\\"score\\\": 0.5}\"; done";
+  Proc p = run_hpcrl("run " + dynamic_sampling_config(dir, judge) + kShort + " --out " + dir + "/run");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  auto lines = lines_with(read_metrics(dir + "/run/metrics.jsonl"), "grpo", "dynamic_sampling/rounds");
+  ASSERT_EQ(lines.size(), 3u);
+  for (const auto& m : lines) {
+    EXPECT_EQ(m["dynamic_sampling/rounds"].get<double>(), 4.0) << m.dump();
+    EXPECT_EQ(m["dynamic_sampling/kept_groups"].get<double>(), 0.0) << m.dump();
+  }
 }

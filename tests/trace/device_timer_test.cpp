@@ -123,3 +123,31 @@ TEST(DeviceTimer, DeviceErrorDropsTheSpanInsteadOfInventingALength) {
   EXPECT_EQ(find_x(events, "broken"), nullptr);
   EXPECT_TRUE(device.live.empty());
 }
+
+TEST(TimedSpan, StaysHostTimedUnderADeviceTimerAndIsWrittenAtOnce) {
+  // A TimedSpan's seconds feed a host-time metric, so its event must be the
+  // same host interval, not a device one waiting for the GPU.
+  TempDir dir("timed_device");
+  FakeDevice device;
+  trace::start(dir.str(), 0);
+  trace::set_device_timer(&device);
+  const size_t markers_before = device.live.size();
+  double seconds = 0;
+  {
+    trace::TimedSpan s("grpo/rollout");
+    device.clock_ms = 500;  // the device would say 500 ms
+    seconds = s.elapsed_seconds();
+  }
+  EXPECT_EQ(device.live.size(), markers_before) << "a TimedSpan recorded device markers";
+  trace::flush();  // the device has completed nothing, yet the event is written
+  const std::string path = trace::file_path();
+  const trace::Event* rollout = nullptr;
+  auto events = trace::parse_trace(read_text(path), path).events;
+  for (const auto& e : events)
+    if (e.ph == "X" && e.name == "grpo/rollout") rollout = &e;
+  ASSERT_NE(rollout, nullptr);
+  EXPECT_GE(rollout->dur_us, seconds * 1e6);  // ends after the metric's reading
+  EXPECT_LT(rollout->dur_us, 1e5);            // host time, far from the device's 500 ms
+  trace::set_device_timer(nullptr);
+  trace::stop();
+}

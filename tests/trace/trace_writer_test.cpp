@@ -299,3 +299,31 @@ TEST(TraceWriter, ForkedChildDoesNotWriteIntoTheParentsTrace) {
   EXPECT_EQ(buffered, 1) << "the buffer was written twice";
   EXPECT_EQ(find_event(events, "child"), nullptr);
 }
+
+TEST(TimedSpan, MeasuresWithTracingOffTooAndItsEventSpansTheMetric) {
+  // Off: no event, but the metric still gets its seconds.
+  {
+    trace::TimedSpan off("sft/step");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_GE(off.elapsed_seconds(), 0.020);
+  }
+  // On: the event opens at the span's one clock reading, so it lasts at least
+  // what the metric read inside it (20 ms of sleep in both).
+  TempDir dir("timed");
+  trace::start(dir.str(), 0);
+  const std::string path = trace::file_path();
+  double seconds = 0;
+  {
+    trace::TimedSpan on("sft/step", {{"step", 3}});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    seconds = on.elapsed_seconds();
+  }
+  trace::stop();
+  EXPECT_GE(seconds, 0.020);
+  const trace::Event* step = nullptr;
+  auto events = trace::parse_trace(read_text(path), path).events;
+  for (const auto& e : events)
+    if (e.name == "sft/step") step = &e;
+  ASSERT_NE(step, nullptr);
+  EXPECT_GE(step->dur_us, seconds * 1e6);
+}

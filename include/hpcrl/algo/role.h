@@ -1,13 +1,15 @@
 // One model role (policy, reference, critic, student, teacher, ...) as this rank
-// sees it: the model shard it holds, the communicators of its mesh, its data-
-// parallel coordinates and tokenizer. Ranks outside the role's rank set hold no
-// model (member() is false) and skip the role's work.
+// sees it: its mesh (every rank has it, members or not), the model shard it
+// holds, the communicators of its mesh and its tokenizer. Ranks outside the
+// role's rank set hold no model (member() is false) and skip the role's work.
+// A member's data-parallel coordinates are ctx.dp_rank() / ctx.dp_size().
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "hpcrl/config/pipeline_config.h"
+#include "hpcrl/dist/mesh.h"
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/optim/param_set.h"
@@ -18,10 +20,10 @@ namespace hpcrl::algo {
 struct Role {
   std::string name;
   const config::ModelConfig* config = nullptr;
+  dist::Mesh mesh{dist::ParallelSizes{}, 0, 1};  // the role's layout over its ranks
   std::shared_ptr<model::DecoderModel> model;  // null on ranks outside the role
   parallel::ParallelContext ctx;
   dist::CommPtr edp;                           // replicas of this rank's experts (sp·dp / ep ranks)
-  int dp_rank = 0, dp_size = 1;                // batch sharding coordinates
   bool writer = false;                         // the one rank that writes this role's files
   std::shared_ptr<io::Tokenizer> tokenizer;
   // pp > 1: the whole (pp = 1) model generation runs on; see algo/rollout_copy.h.
@@ -32,7 +34,8 @@ struct Role {
   at::Device device() const;
   // Trainable parameters with their sharding, in registration order.
   optim::ParamSet param_set() const;
-  // Per-rank share of a global batch; InputError naming `what` when dp does not divide it.
+  // Per-rank share of a global batch (on every rank: from the mesh); InputError
+  // naming `what` when the role's dp does not divide it.
   int64_t local_batch(int64_t global, const std::string& what) const;
 };
 

@@ -37,6 +37,13 @@ struct StageLoop {
 // fields, which the early stop reads (collectively: any rank's evaluation counts).
 void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result);
 
+// What a supervised step (SFT, distillation) reports.
+struct StepMetrics {
+  double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, seconds = 0;
+};
+// Its metrics line after `step` + 1 steps (no-op without a metrics writer).
+void write_step_metrics(const StageEnv& env, const std::string& name, int64_t step, const StepMetrics& m);
+
 // The run's held-out evaluation settings (run.eval_sampling).
 EvalOptions eval_options(const config::PipelineConfig& pipeline);
 

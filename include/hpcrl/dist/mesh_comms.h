@@ -17,6 +17,9 @@ struct MeshComms {
   bool is_member() const { return tp != nullptr; }
 };
 
+// `comm` when its group has more than one rank, else null (see ParallelContext::of).
+inline CommPtr multi_rank(const CommPtr& comm) { return comm && comm->size() > 1 ? comm : nullptr; }
+
 // Communicator names are "<role>/<kind>[<group index>]", e.g. "policy/tp[3]".
 MeshComms create_mesh_comms(const Mesh& mesh);
 

@@ -44,6 +44,12 @@ struct Plan {
   int local_device(int rank) const { return rank % gpus_per_node; }
 };
 
+// The mesh of model role `role`, or of its rollout engine ("<role>.rollout")
+// when `rollout`, on its placement range: what `hpcrl plan` prints is what
+// `hpcrl run` builds. InputError when the target has no range or its layout
+// does not fit the range.
+Mesh role_mesh(const config::PipelineConfig& config, const config::ModelConfig& role, bool rollout, int world);
+
 // `config` must be validated for `world` ranks (config::check_pipeline_config).
 // InputError when a role's layout does not fit its ranks or its model.
 Plan make_plan(const config::PipelineConfig& config, int world, int gpus_per_node);

@@ -3,7 +3,7 @@
 // (the layer then does no communication), so the same code runs on one rank.
 #pragma once
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/dist/mesh_comms.h"
 
 namespace hpcrl::parallel {
 
@@ -23,6 +23,16 @@ struct ParallelContext {
   int ep_rank() const { return ep ? ep->rank() : 0; }
   int pp_size() const { return pp ? pp->size() : 1; }
   int pp_rank() const { return pp ? pp->rank() : 0; }
+  int dp_size() const { return dp ? dp->size() : 1; }
+  int dp_rank() const { return dp ? dp->rank() : 0; }
+
+  // What a member rank's layers use of its mesh's communicators. Groups of one
+  // rank stay null: a collective over one rank could only copy, and on GPUs
+  // each live group would make an NCCL communicator at its first use.
+  static ParallelContext of(const dist::MeshComms& comms) {
+    return ParallelContext{dist::multi_rank(comms.tp), dist::multi_rank(comms.sp), dist::multi_rank(comms.ep),
+                           dist::multi_rank(comms.dp), dist::multi_rank(comms.dp_sp), dist::multi_rank(comms.pp)};
+  }
 };
 
 }  // namespace hpcrl::parallel

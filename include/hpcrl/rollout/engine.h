@@ -65,9 +65,8 @@ struct GenerateStats {
   int64_t forward_calls = 0;     // prefill and decode steps (idle ep steps not counted)
   int64_t decode_steps = 0;
   int64_t cache_bytes = 0;       // the preallocated KV slots
-  double prefill_seconds = 0;    // prefill forwards + choosing their first tokens
-  double decode_seconds = 0;     // decode steps + choosing their tokens
-  double seconds = 0;            // the whole call
+  double prefill_seconds = 0;    // prefill forwards + choosing their first tokens (the rollout/prefill spans)
+  double decode_seconds = 0;     // decode steps + choosing their tokens (the rollout/decode spans)
 };
 
 class Engine {

@@ -106,6 +106,10 @@ class ScopedSpan {
   }
 
  private:
+  friend class TimedSpan;
+  ScopedSpan(std::string name, Args args, int lane, double start_us) {
+    if (enabled()) begin(std::move(name), std::move(args), lane, start_us);
+  }
   // Exists only while tracing is on, so a disabled span constructs nothing.
   struct Open {
     std::string name;
@@ -115,10 +119,28 @@ class ScopedSpan {
     uint64_t device_gen = 0;    // device timer generation of the start marker; 0: host-timed
     uint64_t device_start = 0;  // DeviceTimer::Marker
   };
-  void begin(std::string name, Args args, int lane);
+  void begin(std::string name, Args args, int lane, double start_us = -1);
   void end();
 
   std::optional<Open> open_;
+};
+
+// A span whose duration a metric needs too (seconds/<phase>, GenerateStats):
+// it reads the clock when it opens whether or not tracing is on, and the trace
+// event starts at that same reading, so the metric and the span are one
+// measurement. Host time, also under a device timer. For hot loops where no
+// metric reads the time, ScopedSpan stays cheaper.
+class TimedSpan {
+ public:
+  explicit TimedSpan(std::string name, Args args = {}, int lane = kMainLane)
+      : start_us_(now_us()), span_(std::move(name), std::move(args), lane, start_us_) {}
+  void add_arg(const char* key, double value) { span_.add_arg(key, value); }
+  // Seconds since the span opened.
+  double elapsed_seconds() const { return (now_us() - start_us_) * 1e-6; }
+
+ private:
+  double start_us_;
+  ScopedSpan span_;
 };
 
 }  // namespace hpcrl::trace

@@ -1,8 +1,12 @@
-// What GRPO and PPO share: drawing prompts, rolling out, scoring (with DAPO's
-// overlong penalty and dynamic sampling), behaviour/reference log-probs, the
-// clipped-surrogate policy update over mini-batches with globally normalised
-// losses, metrics, evaluation, checkpoints and resume. The stage loops only add
-// their advantage estimator (group-relative for GRPO, GAE with a critic for PPO).
+// The policy's side of a GRPO or PPO stage, as one object per stage run
+// (PolicyStage), which is what the two share:
+// drawing prompts, collecting experience (rollout, scoring with DAPO's overlong
+// penalty and dynamic sampling, behaviour and reference log-probs), the
+// clipped-surrogate actor update over mini-batches with globally normalised
+// losses, metrics, evaluation, checkpoints and resume. grpo_stage.cpp and
+// ppo_stage.cpp add only their advantage estimator (group-relative; GAE with a
+// critic). Defined in policy_stage.cpp (set-up, metrics, evaluation,
+// checkpoints), experience.cpp (collect) and actor_update.cpp (update).
 #pragma once
 
 #include <memory>
@@ -19,6 +23,7 @@
 #include "hpcrl/algo/train_checkpoint.h"
 #include "hpcrl/algo/train_step.h"
 #include "hpcrl/io/dataset_cursor.h"
+#include "hpcrl/rollout/engine.h"
 
 namespace hpcrl::algo {
 
@@ -56,10 +61,20 @@ struct RolloutSums {
   double tokens = 0;           // prompt + response tokens
 };
 
-class RlLoop {
+// What the actor's mini-batch steps of one iteration add up on a rank, summed
+// over the policy's ranks after the last (sum_step_sums).
+struct ActorUpdateSums {
+  double clipped_tokens = 0;  // Σ clip fraction · tokens, per micro-batch
+  double kl_tokens = 0;       // Σ KL · tokens
+  double entropy_tokens = 0;  // Σ entropy · tokens
+  double tokens = 0;
+  double loss = 0;            // Σ micro-batch loss numerators / den
+};
+
+class PolicyStage {
  public:
-  RlLoop(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* reference, const DataSplits& data,
-         std::string stage_name);
+  PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* reference, const DataSplits& data,
+              std::string stage_name);
 
   int64_t minibatches_per_epoch() const;
   // Loads the checkpoint env.resume_from (if any); returns the iteration to start at.
@@ -79,14 +94,25 @@ class RlLoop {
   void write_metrics(int64_t step, const RlMetrics& m, double lr);
 
   const PromptBuilder& prompts() const { return *prompts_; }
-  // Sum over the policy's dp group (a copy when dp = 1).
-  at::Tensor dp_sum(at::Tensor t) const;
 
  private:
-  // One round of rollouts for `rows`, scored (every sample adds to `sums` and `max_response_len`).
-  RolloutSamples rollout_round(const std::vector<size_t>& rows, int64_t iteration, int64_t round, RlMetrics& m,
-                               RolloutSums& sums, double& max_response_len);
-  double timed(const std::string& span, RlMetrics& m, const std::function<void()>& fn);
+  // Rounds of rollouts until enough groups are kept (one round without dynamic
+  // sampling); every sample drawn adds to `sums` and `max_response_len`.
+  RolloutSamples draw_groups(int64_t iteration, RlMetrics& m, RolloutSums& sums, double& max_response_len);
+  // `cfg.group` samples of each prompt of `p_ids` (round `round` of the iteration).
+  std::vector<rollout::Sample> generate(const std::vector<std::vector<int32_t>>& p_ids, int64_t iteration,
+                                        int64_t round, RlMetrics& m);
+  // The rewards of `samples` (prompts `rows`), with the overlong penalty.
+  RolloutSamples score(const std::vector<size_t>& rows, const std::vector<std::vector<int32_t>>& p_ids,
+                       const std::vector<rollout::Sample>& samples, int64_t iteration, RlMetrics& m,
+                       RolloutSums& sums, double& max_response_len);
+  // The kept samples as a batch with behaviour and reference log-probs.
+  Experience experience_of(RolloutSamples& kept, RlMetrics& m);
+  // One optimizer step of the actor on experience rows [lo, hi); adds to `sums`.
+  double actor_step(const Experience& exp, const at::Tensor& mask, int64_t lo, int64_t hi, Trainer& trainer,
+                    const PolicyLossConfig& pl, int64_t step, ActorUpdateSums& sums);
+  // Runs `fn` inside the span "<stage>/<phase>" and adds its seconds to m's seconds/<phase>.
+  void timed(const std::string& phase, RlMetrics& m, const std::function<void()>& fn);
 
   StageEnv& env_;
   const config::RlStage& cfg_;

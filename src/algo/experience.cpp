@@ -1,0 +1,182 @@
+// Collecting a GRPO/PPO iteration's experience (policy_stage.h): rounds of
+// rollouts and rewards until enough groups are kept, then the kept samples'
+// behaviour and reference log-probs.
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include "hpcrl/algo/micro_batches.h"
+#include "hpcrl/algo/policy_stage.h"
+#include "hpcrl/algo/role_sums.h"
+#include "hpcrl/algo/rollout_copy.h"
+
+namespace hpcrl::algo {
+
+namespace {
+constexpr int64_t kMaxSamplingRounds = 4;  // dynamic sampling: 1 + up to 3 refills
+
+// DAPO's soft overlong punishment: a penalty ramping from 0 to `penalty` over
+// the last `buffer` tokens before `limit` (buffer 0: all of it on truncation).
+double overlong_penalty(const config::OverlongConfig& ol, int64_t limit, int64_t len, bool truncated) {
+  if (ol.penalty <= 0) return 0;
+  const int64_t start = limit - ol.buffer;
+  if (ol.buffer > 0 && len > start) return ol.penalty * double(len - start) / double(ol.buffer);
+  if (ol.buffer == 0 && truncated) return ol.penalty;
+  return 0;
+}
+}  // namespace
+
+void RolloutSamples::append(const RolloutSamples& o, size_t first, size_t count) {
+  for (size_t k = first; k < first + count; ++k) {
+    prompt_ids.push_back(o.prompt_ids[k]);
+    response_ids.push_back(o.response_ids[k]);
+    logprobs.push_back(o.logprobs[k]);
+    example.push_back(o.example[k]);
+    scores.push_back(o.scores[k]);
+    truncated.push_back(o.truncated[k]);
+  }
+}
+
+Experience PolicyStage::collect(int64_t iteration, RlMetrics& m) {
+  // The rollout copy of a pipelined policy gets the updated weights.
+  if (policy_.ctx.pp_size() > 1) timed("weight_sync", m, [&] { sync_rollout_model(policy_); });
+  RolloutSums sums;
+  double max_response_len = 0;
+  RolloutSamples kept = draw_groups(iteration, m, sums, max_response_len);
+  // Metrics over every sample drawn (before dynamic-sampling filtering).
+  at::Tensor maxlen = at::full({1}, max_response_len, at::kDouble);
+  if (policy_.ctx.dp_size() > 1) policy_.ctx.dp->all_reduce(maxlen, dist::ReduceOp::kMax);
+  const auto tot = unpack<RolloutSums>(sum_over_dp(policy_, pack(sums)));
+  const double n = std::max(1.0, tot.samples);
+  m.reward_mean = tot.score / n;
+  m.reward_std = std::sqrt(std::max(0.0, tot.score_squared / n - m.reward_mean * m.reward_mean));
+  m.accuracy = tot.correct / n;
+  m.response_len_mean = tot.response_tokens / n;
+  m.response_len_max = maxlen.item<double>();
+  m.tokens = tot.tokens;
+  return experience_of(kept, m);
+}
+
+RolloutSamples PolicyStage::draw_groups(int64_t iteration, RlMetrics& m, RolloutSums& sums,
+                                        double& max_response_len) {
+  const int64_t local_prompts = policy_.local_batch(cfg_.prompts, env_.stage->path + ".prompts");
+  const size_t G = static_cast<size_t>(cfg_.group);
+  RolloutSamples kept;
+  int64_t kept_groups = 0, rounds = 0;
+  while (true) {
+    const auto rows = sampler_->next_batch(cfg_.prompts, policy_.ctx.dp_rank(), policy_.mesh.dp());
+    std::vector<std::vector<int32_t>> p_ids;
+    for (size_t i : rows) p_ids.push_back(prompts_->prompt_ids(data_.train[i]));
+    const auto samples = generate(p_ids, iteration, rounds, m);
+    RolloutSamples round = score(rows, p_ids, samples, iteration, m, sums, max_response_len);
+    ++rounds;
+    for (size_t g = 0; g * G < round.size() && kept_groups < local_prompts; ++g) {
+      bool all_equal = true;
+      for (size_t k = 1; k < G; ++k) all_equal &= round.scores[g * G + k] == round.scores[g * G];
+      if (cfg_.dynamic_sampling && all_equal) continue;  // no learning signal in this group
+      kept.append(round, g * G, G);
+      ++kept_groups;
+    }
+    m.kept_groups = sum_over_dp(policy_, double(kept_groups));
+    if (!cfg_.dynamic_sampling) break;
+    if (m.kept_groups >= double(cfg_.prompts) || rounds >= kMaxSamplingRounds) break;
+  }
+  m.sampling_rounds = double(rounds);
+  return kept;
+}
+
+std::vector<rollout::Sample> PolicyStage::generate(const std::vector<std::vector<int32_t>>& p_ids,
+                                                   int64_t iteration, int64_t round, RlMetrics& m) {
+  rollout::SamplingParams sampling;
+  sampling.temperature = cfg_.sampling.temperature;
+  sampling.top_p = cfg_.sampling.top_p;
+  sampling.top_k = cfg_.sampling.top_k;
+  sampling.max_new_tokens = cfg_.sampling.max_new_tokens;
+  sampling.stop = cfg_.sampling.stop;
+  sampling.eos_ids = prompts_->stop_ids();
+  sampling.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(iteration) * 101u +
+                  static_cast<uint64_t>(round);
+  sampling.prompt_offset = static_cast<int64_t>(policy_.ctx.dp_rank() * p_ids.size());
+  sampling.logprobs_at_temperature = true;
+  std::vector<rollout::Sample> samples;
+  timed("rollout", m, [&] {
+    torch::NoGradGuard no_grad;
+    policy_.model->eval();
+    samples = engine_->generate(p_ids, cfg_.group, sampling);
+    policy_.model->train();
+  });
+  return samples;
+}
+
+RolloutSamples PolicyStage::score(const std::vector<size_t>& rows, const std::vector<std::vector<int32_t>>& p_ids,
+                                  const std::vector<rollout::Sample>& samples, int64_t iteration, RlMetrics& m,
+                                  RolloutSums& sums, double& max_response_len) {
+  RolloutSamples out;
+  timed("reward", m, [&] {
+    // Scored as one batch, so a command reward streams the whole round to its program.
+    std::vector<std::string> texts;
+    std::vector<nlohmann::json> meta;
+    for (const auto& s : samples) {
+      const auto& ex = data_.train[rows[s.prompt_index]];
+      texts.push_back(policy_.tokenizer->decode(s.tokens, /*skip_special=*/true));
+      meta.push_back({{"stage", name_}, {"iteration", iteration}, {"example", rows[s.prompt_index]},
+                      {"sample", s.sample_index}});
+      if (ex.line > 0) meta.back()["line"] = ex.line;
+    }
+    std::vector<reward::RewardSample> batch;
+    for (size_t k = 0; k < samples.size(); ++k) {
+      const auto& ex = data_.train[rows[samples[k].prompt_index]];
+      batch.push_back({ex.prompt, texts[k], ex.answer, &meta[k]});
+    }
+    const std::vector<ScoredResponse> scored = rewards_.score_batch(batch, sample_ids(p_ids, samples));
+    for (size_t k = 0; k < samples.size(); ++k) {
+      const auto& s = samples[k];
+      const int64_t len = static_cast<int64_t>(s.tokens.size());
+      const bool truncated = s.finish_reason == "length";
+      const double score =
+          scored[k].score - overlong_penalty(cfg_.overlong, cfg_.sampling.max_new_tokens, len, truncated);
+      out.prompt_ids.push_back(p_ids[s.prompt_index]);
+      out.response_ids.push_back(s.tokens);
+      out.logprobs.push_back(s.logprobs);
+      out.example.push_back(rows[s.prompt_index]);
+      out.scores.push_back(score);
+      out.truncated.push_back(truncated);
+      sums.score += score;
+      sums.score_squared += score * score;
+      sums.samples += 1;
+      sums.correct += scored[k].correct ? 1 : 0;
+      sums.response_tokens += double(len);
+      sums.tokens += double(len + p_ids[s.prompt_index].size());
+      max_response_len = std::max(max_response_len, double(len));
+    }
+  });
+  return out;
+}
+
+Experience PolicyStage::experience_of(RolloutSamples& kept, RlMetrics& m) {
+  Experience e;
+  const int32_t pad = std::max(0, policy_.tokenizer->pad_id());
+  if (kept.size() == 0) {
+    kept.prompt_ids.push_back({pad});  // an empty batch still needs a shape; its mask is all zero
+    kept.response_ids.push_back({});
+  }
+  e.batch = make_token_batch(kept.prompt_ids, kept.response_ids, pad, policy_.ctx.sp_size(), policy_.device());
+  if (kept.size() == 0) {
+    e.batch = slice_rows(e.batch, 0, 0);
+    e.old_logp = e.batch.loss_mask.clone();
+    e.scores = at::zeros({0}, e.batch.loss_mask.options());
+    return e;
+  }
+  e.scores = at::tensor(std::vector<float>(kept.scores.begin(), kept.scores.end())).to(policy_.device());
+  e.truncated = kept.truncated;
+  const MicroBatchOptions micro = micro_batch_options(cfg_.train, policy_.ctx.sp_size());
+  const double temperature = sampling_temperature(cfg_);
+  if (cfg_.recompute_old_logprobs)
+    timed("old_logprob", m, [&] { e.old_logp = forward_logprobs(policy_, e.batch, micro, temperature); });
+  else
+    e.old_logp = scatter_response_values(e.batch, kept.logprobs);
+  if (reference_) timed("ref_logprob", m, [&] { e.ref_logp = forward_logprobs(*reference_, e.batch, micro, temperature); });
+  return e;
+}
+
+}  // namespace hpcrl::algo

@@ -1,0 +1,163 @@
+// The steps of one generation call (generation_run.h). Each iteration prefills
+// waiting sequences into free slots (continuous batching; static batching
+// refills only an empty batch), decodes one token for every live slot, and
+// retires finished sequences by moving the last live slot into the hole, so
+// live rows stay [0, B) and no step copies more than the retired rows' caches.
+#include "rollout/generation_run.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "hpcrl/rollout/sampling.h"
+#include "hpcrl/trace/trace.h"
+
+namespace hpcrl::rollout {
+
+namespace {
+// Attention-score elements one prefill may hold (1 GiB in fp32).
+constexpr int64_t kPrefillScores = int64_t(1) << 28;
+
+int64_t longest_prompt(const std::vector<std::vector<int32_t>>& prompts) {
+  int64_t longest = 0;
+  for (const auto& p : prompts) longest = std::max<int64_t>(longest, p.size());
+  return longest;
+}
+}  // namespace
+
+dist::CommPtr ep_lockstep(const model::DecoderModel& model) {
+  const auto& ctx = model.parallel_context();
+  return model.arch().num_experts > 0 && ctx.ep_size() > 1 ? ctx.ep : nullptr;
+}
+
+GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* tokenizer, const EngineOptions& options,
+                             const std::vector<std::vector<int32_t>>& prompts, int64_t n, const SamplingParams& params)
+    : options_(options),
+      params_(params),
+      stop_(params, tokenizer),
+      lockstep_(ep_lockstep(model)),
+      local_heads_(model.arch().num_heads / model.parallel_context().tp_size()),
+      total_(int64_t(prompts.size()) * n),
+      slot_count_(std::max<int64_t>(1, std::min(options.max_batch, total_))),
+      slots_(model, slot_count_, std::max<int64_t>(1, longest_prompt(prompts) + params.max_new_tokens)),
+      forward_(model) {
+  for (int64_t p = 0; p < int64_t(prompts.size()); ++p)
+    for (int64_t i = 0; i < n; ++i) {
+      Sequence s;
+      s.prompt_ids = &prompts[p];
+      s.gen = sample_generator(params.seed, params.prompt_offset + p, i);
+      s.out.prompt_index = p;
+      s.out.sample_index = i;
+      pending_.push_back(std::move(s));
+    }
+  stats_.cache_bytes = slots_.bytes();
+  done_.reserve(total_);
+}
+
+std::vector<Sample> GenerationRun::run() {
+  while (step()) {
+  }
+  std::sort(done_.begin(), done_.end(), [](const Sample& a, const Sample& b) {
+    return a.prompt_index != b.prompt_index ? a.prompt_index < b.prompt_index : a.sample_index < b.sample_index;
+  });
+  return std::move(done_);
+}
+
+bool GenerationRun::step() {
+  const bool has_work = !pending_.empty() || !active_.empty();
+  const bool prefill_now = !pending_.empty() && int64_t(active_.size()) < slot_count_ &&
+                           (options_.continuous_batching || active_.empty());
+  const auto any = any_over_ep({has_work, prefill_now});
+  if (!any[0]) return false;
+  if (prefill_now) admit_and_prefill();
+  else if (any[1]) forward_.idle_step();  // another ep rank prefills
+  retire();
+  const bool decode_now = !active_.empty();
+  const bool any_decode = any_over_ep({decode_now})[0] != 0;
+  if (decode_now) decode();
+  else if (any_decode) forward_.idle_step();
+  retire();
+  return true;
+}
+
+void GenerationRun::admit_and_prefill() {
+  trace::TimedSpan span("rollout/prefill");
+  std::vector<const std::vector<int32_t>*> uniq;  // one prefill row per distinct prompt
+  std::vector<int64_t> prompt_of;
+  const int64_t first = int64_t(active_.size());
+  int64_t longest = 0;
+  while (!pending_.empty() && int64_t(active_.size()) < slot_count_) {
+    Sequence& s = pending_.front();
+    if (uniq.empty() || uniq.back() != s.prompt_ids) {
+      // One prefill's attention scores, [U, heads, L, L], stay within a bound;
+      // the rest waits for the next iteration (one prefill per iteration keeps
+      // expert-parallel ranks in step).
+      const int64_t L = std::max<int64_t>(longest, s.prompt_ids->size());
+      if (!uniq.empty() && int64_t(uniq.size() + 1) * local_heads_ * L * L > kPrefillScores) break;
+      longest = L;
+      uniq.push_back(s.prompt_ids);
+      stats_.prompt_tokens += int64_t(s.prompt_ids->size());
+    }
+    prompt_of.push_back(int64_t(uniq.size()) - 1);
+    active_.push_back(std::move(s));
+    pending_.pop_front();
+  }
+  span.add_arg("sequences", double(prompt_of.size()));
+  at::Tensor logits = forward_.prefill(slots_, first, uniq, prompt_of);
+  ++stats_.forward_calls;
+  choose(logits, first);  // each fresh sequence's first token comes from its prefill
+  stats_.prefill_seconds += span.elapsed_seconds();
+}
+
+void GenerationRun::decode() {
+  trace::TimedSpan span("rollout/decode");
+  span.add_arg("batch", double(active_.size()));
+  std::vector<int64_t> last(active_.size());
+  for (size_t r = 0; r < active_.size(); ++r) last[r] = active_[r].out.tokens.back();
+  at::Tensor logits = forward_.decode(slots_, int64_t(active_.size()), last);
+  ++stats_.forward_calls;
+  ++stats_.decode_steps;
+  choose(logits, 0);
+  stats_.decode_seconds += span.elapsed_seconds();
+}
+
+void GenerationRun::choose(at::Tensor logits, int64_t first) {
+  logits = logits.cpu();
+  const bool tempered = params_.logprobs_at_temperature && params_.temperature > 0;
+  at::Tensor logp = (tempered ? logits.to(at::kFloat) / params_.temperature : logits).log_softmax(-1);  // [R, V]
+  at::Tensor greedy = params_.temperature <= 0 ? logits.argmax(-1) : at::Tensor();
+  for (int64_t r = 0; r < logits.size(0); ++r) {
+    Sequence& s = active_[first + r];
+    int64_t tok = greedy.defined() ? greedy[r].item<int64_t>()
+                                   : sample_token(logits[r], params_.temperature, params_.top_k, params_.top_p, s.gen);
+    s.out.tokens.push_back(static_cast<int32_t>(tok));
+    s.out.logprobs.push_back(logp[r][tok].item<float>());
+    s.out.finish_reason = stop_.check(s.out.tokens);
+  }
+  stats_.generated_tokens += logits.size(0);
+}
+
+void GenerationRun::retire() {
+  const size_t before = done_.size();
+  for (int64_t r = int64_t(active_.size()) - 1; r >= 0; --r) {
+    if (active_[r].out.finish_reason.empty()) continue;
+    done_.push_back(std::move(active_[r].out));
+    const int64_t last = int64_t(active_.size()) - 1;
+    if (r != last) {
+      slots_.move(last, r);
+      active_[r] = std::move(active_[last]);
+    }
+    active_.pop_back();
+  }
+  if (options_.progress && done_.size() != before) options_.progress(int64_t(done_.size()), total_);
+}
+
+std::vector<int32_t> GenerationRun::any_over_ep(std::vector<int32_t> flags) const {
+  if (!lockstep_) return flags;
+  at::Tensor t = at::tensor(flags, at::kInt);
+  lockstep_->all_reduce(t, dist::ReduceOp::kMax);
+  for (size_t i = 0; i < flags.size(); ++i) flags[i] = t[int64_t(i)].item<int32_t>();
+  return flags;
+}
+
+}  // namespace hpcrl::rollout

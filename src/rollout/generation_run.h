@@ -1,0 +1,67 @@
+// One Engine::generate call as an object: the queue of waiting sequences, the
+// live slots, and the named steps of an iteration — admit waiting sequences and
+// prefill them, decode one token for every live slot, choose the tokens, retire
+// the finished. Private to the engine (engine.h states the contract).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "hpcrl/rollout/engine.h"
+#include "hpcrl/rollout/kv_slots.h"
+#include "hpcrl/rollout/slot_forward.h"
+#include "hpcrl/rollout/stop_rules.h"
+
+namespace hpcrl::rollout {
+
+// The ep group whose ranks must run the same number of forwards (every MoE
+// layer is a collective over it); null when the model needs no lockstep.
+dist::CommPtr ep_lockstep(const model::DecoderModel& model);
+
+class GenerationRun {
+ public:
+  // Queues n samples of every prompt (prompt-major) and allocates the KV slots.
+  // `prompts`, `options` and `params` must outlive the run.
+  GenerationRun(model::DecoderModel& model, const io::Tokenizer* tokenizer, const EngineOptions& options,
+                const std::vector<std::vector<int32_t>>& prompts, int64_t n, const SamplingParams& params);
+
+  // Iterates until no rank of the ep group has work left; the samples ordered
+  // by (prompt_index, sample_index).
+  std::vector<Sample> run();
+  const GenerateStats& stats() const { return stats_; }
+
+ private:
+  struct Sequence {
+    const std::vector<int32_t>* prompt_ids = nullptr;
+    at::Generator gen;
+    Sample out;
+  };
+
+  // One iteration; false once no rank of the ep group has a sequence left.
+  bool step();
+  void admit_and_prefill();
+  void decode();
+  // Appends one token to live rows [first, first + logits.size(0)) and applies the stop rules.
+  void choose(at::Tensor logits, int64_t first);
+  // Moves finished rows to done_; the last live row fills each hole.
+  void retire();
+  // Element-wise OR of flags over the ep group (identity without lockstep).
+  std::vector<int32_t> any_over_ep(std::vector<int32_t> flags) const;
+
+  const EngineOptions& options_;
+  const SamplingParams& params_;
+  const StopRules stop_;
+  const dist::CommPtr lockstep_;
+  const int64_t local_heads_;
+  std::deque<Sequence> pending_;
+  const int64_t total_;       // sequences of this call
+  const int64_t slot_count_;
+  KvSlots slots_;
+  SlotForward forward_;
+  std::vector<Sequence> active_;  // active_[r] lives in slot r
+  std::vector<Sample> done_;
+  GenerateStats stats_;
+};
+
+}  // namespace hpcrl::rollout

@@ -42,7 +42,7 @@ struct Options {
   std::string model, prompts, out, tokenizer, chat_template = "auto", dtype = "float32";
   std::vector<std::string> stop;
   int64_t n = 1, top_k = 0, max_new_tokens = 256, max_batch = 64;
-  double temperature = 1.0, top_p = 1.0;
+  double temperature = 1.0, top_p = 1.0, min_p = 0.0;
   uint64_t seed = 0;
   cli::LayoutFlags layout;
 };
@@ -70,6 +70,7 @@ void check_options(const Options& o) {
   HPCRL_CHECK_INPUT(o.temperature >= 0, "--temperature " << o.temperature << ": must be >= 0 (0 = greedy)");
   HPCRL_CHECK_INPUT(o.top_p > 0 && o.top_p <= 1, "--top-p " << o.top_p << ": must be in (0, 1] (1 = off)");
   HPCRL_CHECK_INPUT(o.top_k >= 0, "--top-k " << o.top_k << ": must be >= 0 (0 = off)");
+  HPCRL_CHECK_INPUT(o.min_p >= 0 && o.min_p < 1, "--min-p " << o.min_p << ": must be in [0, 1) (0 = off)");
   HPCRL_CHECK_INPUT(o.dtype == "float32" || o.dtype == "bfloat16",
                     "--dtype must be float32 or bfloat16, got '" << o.dtype << "'");
 }
@@ -143,6 +144,7 @@ int run(const Options& o, const std::vector<std::string>& extras, const CLI::App
     sampling.temperature = o.temperature;
     sampling.top_p = o.top_p;
     sampling.top_k = o.top_k;
+    sampling.min_p = o.min_p;
     sampling.max_new_tokens = o.max_new_tokens;
     sampling.stop = o.stop;
     sampling.eos_ids = rollout::stop_token_ids(*tok, file.chat);
@@ -194,6 +196,8 @@ hpcrl::cli::Registration reg{"generate", 60, [](CLI::App& app) {
   sub->add_option("--temperature", o.temperature, "Sampling temperature (0 = greedy)")->capture_default_str();
   sub->add_option("--top-p", o.top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
   sub->add_option("--top-k", o.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
+  sub->add_option("--min-p", o.min_p, "Keep tokens at least this share of the most likely one's probability (0 = off)")
+      ->capture_default_str();
   sub->add_option("--max-new-tokens", o.max_new_tokens, "Longest response")->capture_default_str();
   sub->add_option("--seed", o.seed, "Sampling seed (and initial weights of presets)")->capture_default_str();
   sub->add_option("--stop", o.stop, "Stop string (repeatable); kept in the response");

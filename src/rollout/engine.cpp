@@ -17,6 +17,7 @@ void validate(const std::vector<std::vector<int32_t>>& prompts, int64_t n, const
   HPCRL_CHECK_INPUT(params.temperature >= 0, "temperature must be >= 0 (0 = greedy), got " << params.temperature);
   HPCRL_CHECK_INPUT(params.top_p > 0 && params.top_p <= 1, "top_p must be in (0, 1] (1 = off), got " << params.top_p);
   HPCRL_CHECK_INPUT(params.top_k >= 0, "top_k must be >= 0 (0 = off), got " << params.top_k);
+  HPCRL_CHECK_INPUT(params.min_p >= 0 && params.min_p < 1, "min_p must be in [0, 1) (0 = off), got " << params.min_p);
   for (size_t p = 0; p < prompts.size(); ++p) {
     HPCRL_CHECK_INPUT(!prompts[p].empty(), "prompt " << p << " is empty; every prompt needs at least one token");
     HPCRL_CHECK_INPUT(int64_t(prompts[p].size()) + params.max_new_tokens <= arch.max_position_embeddings,

@@ -45,7 +45,6 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
     for (int64_t i = 0; i < n; ++i) {
       Sequence s;
       s.prompt_ids = &prompts[p];
-      s.gen = sample_generator(params.seed, params.prompt_offset + p, i);
       s.out.prompt_index = p;
       s.out.sample_index = i;
       pending_.push_back(std::move(s));
@@ -122,19 +121,29 @@ void GenerationRun::decode() {
 }
 
 void GenerationRun::choose(at::Tensor logits, int64_t first) {
-  logits = logits.cpu();
-  const bool tempered = params_.logprobs_at_temperature && params_.temperature > 0;
-  at::Tensor logp = (tempered ? logits.to(at::kFloat) / params_.temperature : logits).log_softmax(-1);  // [R, V]
-  at::Tensor greedy = params_.temperature <= 0 ? logits.argmax(-1) : at::Tensor();
-  for (int64_t r = 0; r < logits.size(0); ++r) {
+  const int64_t rows = logits.size(0);
+  at::Tensor uniforms;
+  if (params_.temperature > 0) {
+    std::vector<DrawKey> keys;
+    for (int64_t r = 0; r < rows; ++r) {
+      const Sample& out = active_[first + r].out;
+      keys.push_back({params_.prompt_offset + out.prompt_index, out.sample_index, int64_t(out.tokens.size())});
+    }
+    uniforms = draw_uniforms(params_.seed, keys);
+  }
+  const TokenFilter filter{params_.temperature, params_.top_k, params_.top_p, params_.min_p};
+  ChosenTokens chosen = choose_tokens(logits, filter, uniforms, params_.logprobs_at_temperature);
+  // One copy of [R] ids and log-probs to the host, not of the [R, V] logits.
+  const at::Tensor ids = chosen.ids.cpu().contiguous(), logprobs = chosen.logprobs.cpu().contiguous();
+  const int64_t* id = ids.data_ptr<int64_t>();
+  const float* logprob = logprobs.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r) {
     Sequence& s = active_[first + r];
-    int64_t tok = greedy.defined() ? greedy[r].item<int64_t>()
-                                   : sample_token(logits[r], params_.temperature, params_.top_k, params_.top_p, s.gen);
-    s.out.tokens.push_back(static_cast<int32_t>(tok));
-    s.out.logprobs.push_back(logp[r][tok].item<float>());
+    s.out.tokens.push_back(static_cast<int32_t>(id[r]));
+    s.out.logprobs.push_back(logprob[r]);
     s.out.finish_reason = stop_.check(s.out.tokens);
   }
-  stats_.generated_tokens += logits.size(0);
+  stats_.generated_tokens += rows;
 }
 
 void GenerationRun::retire() {

@@ -34,7 +34,6 @@ class GenerationRun {
  private:
   struct Sequence {
     const std::vector<int32_t>* prompt_ids = nullptr;
-    at::Generator gen;
     Sample out;
   };
 

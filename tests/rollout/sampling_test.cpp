@@ -1,29 +1,40 @@
-// Token sampling on a hand-made logit vector: temperature 0 is argmax, top-k
-// and top-p restrict the support to exactly the tokens they should keep and
-// the kept tokens are drawn with their renormalised probabilities (4000 draws
-// from a fixed seed, each frequency within 4.5 standard deviations), and a
-// (seed, prompt, sample) triple always gives the same draws.
+// Token choice on hand-made logits: Philox matches Random123's known answers;
+// temperature 0 is argmax; top-k, top-p and min-p restrict the support to
+// exactly the tokens they should keep and the kept tokens are drawn with their
+// renormalised probabilities (4000 draws, each frequency within 4.5 standard
+// deviations); a row's draw depends on its (seed, prompt, sample, step) only,
+// not on the rows beside it; log-probs are of the whole (tempered) vocabulary.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
-#include <set>
 #include <vector>
 
+#include "hpcrl/rollout/philox.h"
 #include "hpcrl/rollout/sampling.h"
 
 namespace {
 
 using namespace hpcrl;
+using rollout::DrawKey;
+using rollout::TokenFilter;
 
 // Probabilities 0.405, 0.245, 0.149, 0.090, 0.055, 0.033, 0.020, 0.003 (sorted, distinct).
 at::Tensor logits() { return at::tensor({2.0f, 1.5f, 1.0f, 0.5f, 0.0f, -0.5f, -1.0f, -3.0f}); }
 
-std::vector<int64_t> counts(double temperature, int64_t top_k, double top_p, int draws = 4000, uint64_t seed = 1) {
-  at::Generator gen = rollout::sample_generator(seed, 0, 0);
+// `draws` rows of logits(), row i drawn at step i of sample 0 of prompt 0.
+std::vector<int64_t> counts(const TokenFilter& filter, int draws = 4000, uint64_t seed = 1) {
+  std::vector<DrawKey> keys;
+  for (int i = 0; i < draws; ++i) keys.push_back({0, 0, i});
+  at::Tensor rows = logits().unsqueeze(0).expand({draws, 8}).contiguous();
+  at::Tensor ids = rollout::choose_tokens(rows, filter, rollout::draw_uniforms(seed, keys), false).ids;
   std::vector<int64_t> c(8, 0);
-  for (int i = 0; i < draws; ++i) ++c[rollout::sample_token(logits(), temperature, top_k, top_p, gen)];
+  for (int i = 0; i < draws; ++i) ++c[ids[i].item<int64_t>()];
   return c;
+}
+
+TokenFilter sampled(double temperature, int64_t top_k = 0, double top_p = 1.0, double min_p = 0.0) {
+  return TokenFilter{temperature, top_k, top_p, min_p};
 }
 
 // Draw frequencies match `probs` (zero entries never drawn).
@@ -39,25 +50,37 @@ void expect_distribution(const std::vector<int64_t>& c, const at::Tensor& probs,
   }
 }
 
-TEST(Sampling, TemperatureZeroIsArgmax) {
-  at::Generator gen = rollout::sample_generator(3, 1, 2);
-  at::Tensor l = at::tensor({0.1f, 0.7f, 3.0f, -1.0f, 2.999f});
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(rollout::sample_token(l, 0.0, 0, 1.0, gen), 2);
-  // Filters do not matter for greedy.
-  EXPECT_EQ(rollout::sample_token(l, 0.0, 1, 0.1, gen), 2);
+// probs restricted to tokens [0, n) and renormalised.
+at::Tensor first_n(const at::Tensor& probs, int64_t n) {
+  at::Tensor p = at::zeros({8});
+  p.narrow(0, 0, n).copy_(probs.narrow(0, 0, n) / probs.narrow(0, 0, n).sum());
+  return p;
+}
+
+TEST(Philox, MatchesRandom123KnownAnswers) {
+  using B = rollout::PhiloxBlock;
+  EXPECT_EQ(rollout::philox4x32_10({0, 0, 0, 0}, {0, 0}), (B{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(rollout::philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}),
+            (B{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(rollout::philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}),
+            (B{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+TEST(Sampling, TemperatureZeroIsArgmaxWhateverTheFilters) {
+  at::Tensor l = at::tensor({0.1f, 0.7f, 3.0f, -1.0f, 2.999f}).unsqueeze(0);
+  EXPECT_EQ(rollout::choose_tokens(l, sampled(0.0), {}, false).ids.item<int64_t>(), 2);
+  EXPECT_EQ(rollout::choose_tokens(l, sampled(0.0, 1, 0.1, 0.5), {}, false).ids.item<int64_t>(), 2);
 }
 
 TEST(Sampling, TemperatureScalesTheDistribution) {
-  expect_distribution(counts(1.0, 0, 1.0), logits().softmax(0));
-  expect_distribution(counts(0.5, 0, 1.0), (logits() / 0.5).softmax(0));
-  expect_distribution(counts(2.0, 0, 1.0), (logits() / 2.0).softmax(0));
+  expect_distribution(counts(sampled(1.0)), logits().softmax(0));
+  expect_distribution(counts(sampled(0.5)), (logits() / 0.5).softmax(0));
+  expect_distribution(counts(sampled(2.0)), (logits() / 2.0).softmax(0));
 }
 
 TEST(Sampling, TopKKeepsExactlyTheKMostLikelyTokens) {
-  auto c = counts(1.0, 3, 1.0);
-  at::Tensor p = at::zeros({8});
-  p.narrow(0, 0, 3).copy_(logits().narrow(0, 0, 3).softmax(0));
-  expect_distribution(c, p);
+  auto c = counts(sampled(1.0, 3));
+  expect_distribution(c, first_n(logits().softmax(0), 3));
   for (int64_t i = 0; i < 3; ++i) EXPECT_GT(c[i], 0);
 }
 
@@ -66,37 +89,57 @@ TEST(Sampling, TopPKeepsTheSmallestPrefixReachingP) {
   at::Tensor full = logits().softmax(0);
   ASSERT_LT(full.narrow(0, 0, 2).sum().item<double>(), 0.7);
   ASSERT_GE(full.narrow(0, 0, 3).sum().item<double>(), 0.7);
-  auto c = counts(1.0, 0, 0.7);
-  at::Tensor p = at::zeros({8});
-  p.narrow(0, 0, 3).copy_(full.narrow(0, 0, 3) / full.narrow(0, 0, 3).sum());
-  expect_distribution(c, p);
+  expect_distribution(counts(sampled(1.0, 0, 0.7)), first_n(full, 3));
   // A top_p below the largest probability keeps only the top token.
-  auto one = counts(1.0, 0, 0.2, 200);
-  EXPECT_EQ(one[0], 200);
+  EXPECT_EQ(counts(sampled(1.0, 0, 0.2), 200)[0], 200);
 }
 
 TEST(Sampling, TopPAppliesToTheTopKRenormalisedDistribution) {
   // Top 4 renormalised: 0.455, 0.276, 0.167, 0.101 (cumulative 0.455, 0.731, ...):
   // top_p = 0.7 then keeps tokens 0 and 1 — where top_p alone keeps 0..2.
-  auto c = counts(1.0, 4, 0.7);
-  at::Tensor p = at::zeros({8});
-  p.narrow(0, 0, 2).copy_(logits().narrow(0, 0, 2).softmax(0));
-  expect_distribution(c, p);
+  expect_distribution(counts(sampled(1.0, 4, 0.7)), first_n(logits().softmax(0), 2));
 }
 
-TEST(Sampling, SeedsAreReproducibleAndIndependentPerSample) {
-  auto draws = [](uint64_t seed, int64_t prompt, int64_t sample) {
-    at::Generator gen = rollout::sample_generator(seed, prompt, sample);
-    std::vector<int64_t> v;
-    for (int i = 0; i < 64; ++i) v.push_back(rollout::sample_token(logits(), 1.0, 0, 1.0, gen));
-    return v;
-  };
-  EXPECT_EQ(draws(7, 3, 1), draws(7, 3, 1));
-  EXPECT_NE(draws(7, 3, 1), draws(8, 3, 1));
-  EXPECT_NE(draws(7, 3, 1), draws(7, 4, 1));
-  EXPECT_NE(draws(7, 3, 1), draws(7, 3, 2));
+TEST(Sampling, MinPKeepsTokensAtLeastMinPTimesTheMostLikely) {
+  // min_p = 0.3: threshold 0.3 × 0.405 = 0.1215 keeps 0.405, 0.245, 0.149 and drops 0.090.
+  expect_distribution(counts(sampled(1.0, 0, 1.0, 0.3)), first_n(logits().softmax(0), 3));
+}
+
+TEST(Sampling, ARowsDrawDependsOnItsKeyNotOnTheRowsBesideIt) {
+  const at::Tensor two = at::stack({logits(), logits().flip(0)});  // [2, 8]
+  std::vector<DrawKey> keys{{5, 1, 9}, {2, 3, 4}};
+  at::Tensor together = rollout::choose_tokens(two, sampled(1.0), rollout::draw_uniforms(7, keys), true).ids;
+  for (int r = 0; r < 2; ++r) {
+    at::Tensor alone = rollout::choose_tokens(two.narrow(0, r, 1), sampled(1.0),
+                                              rollout::draw_uniforms(7, {keys[r]}), true).ids;
+    EXPECT_EQ(alone.item<int64_t>(), together[r].item<int64_t>()) << "row " << r;
+  }
+}
+
+TEST(Sampling, DrawsAreKeyedBySeedPromptSampleAndStep) {
+  const double u = rollout::draw_uniform(7, 3, 1, 0);
+  EXPECT_EQ(rollout::draw_uniform(7, 3, 1, 0), u);
+  EXPECT_NE(rollout::draw_uniform(8, 3, 1, 0), u);
+  EXPECT_NE(rollout::draw_uniform(7, 4, 1, 0), u);
+  EXPECT_NE(rollout::draw_uniform(7, 3, 2, 0), u);
+  EXPECT_NE(rollout::draw_uniform(7, 3, 1, 1), u);
   // (prompt, sample) and (sample, prompt) are different streams.
-  EXPECT_NE(draws(7, 1, 2), draws(7, 2, 1));
+  EXPECT_NE(rollout::draw_uniform(7, 1, 2, 0), rollout::draw_uniform(7, 2, 1, 0));
+  // 100,000 consecutive steps average to 1/2 within 4.5 standard deviations (sd = sqrt(1/12 / 1e5) = 0.00091).
+  double sum = 0;
+  for (int t = 0; t < 100000; ++t) sum += rollout::draw_uniform(7, 3, 1, t);
+  EXPECT_NEAR(sum / 100000, 0.5, 4.5 * 0.00091);
+}
+
+TEST(Sampling, LogprobsAreOfTheWholeVocabularyTemperedOrNot) {
+  // Token 0 (logit 2.0) under top_k = 1, temperature 0.5: the filter keeps only
+  // token 0, but its log-prob is of the whole distribution.
+  const at::Tensor row = logits().unsqueeze(0);
+  rollout::ChosenTokens t = rollout::choose_tokens(row, sampled(0.5, 1), rollout::draw_uniforms(1, {{0, 0, 0}}), true);
+  ASSERT_EQ(t.ids.item<int64_t>(), 0);
+  EXPECT_NEAR(t.logprobs.item<float>(), (logits() / 0.5).log_softmax(0)[0].item<float>(), 1e-6);  // log 0.6327
+  rollout::ChosenTokens u = rollout::choose_tokens(row, sampled(0.5, 1), rollout::draw_uniforms(1, {{0, 0, 0}}), false);
+  EXPECT_NEAR(u.logprobs.item<float>(), logits().log_softmax(0)[0].item<float>(), 1e-6);  // untempered: log 0.4046
 }
 
 }  // namespace

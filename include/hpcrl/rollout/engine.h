@@ -2,8 +2,10 @@
 // evaluation and `hpcrl generate`. Sequences of different lengths share a batch
 // of slots in a preallocated cache (kv_slots.h: positions and masks per row, no
 // padding seen by any real token); the n samples of a prompt share its
-// prefill; each sample draws from its own seeded generator, so what a sample
-// produces does not depend on which other sequences share the batch; with
+// prefill; every live row's token is chosen in one batched call on the
+// model's device, each from a random number keyed by (seed, prompt, sample,
+// token) (sampling.h), so what a sample produces does not depend on which other
+// sequences share the batch; with
 // continuous batching a finished sequence's slot takes the next waiting one.
 // The log-prob returned for each token is the one the training forward computes
 // for the same sequence (same weights and modules), within fp32 rounding.
@@ -33,10 +35,11 @@ struct SamplingParams {
   double temperature = 1.0;   // 0 = greedy (argmax)
   double top_p = 1.0;         // nucleus; 1 = off
   int64_t top_k = 0;          // 0 = off
+  double min_p = 0.0;         // keep tokens with p >= min_p · p(most likely); 0 = off
   int64_t max_new_tokens = 256;
   std::vector<std::string> stop;     // stop strings (need a tokenizer); the stop string is kept in the text
   std::vector<int32_t> eos_ids;      // any of these ends a sample (the EOS token is part of the response)
-  uint64_t seed = 0;                 // sample (p, i) uses a generator seeded from (seed, prompt_offset + p, i)
+  uint64_t seed = 0;                 // token t of sample (p, i) draws Philox(seed; prompt_offset + p, i, t)
   int64_t prompt_offset = 0;         // global index of prompts[0]: data-parallel ranks pass their slice's
                                      // offset so every sample's randomness is independent of the layout
   // Sample::logprobs of the sampling distribution, softmax(logits / temperature), as the RL

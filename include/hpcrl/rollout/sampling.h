@@ -1,18 +1,43 @@
-// Choosing the next token from a row of logits: greedy, or temperature with
-// optional top-k and top-p (nucleus) filtering, drawn with the sequence's own
-// generator so the draw does not depend on the other rows of the batch.
+// Choosing the next token of every live row at once, on the logits' device:
+// greedy, or a draw from the tempered distribution restricted by top-k, top-p
+// (nucleus) and min-p, with each row's log-prob of its token. A row's draw is
+// the inverse CDF of its filtered distribution at one uniform number from
+// Philox keyed by (seed, prompt, sample, step) (philox.h), so what a sequence
+// samples does not depend on the batch, its slot, the layout or the device.
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace hpcrl::rollout {
 
-// A generator for sample `index` of prompt `prompt` (a splitmix64 mix of the three).
-at::Generator sample_generator(uint64_t seed, int64_t prompt, int64_t index);
+struct TokenFilter {
+  double temperature = 1.0;  // 0 = greedy (argmax)
+  int64_t top_k = 0;         // 0 = off
+  double top_p = 1.0;        // 1 = off
+  double min_p = 0.0;        // 0 = off: keep tokens with p >= min_p · p(most likely)
+};
 
-// logits: [V] float32 (untempered). Returns the chosen id.
-int64_t sample_token(const at::Tensor& logits, double temperature, int64_t top_k, double top_p, at::Generator& gen);
+// Where one row's draw sits in its sequence: token `step` of sample `sample` of
+// global prompt `prompt`.
+struct DrawKey {
+  int64_t prompt = 0, sample = 0, step = 0;
+};
+
+// [R] float64 uniforms in [0, 1) on the CPU, one per key, under `seed`.
+at::Tensor draw_uniforms(uint64_t seed, const std::vector<DrawKey>& keys);
+
+struct ChosenTokens {
+  at::Tensor ids;       // [R] int64, on the logits' device
+  at::Tensor logprobs;  // [R] float32: log p(id) over the whole vocabulary (before any filter)
+};
+
+// logits: [R, V] untempered, any float dtype and device; uniforms: [R] from
+// draw_uniforms (unused when greedy). Log-probs are of softmax(logits /
+// temperature) when `tempered_logprobs` and sampling, else of softmax(logits).
+ChosenTokens choose_tokens(const at::Tensor& logits, const TokenFilter& filter, const at::Tensor& uniforms,
+                           bool tempered_logprobs);
 
 }  // namespace hpcrl::rollout

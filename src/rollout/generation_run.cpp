@@ -39,7 +39,10 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
       local_heads_(model.arch().num_heads / model.parallel_context().tp_size()),
       total_(int64_t(prompts.size()) * n),
       slot_count_(std::max<int64_t>(1, std::min(options.max_batch, total_))),
-      slots_(model, slot_count_, std::max<int64_t>(1, longest_prompt(prompts) + params.max_new_tokens)),
+      // One slot more when a group may be admitted in parts: it keeps the
+      // prompt of the group at the head of the queue (see admit_and_prefill).
+      slots_(model, slot_count_ + (total_ > slot_count_ ? 1 : 0),
+             std::max<int64_t>(1, longest_prompt(prompts) + params.max_new_tokens)),
       forward_(model) {
   for (int64_t p = 0; p < int64_t(prompts.size()); ++p)
     for (int64_t i = 0; i < n; ++i) {
@@ -81,12 +84,18 @@ bool GenerationRun::step() {
 
 void GenerationRun::admit_and_prefill() {
   trace::TimedSpan span("rollout/prefill");
+  const int64_t first = int64_t(active_.size());
+  std::vector<Sequence> fresh, from_prefix;  // prefilled now; copied from the kept group prompt
   std::vector<const std::vector<int32_t>*> uniq;  // one prefill row per distinct prompt
   std::vector<int64_t> prompt_of;
-  const int64_t first = int64_t(active_.size());
   int64_t longest = 0;
-  while (!pending_.empty() && int64_t(active_.size()) < slot_count_) {
+  while (!pending_.empty() && first + int64_t(fresh.size() + from_prefix.size()) < slot_count_) {
     Sequence& s = pending_.front();
+    if (s.prompt_ids == prefix_prompt_) {
+      from_prefix.push_back(std::move(s));
+      pending_.pop_front();
+      continue;
+    }
     if (uniq.empty() || uniq.back() != s.prompt_ids) {
       // One prefill's attention scores, [U, heads, L, L], stay within a bound;
       // the rest waits for the next iteration (one prefill per iteration keeps
@@ -98,14 +107,40 @@ void GenerationRun::admit_and_prefill() {
       stats_.prompt_tokens += int64_t(s.prompt_ids->size());
     }
     prompt_of.push_back(int64_t(uniq.size()) - 1);
-    active_.push_back(std::move(s));
+    fresh.push_back(std::move(s));
     pending_.pop_front();
   }
-  span.add_arg("sequences", double(prompt_of.size()));
-  at::Tensor logits = forward_.prefill(slots_, first, uniq, prompt_of);
-  ++stats_.forward_calls;
-  choose(logits, first);  // each fresh sequence's first token comes from its prefill
+  span.add_arg("sequences", double(fresh.size() + from_prefix.size()));
+  std::vector<at::Tensor> logits;  // [F, V] pieces, in slot order: fresh rows, then copied ones
+  if (!fresh.empty()) {
+    logits.push_back(forward_.prefill(slots_, first, uniq, prompt_of));
+    ++stats_.forward_calls;
+  } else if (lockstep_) {
+    forward_.idle_step();  // the other ep ranks run their prefill forward now
+  }
+  for (size_t c = 0; c < from_prefix.size(); ++c) {
+    slots_.move(prefix_slot(), first + int64_t(fresh.size() + c));
+    logits.push_back(prefix_logits_);
+  }
+  for (auto& s : fresh) active_.push_back(std::move(s));
+  for (auto& s : from_prefix) active_.push_back(std::move(s));
+  keep_group_prefix(first, int64_t(fresh.size()), logits.empty() ? at::Tensor() : logits.front());
+  choose(at::cat(logits), first);  // each fresh sequence's first token comes from its prompt's last logits
   stats_.prefill_seconds += span.elapsed_seconds();
+}
+
+void GenerationRun::keep_group_prefix(int64_t first, int64_t fresh, const at::Tensor& logits) {
+  if (pending_.empty() || pending_.front().prompt_ids == prefix_prompt_) return;
+  prefix_prompt_ = nullptr;
+  if (slots_.slots() == slot_count_) return;  // every sequence fit the slots: no group waits
+  // The head of the queue was prefilled now if its group is split across admissions.
+  for (int64_t f = 0; f < fresh; ++f)
+    if (active_[first + f].prompt_ids == pending_.front().prompt_ids) {
+      slots_.move(first + f, prefix_slot());
+      prefix_logits_ = logits.narrow(0, f, 1).clone();
+      prefix_prompt_ = pending_.front().prompt_ids;
+      return;
+    }
 }
 
 void GenerationRun::decode() {

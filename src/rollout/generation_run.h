@@ -39,7 +39,16 @@ class GenerationRun {
 
   // One iteration; false once no rank of the ep group has a sequence left.
   bool step();
+  // Admits waiting sequences into free slots: those of the group prompt kept
+  // in the prefix slot copy its keys/values and first-token logits; the rest
+  // are prefilled, each distinct prompt once.
   void admit_and_prefill();
+  // After an admission that split the group at the head of the queue: keeps
+  // that prompt's prefilled keys/values (from one of the `fresh` slots after
+  // `first`, whose first-token logits are `logits`' rows) for the group's
+  // remaining samples.
+  void keep_group_prefix(int64_t first, int64_t fresh, const at::Tensor& logits);
+  int64_t prefix_slot() const { return slot_count_; }
   void decode();
   // Appends one token to live rows [first, first + logits.size(0)) and applies the stop rules.
   void choose(at::Tensor logits, int64_t first);
@@ -56,7 +65,9 @@ class GenerationRun {
   std::deque<Sequence> pending_;
   const int64_t total_;       // sequences of this call
   const int64_t slot_count_;
-  KvSlots slots_;
+  KvSlots slots_;  // slot_count_ live slots, plus the prefix slot when groups can split
+  const std::vector<int32_t>* prefix_prompt_ = nullptr;  // the prompt the prefix slot holds
+  at::Tensor prefix_logits_;                              // [1, V] its first-token logits
   SlotForward forward_;
   std::vector<Sequence> active_;  // active_[r] lives in slot r
   std::vector<Sample> done_;

@@ -1,49 +1,112 @@
 // Batched token choice (see sampling.h).
 #include "hpcrl/rollout/sampling.h"
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "hpcrl/rollout/philox.h"
 
 namespace hpcrl::rollout {
 
 namespace {
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// `scaled` [R, V] with -inf where top-k, top-p or min-p drop a token. top-p
-// applies to the top-k-renormalised distribution; min-p compares with the most
-// likely token, which every filter keeps, so its order does not matter.
-at::Tensor filtered(at::Tensor scaled, const TokenFilter& f) {
-  const int64_t V = scaled.size(-1);
-  if (f.top_k > 0 && f.top_k < V) {
-    at::Tensor kth = std::get<0>(scaled.topk(f.top_k, -1)).narrow(-1, f.top_k - 1, 1);  // [R, 1]
-    scaled = scaled.masked_fill(scaled < kth, kNegInf);
-  }
-  if (f.top_p < 1.0) {
-    auto [sorted, order] = scaled.sort(-1, /*descending=*/true);
-    at::Tensor probs = sorted.softmax(-1);
-    // Drop a token when the tokens before it already reach top_p (the first always stays).
-    at::Tensor drop_sorted = (probs.cumsum(-1) - probs) >= f.top_p;
-    scaled = scaled.masked_fill(at::zeros_like(drop_sorted).scatter(-1, order, drop_sorted), kNegInf);
-  }
-  if (f.min_p > 0.0) {
-    at::Tensor top = std::get<0>(scaled.max(-1, /*keepdim=*/true));
-    scaled = scaled.masked_fill(scaled - top < std::log(f.min_p), kNegInf);
-  }
-  return scaled;
+// Relative weights w = exp((logit - max) / T) of one batch — p / p(most likely)
+// — and what the log-probs need of them: rows' max logits and Σ w over the
+// whole vocabulary (before any filter).
+struct RowWeights {
+  at::Tensor weights;  // [R, V] float32
+  at::Tensor max;      // [R, 1] float32: the row's largest logit
+  at::Tensor total;    // [R] float64: Σ w
+};
+
+RowWeights row_weights(const at::Tensor& raw, double temperature) {
+  RowWeights w;
+  w.max = std::get<0>(raw.max(-1, /*keepdim=*/true));
+  w.weights = at::sub(raw, w.max);
+  if (temperature != 1.0) w.weights.div_(temperature);
+  w.weights.exp_();
+  w.total = w.weights.sum(-1, /*keepdim=*/false, at::kDouble);
+  return w;
 }
 
-// Inverse-CDF draws: the first token whose cumulative (unnormalised) mass
-// exceeds u · total. Accumulated in float64: a float32 running sum over a
-// 150K-token vocabulary would be off by far more than a tail token's mass.
-at::Tensor inverse_cdf(const at::Tensor& kept, const at::Tensor& uniforms) {
-  at::Tensor top = std::get<0>(kept.max(-1, /*keepdim=*/true));
-  at::Tensor cdf = (kept - top).exp().cumsum(-1, at::kDouble);  // [R, V]
-  at::Tensor target = uniforms.to(cdf.device(), at::kDouble).unsqueeze(-1) * cdf.narrow(-1, cdf.size(-1) - 1, 1);
-  return at::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1).clamp_max(cdf.size(-1) - 1);
+// Keeps the smallest most-likely prefix reaching mass `top_p` (a token is
+// dropped when the tokens before it already reach it; the first always stays).
+// The prefix is looked for among the top 1024 tokens first, then 8x more, so a
+// peaked distribution costs a partial selection, not a sort of the vocabulary.
+at::Tensor nucleus(const at::Tensor& w, double top_p) {
+  const int64_t V = w.size(-1);
+  const at::Tensor total = w.sum(-1, /*keepdim=*/true);
+  for (int64_t k = std::min<int64_t>(V, 1024);; k = std::min<int64_t>(V, k * 8)) {
+    auto [top, order] = w.topk(k, -1);  // descending
+    const at::Tensor probs = top / total;
+    const at::Tensor cum = probs.cumsum(-1);
+    if (k < V && !(cum.narrow(-1, k - 1, 1) >= top_p).all().item<bool>()) continue;
+    const at::Tensor keep = at::zeros_like(w, at::kBool).scatter(-1, order, (cum - probs) < top_p);
+    return w.masked_fill(keep.logical_not(), 0.0f);
+  }
+}
+
+// Zeroes the weights of tokens that top-k, top-p or min-p drop. top-p applies
+// to the top-k-renormalised distribution; min-p compares with the most likely
+// token (weight 1), which every filter keeps, so its order does not matter.
+at::Tensor filtered(at::Tensor w, const TokenFilter& f) {
+  const int64_t V = w.size(-1);
+  if (f.top_k > 0 && f.top_k < V) {
+    at::Tensor kth = std::get<0>(w.topk(f.top_k, -1)).narrow(-1, f.top_k - 1, 1);  // [R, 1]
+    w = w.masked_fill(w < kth, 0.0f);
+  }
+  if (f.top_p < 1.0) w = nucleus(w, f.top_p);
+  if (f.min_p > 0.0) w = w.masked_fill(w < f.min_p, 0.0f);
+  return w;
+}
+
+at::Tensor inverse_cdf(const at::Tensor& w, const at::Tensor& uniforms) {
+  return w.is_cpu() ? detail::inverse_cdf_by_scan(w, uniforms) : detail::inverse_cdf_by_search(w, uniforms);
 }
 }  // namespace
+
+namespace detail {
+
+at::Tensor inverse_cdf_by_search(const at::Tensor& w, const at::Tensor& uniforms) {
+  const int64_t V = w.size(1);
+  at::Tensor cdf = w.cumsum(-1, at::kDouble);
+  at::Tensor target = uniforms.to(w.device(), at::kDouble).unsqueeze(-1) * cdf.narrow(-1, V - 1, 1);
+  return at::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1).clamp_max(V - 1);
+}
+
+at::Tensor inverse_cdf_by_scan(const at::Tensor& w, const at::Tensor& uniforms) {
+  const int64_t R = w.size(0), V = w.size(1);
+  const at::Tensor rows = w.contiguous();
+  const at::Tensor totals = rows.sum(-1, /*keepdim=*/false, at::kDouble);
+  const at::Tensor u = uniforms.to(at::kDouble).contiguous();
+  at::Tensor ids = at::empty({R}, at::kLong);
+  const float* wp = rows.data_ptr<float>();
+  const double* up = u.data_ptr<double>();
+  const double* tp = totals.data_ptr<double>();
+  int64_t* out = ids.data_ptr<int64_t>();
+  at::parallel_for(0, R, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = wp + r * V;
+      const double target = up[r] * tp[r];
+      double run = 0;
+      int64_t tok = V - 1;
+      for (int64_t v = 0; v < V; ++v) {
+        run += row[v];
+        if (run > target) {
+          tok = v;
+          break;
+        }
+      }
+      while (row[tok] == 0.0f && tok > 0) --tok;  // rounding past the end lands on a kept token
+      out[r] = tok;
+    }
+  });
+  return ids;
+}
+
+}  // namespace detail
 
 at::Tensor draw_uniforms(uint64_t seed, const std::vector<DrawKey>& keys) {
   at::Tensor u = at::empty({int64_t(keys.size())}, at::kDouble);
@@ -56,11 +119,20 @@ ChosenTokens choose_tokens(const at::Tensor& logits, const TokenFilter& filter, 
                            bool tempered_logprobs) {
   const at::Tensor raw = logits.to(at::kFloat);  // [R, V]
   const bool greedy = filter.temperature <= 0;
-  const at::Tensor scaled = greedy || filter.temperature == 1.0 ? raw : raw / filter.temperature;
+  const bool tempered = tempered_logprobs && !greedy;
+  // log p(id) = (logit(id) − max) / T − log Σ w, from the weights of the
+  // distribution the log-probs are of (tempered or the model's own).
+  const RowWeights dist = row_weights(raw, tempered ? filter.temperature : 1.0);
   ChosenTokens out;
-  out.ids = greedy ? raw.argmax(-1) : inverse_cdf(filtered(scaled, filter), uniforms);
-  const at::Tensor& dist = tempered_logprobs && !greedy ? scaled : raw;
-  out.logprobs = dist.gather(-1, out.ids.unsqueeze(-1)).squeeze(-1) - at::logsumexp(dist, -1);
+  if (greedy) {
+    out.ids = raw.argmax(-1);
+  } else {
+    const RowWeights drawn = tempered || filter.temperature == 1.0 ? dist : row_weights(raw, filter.temperature);
+    out.ids = inverse_cdf(filtered(drawn.weights, filter), uniforms);
+  }
+  const double T = tempered ? filter.temperature : 1.0;
+  at::Tensor chosen = raw.gather(-1, out.ids.unsqueeze(-1)).squeeze(-1);
+  out.logprobs = ((chosen - dist.max.squeeze(-1)) / T - dist.total.log().to(at::kFloat));
   return out;
 }
 

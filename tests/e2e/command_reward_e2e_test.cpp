@@ -16,24 +16,21 @@
 using namespace hpcrl::test;
 
 namespace {
-// tests/e2e/data/tiny.yaml with a `judge` command reward added to GRPO's.
-std::string config_with_judge(const std::string& dir, const std::string& command) {
+// tests/e2e/data/tiny.yaml with a `judge` command reward; GRPO's reward line becomes `grpo_reward`.
+std::string config_with_judge(const std::string& dir, const std::string& command,
+                              const std::string& grpo_reward = "reward: [math, judge],") {
   return write_tiny_config_with(dir + "/judge.yaml",
                                 {{"  math: {type: verifiable}\n",
                                   "  math: {type: verifiable}\n  judge: {type: command, command: '" + command +
                                       "', timeout_s: 20}\n"},
-                                 {"reward: math,", "reward: [math, judge],"}});
+                                 {"reward: math,", grpo_reward}});
 }
 
 const std::string kShort = " --set stages.0.sft.steps=10 --set stages.2.distill.steps=2";
 
-// tiny.yaml with GRPO scored by `command` alone and dynamic sampling on.
+// GRPO scored by the judge alone, with dynamic sampling on.
 std::string dynamic_sampling_config(const std::string& dir, const std::string& command) {
-  return write_tiny_config_with(dir + "/judge.yaml",
-                                {{"  math: {type: verifiable}\n",
-                                  "  math: {type: verifiable}\n  judge: {type: command, command: '" + command +
-                                      "', timeout_s: 20}\n"},
-                                 {"reward: math,", "reward: judge, dynamic_sampling: true,"}});
+  return config_with_judge(dir, command, "reward: judge, dynamic_sampling: true,");
 }
 }  // namespace
 

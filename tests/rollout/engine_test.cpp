@@ -338,6 +338,26 @@ TEST(RolloutEngine, SamplesOfAPromptShareOnePrefill) {
   EXPECT_NE(out[0].tokens, out[1].tokens);
 }
 
+TEST(RolloutEngine, AGroupSplitOverAdmissionsIsStillPrefilledOnce) {
+  // 3 slots for 3 prompts x 4 samples: each group is admitted in parts as
+  // slots free up; its later samples copy the kept prompt prefix instead of
+  // prefilling again, and draw what they draw with room for every sample.
+  auto m = hpcrl::testing::stories();
+  auto prompts = story_prompts({10, 20, 5}, 3);
+  const rollout::SamplingParams p = sampled().max_new_tokens(6).seed(1);
+  rollout::Engine roomy(m, nullptr, {64, true});
+  auto want = roomy.generate(prompts, 4, p);
+  for (bool continuous : {true, false}) {
+    rollout::Engine narrow(m, nullptr, {3, continuous});
+    auto got = narrow.generate(prompts, 4, p);
+    EXPECT_EQ(narrow.last_stats().prompt_tokens, 35) << "continuous " << continuous;  // 10 + 20 + 5
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(same_generation(*m, prompts[got[i].prompt_index], want[i], got[i], kStoriesFp32))
+          << "continuous " << continuous << ", prompt " << got[i].prompt_index << " sample " << got[i].sample_index;
+  }
+}
+
 TEST(RolloutEngine, StopsAtTheFirstTokenWhoseTextCompletesAStopString) {
   auto tok = io::load_tokenizer("builtin");
   auto m = model::load_model("preset:tiny", {});

@@ -143,3 +143,22 @@ TEST(Sampling, LogprobsAreOfTheWholeVocabularyTemperedOrNot) {
 }
 
 }  // namespace
+
+namespace {
+TEST(Sampling, TheDeviceDrawAndTheCpuScanAgree) {
+  // choose_tokens scans on the CPU and searches a cumulative sum on a device;
+  // on the same weights and uniforms both pick the same tokens, with the
+  // filtered-out (zero) tokens never picked by either.
+  at::manual_seed(3);
+  at::Tensor w = (at::randn({64, 1000}) * 2).exp();
+  w.masked_fill_(at::rand({64, 1000}) < 0.5, 0.0f);
+  w.select(1, 0).fill_(1.0f);  // every row keeps a token
+  std::vector<DrawKey> keys;
+  for (int r = 0; r < 64; ++r) keys.push_back({r, 0, 0});
+  const at::Tensor u = rollout::draw_uniforms(11, keys);
+  const at::Tensor scan = rollout::detail::inverse_cdf_by_scan(w, u);
+  const at::Tensor search = rollout::detail::inverse_cdf_by_search(w, u);
+  EXPECT_TRUE(scan.equal(search)) << scan << search;
+  EXPECT_TRUE((w.gather(1, scan.unsqueeze(1)) > 0).all().item<bool>());
+}
+}  // namespace

@@ -103,13 +103,8 @@ DistillRun::DistillRun(StageEnv& env)
                env.pipeline->find_data(cfg_.data)->shuffle),
       local_batch_(student_.local_batch(cfg_.batch, env.stage->path + ".batch")),
       saved_{{&student_, &trainer_.optimizer()}},
-      verifier_(*env.pipeline, {}) {
-  sampling_.temperature = cfg_.sampling.temperature;
-  sampling_.top_p = cfg_.sampling.top_p;
-  sampling_.top_k = cfg_.sampling.top_k;
-  sampling_.max_new_tokens = cfg_.sampling.max_new_tokens;
-  sampling_.eos_ids = prompts_.stop_ids();
-}
+      verifier_(*env.pipeline, {}),
+      sampling_(stage_sampling(cfg_.sampling, prompts_.stop_ids())) {}
 
 StageResult DistillRun::run() {
   StageLoop loop;

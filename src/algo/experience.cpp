@@ -9,6 +9,7 @@
 #include "hpcrl/algo/policy_stage.h"
 #include "hpcrl/algo/role_sums.h"
 #include "hpcrl/algo/rollout_copy.h"
+#include "hpcrl/algo/stage_loop.h"
 
 namespace hpcrl::algo {
 
@@ -87,13 +88,7 @@ RolloutSamples PolicyStage::draw_groups(int64_t iteration, RlMetrics& m, Rollout
 
 std::vector<rollout::Sample> PolicyStage::generate(const std::vector<std::vector<int32_t>>& p_ids,
                                                    int64_t iteration, int64_t round, RlMetrics& m) {
-  rollout::SamplingParams sampling;
-  sampling.temperature = cfg_.sampling.temperature;
-  sampling.top_p = cfg_.sampling.top_p;
-  sampling.top_k = cfg_.sampling.top_k;
-  sampling.max_new_tokens = cfg_.sampling.max_new_tokens;
-  sampling.stop = cfg_.sampling.stop;
-  sampling.eos_ids = prompts_->stop_ids();
+  rollout::SamplingParams sampling = stage_sampling(cfg_.sampling, prompts_->stop_ids());
   sampling.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(iteration) * 101u +
                   static_cast<uint64_t>(round);
   sampling.prompt_offset = static_cast<int64_t>(policy_.ctx.dp_rank() * p_ids.size());

@@ -55,6 +55,17 @@ void write_step_metrics(const StageEnv& env, const std::string& name, int64_t st
                       {"seconds/step", m.seconds}});
 }
 
+rollout::SamplingParams stage_sampling(const config::SamplingConfig& sampling, std::vector<int32_t> eos_ids) {
+  rollout::SamplingParams p;
+  p.temperature = sampling.temperature;
+  p.top_p = sampling.top_p;
+  p.top_k = sampling.top_k;
+  p.max_new_tokens = sampling.max_new_tokens;
+  p.stop = sampling.stop;
+  p.eos_ids = std::move(eos_ids);
+  return p;
+}
+
 EvalOptions eval_options(const config::PipelineConfig& pipeline) {
   const auto& es = pipeline.run.eval_sampling;
   EvalOptions o;

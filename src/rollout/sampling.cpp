@@ -62,8 +62,9 @@ at::Tensor filtered(at::Tensor w, const TokenFilter& f) {
   return w;
 }
 
-at::Tensor inverse_cdf(const at::Tensor& w, const at::Tensor& uniforms) {
-  return w.is_cpu() ? detail::inverse_cdf_by_scan(w, uniforms) : detail::inverse_cdf_by_search(w, uniforms);
+// `total` is Σ w, known already when no filter changed the weights.
+at::Tensor inverse_cdf(const at::Tensor& w, const at::Tensor& total, const at::Tensor& uniforms) {
+  return w.is_cpu() ? detail::inverse_cdf_by_scan(w, total, uniforms) : detail::inverse_cdf_by_search(w, uniforms);
 }
 }  // namespace
 
@@ -76,10 +77,10 @@ at::Tensor inverse_cdf_by_search(const at::Tensor& w, const at::Tensor& uniforms
   return at::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1).clamp_max(V - 1);
 }
 
-at::Tensor inverse_cdf_by_scan(const at::Tensor& w, const at::Tensor& uniforms) {
+at::Tensor inverse_cdf_by_scan(const at::Tensor& w, const at::Tensor& total, const at::Tensor& uniforms) {
   const int64_t R = w.size(0), V = w.size(1);
   const at::Tensor rows = w.contiguous();
-  const at::Tensor totals = rows.sum(-1, /*keepdim=*/false, at::kDouble);
+  const at::Tensor totals = total.to(at::kDouble).contiguous();
   const at::Tensor u = uniforms.to(at::kDouble).contiguous();
   at::Tensor ids = at::empty({R}, at::kLong);
   const float* wp = rows.data_ptr<float>();
@@ -128,7 +129,9 @@ ChosenTokens choose_tokens(const at::Tensor& logits, const TokenFilter& filter, 
     out.ids = raw.argmax(-1);
   } else {
     const RowWeights drawn = tempered || filter.temperature == 1.0 ? dist : row_weights(raw, filter.temperature);
-    out.ids = inverse_cdf(filtered(drawn.weights, filter), uniforms);
+    const at::Tensor kept = filtered(drawn.weights, filter);  // the same tensor when no filter applies
+    const bool unchanged = kept.is_same(drawn.weights);
+    out.ids = inverse_cdf(kept, unchanged ? drawn.total : kept.sum(-1, /*keepdim=*/false, at::kDouble), uniforms);
   }
   const double T = tempered ? filter.temperature : 1.0;
   at::Tensor chosen = raw.gather(-1, out.ids.unsqueeze(-1)).squeeze(-1);

@@ -156,7 +156,7 @@ TEST(Sampling, TheDeviceDrawAndTheCpuScanAgree) {
   std::vector<DrawKey> keys;
   for (int r = 0; r < 64; ++r) keys.push_back({r, 0, 0});
   const at::Tensor u = rollout::draw_uniforms(11, keys);
-  const at::Tensor scan = rollout::detail::inverse_cdf_by_scan(w, u);
+  const at::Tensor scan = rollout::detail::inverse_cdf_by_scan(w, w.sum(1, false, at::kDouble), u);
   const at::Tensor search = rollout::detail::inverse_cdf_by_search(w, u);
   EXPECT_TRUE(scan.equal(search)) << scan << search;
   EXPECT_TRUE((w.gather(1, scan.unsqueeze(1)) > 0).all().item<bool>());

@@ -19,6 +19,7 @@
 #include "hpcrl/algo/stage_env.h"
 #include "hpcrl/algo/train_checkpoint.h"
 #include "hpcrl/io/dataset_cursor.h"
+#include "hpcrl/rollout/engine.h"
 
 namespace hpcrl::algo {
 
@@ -43,6 +44,11 @@ struct StepMetrics {
 };
 // Its metrics line after `step` + 1 steps (no-op without a metrics writer).
 void write_step_metrics(const StageEnv& env, const std::string& name, int64_t step, const StepMetrics& m);
+
+// A stage's generation settings (GRPO/PPO rollouts, distillation's
+// generated responses) as the engine takes them; seed and prompt offset are
+// the caller's, per call.
+rollout::SamplingParams stage_sampling(const config::SamplingConfig& sampling, std::vector<int32_t> eos_ids);
 
 // The run's held-out evaluation settings (run.eval_sampling).
 EvalOptions eval_options(const config::PipelineConfig& pipeline);

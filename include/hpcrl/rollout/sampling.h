@@ -43,11 +43,12 @@ ChosenTokens choose_tokens(const at::Tensor& logits, const TokenFilter& filter, 
 namespace detail {
 // The two ways choose_tokens draws from weights w [R, V] (float32, ≥ 0, the
 // row's kept tokens > 0) at uniforms u [R]: the first token whose running
-// weight, summed in float64, exceeds u · Σ w. On the CPU a scan per row that
+// weight, summed in float64, exceeds u · Σ w (the scan takes Σ w, [R], which
+// choose_tokens already has when no filter changed the weights). On the CPU a scan per row that
 // stops there (half a pass on average, nothing [R, V] allocated); on a device a
 // cumulative sum and a binary search. Both are exposed so a CPU test can hold
 // them to the same answers.
-at::Tensor inverse_cdf_by_scan(const at::Tensor& w, const at::Tensor& uniforms);
+at::Tensor inverse_cdf_by_scan(const at::Tensor& w, const at::Tensor& total, const at::Tensor& uniforms);
 at::Tensor inverse_cdf_by_search(const at::Tensor& w, const at::Tensor& uniforms);
 }  // namespace detail
 

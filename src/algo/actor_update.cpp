@@ -23,7 +23,7 @@ at::Tensor actor_mask(const Experience& exp, bool overlong_filter) {
 
 // Every per-token input of one micro-batch in its layout (trimmed or packed), this sp rank's columns.
 struct ActorMicroBatch {
-  at::Tensor old_logp, advantages, ref_logp, mask, weights;
+  at::Tensor old_logp, advantages, ref_logp, mask, weights, behaviour_logp;
 };
 }  // namespace
 
@@ -63,7 +63,7 @@ double PolicyStage::actor_step(const Experience& exp, const at::Tensor& mask, in
     auto cut = [&](const at::Tensor& t) { return mb.gather_chunk(t.defined() ? t.slice(0, lo, hi) : t, policy_.ctx.sp); };
     shards.push_back(sequence_shard(mb.tokens, policy_.ctx.sp_rank(), policy_.ctx.sp_size()));
     inputs.push_back({cut(exp.old_logp), cut(exp.advantages), cut(exp.ref_logp), cut(mask),
-                      mb.gather_chunk(weights, policy_.ctx.sp)});
+                      mb.gather_chunk(weights, policy_.ctx.sp), cut(exp.behaviour_logp)});
   }
   // The micro-batch's loss and statistics from the policy's final hidden states
   // (with pp on the last stage only; sum_step_sums shares them after the update).
@@ -71,7 +71,8 @@ double PolicyStage::actor_step(const Experience& exp, const at::Tensor& mask, in
     const ActorMicroBatch& u = inputs[i];
     auto lp = policy_.model->token_logprobs(hidden / sampling_temperature(cfg_), shards[i].targets,
                                             /*with_entropy=*/true);
-    PolicyLossOutput po = policy_loss({lp.logprobs, u.old_logp, u.advantages, u.mask, u.ref_logp, lp.entropy}, pl);
+    PolicyLossOutput po =
+        policy_loss({lp.logprobs, u.old_logp, u.advantages, u.mask, u.ref_logp, lp.entropy, u.behaviour_logp}, pl);
     at::Tensor loss = (po.per_token * u.weights).sum() * (grad_group / den);
     const double tok = u.mask.sum().item<double>();
     sums.clipped_tokens += po.clip_frac * tok;

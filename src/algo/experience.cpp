@@ -39,33 +39,52 @@ void RolloutSamples::append(const RolloutSamples& o, size_t first, size_t count)
 }
 
 Experience PolicyStage::collect(int64_t iteration, RlMetrics& m) {
+  RolloutRound round = produce(iteration);
+  add_rollout_metrics(round, m);
+  return experience_of(round.kept, m);
+}
+
+RolloutRound PolicyStage::produce(int64_t iteration) {
+  RlMetrics m;  // the spans' seconds
   // The rollout copy of a pipelined policy gets the updated weights.
-  if (policy_.ctx.pp_size() > 1) timed("weight_sync", m, [&] { sync_rollout_model(policy_); });
+  if (generator_.ctx.pp_size() > 1) timed("weight_sync", m, [&] { sync_rollout_model(generator_); });
+  RolloutRound round;
   RolloutSums sums;
-  double max_response_len = 0;
-  RolloutSamples kept = draw_groups(iteration, m, sums, max_response_len);
+  double max_response_len = 0, kept_groups = 0;
+  round.kept = draw_groups(iteration, m, sums, max_response_len, kept_groups);
   // Metrics over every sample drawn (before dynamic-sampling filtering).
   at::Tensor maxlen = at::full({1}, max_response_len, at::kDouble);
-  if (policy_.ctx.dp_size() > 1) policy_.ctx.dp->all_reduce(maxlen, dist::ReduceOp::kMax);
-  const auto tot = unpack<RolloutSums>(sum_over_dp(policy_, pack(sums)));
+  if (generator_.ctx.dp_size() > 1) generator_.ctx.dp->all_reduce(maxlen, dist::ReduceOp::kMax);
+  round.totals = unpack<RolloutSums>(sum_over_dp(generator_, pack(sums)));
+  round.max_response_len = maxlen.item<double>();
+  round.kept_groups = kept_groups;
+  round.rounds = m.sampling_rounds;
+  round.seconds_by_span = m.seconds_by_span;
+  return round;
+}
+
+void add_rollout_metrics(const RolloutRound& round, RlMetrics& m) {
+  const RolloutSums& tot = round.totals;
   const double n = std::max(1.0, tot.samples);
   m.reward_mean = tot.score / n;
   m.reward_std = std::sqrt(std::max(0.0, tot.score_squared / n - m.reward_mean * m.reward_mean));
   m.accuracy = tot.correct / n;
   m.response_len_mean = tot.response_tokens / n;
-  m.response_len_max = maxlen.item<double>();
+  m.response_len_max = round.max_response_len;
   m.tokens = tot.tokens;
-  return experience_of(kept, m);
+  m.kept_groups = round.kept_groups;
+  m.sampling_rounds = round.rounds;
+  for (const auto& [k, v] : round.seconds_by_span) m.seconds_by_span.emplace_back(k, v);
 }
 
 RolloutSamples PolicyStage::draw_groups(int64_t iteration, RlMetrics& m, RolloutSums& sums,
-                                        double& max_response_len) {
-  const int64_t local_prompts = policy_.local_batch(cfg_.prompts, env_.stage->path + ".prompts");
+                                        double& max_response_len, double& kept_total) {
+  const int64_t local_prompts = generator_.local_batch(cfg_.prompts, env_.stage->path + ".prompts");
   const size_t G = static_cast<size_t>(cfg_.group);
   RolloutSamples kept;
   int64_t kept_groups = 0, rounds = 0;
   while (true) {
-    const auto rows = sampler_->next_batch(cfg_.prompts, policy_.ctx.dp_rank(), policy_.mesh.dp());
+    const auto rows = sampler_->next_batch(cfg_.prompts, generator_.ctx.dp_rank(), generator_.mesh.dp());
     std::vector<std::vector<int32_t>> p_ids;
     for (size_t i : rows) p_ids.push_back(prompts_->prompt_ids(data_.train[i]));
     const auto samples = generate(p_ids, iteration, rounds, m);
@@ -78,9 +97,9 @@ RolloutSamples PolicyStage::draw_groups(int64_t iteration, RlMetrics& m, Rollout
       kept.append(round, g * G, G);
       ++kept_groups;
     }
-    m.kept_groups = sum_over_dp(policy_, double(kept_groups));
+    kept_total = sum_over_dp(generator_, double(kept_groups));
     if (!cfg_.dynamic_sampling) break;
-    if (m.kept_groups >= double(cfg_.prompts) || rounds >= kMaxSamplingRounds) break;
+    if (kept_total >= double(cfg_.prompts) || rounds >= kMaxSamplingRounds) break;
   }
   m.sampling_rounds = double(rounds);
   return kept;
@@ -91,14 +110,14 @@ std::vector<rollout::Sample> PolicyStage::generate(const std::vector<std::vector
   rollout::SamplingParams sampling = stage_sampling(cfg_.sampling, prompts_->stop_ids());
   sampling.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(iteration) * 101u +
                   static_cast<uint64_t>(round);
-  sampling.prompt_offset = static_cast<int64_t>(policy_.ctx.dp_rank() * p_ids.size());
+  sampling.prompt_offset = static_cast<int64_t>(generator_.ctx.dp_rank() * p_ids.size());
   sampling.logprobs_at_temperature = true;
   std::vector<rollout::Sample> samples;
   timed("rollout", m, [&] {
     torch::NoGradGuard no_grad;
-    policy_.model->eval();
+    generator_.model->eval();
     samples = engine_->generate(p_ids, cfg_.group, sampling);
-    policy_.model->train();
+    generator_.model->train();
   });
   return samples;
 }
@@ -113,7 +132,7 @@ RolloutSamples PolicyStage::score(const std::vector<size_t>& rows, const std::ve
     std::vector<nlohmann::json> meta;
     for (const auto& s : samples) {
       const auto& ex = data_.train[rows[s.prompt_index]];
-      texts.push_back(policy_.tokenizer->decode(s.tokens, /*skip_special=*/true));
+      texts.push_back(generator_.tokenizer->decode(s.tokens, /*skip_special=*/true));
       meta.push_back({{"stage", name_}, {"iteration", iteration}, {"example", rows[s.prompt_index]},
                       {"sample", s.sample_index}});
       if (ex.line > 0) meta.back()["line"] = ex.line;
@@ -166,12 +185,32 @@ Experience PolicyStage::experience_of(RolloutSamples& kept, RlMetrics& m) {
   e.truncated = kept.truncated;
   const MicroBatchOptions micro = micro_batch_options(cfg_.train, policy_.ctx.sp_size());
   const double temperature = sampling_temperature(cfg_);
-  if (cfg_.recompute_old_logprobs)
+  if (cfg_.recompute_old_logprobs || cfg_.decoupled())
     timed("old_logprob", m, [&] { e.old_logp = forward_logprobs(policy_, e.batch, micro, temperature); });
   else
     e.old_logp = scatter_response_values(e.batch, kept.logprobs);
+  if (cfg_.decoupled()) {
+    e.behaviour_logp = scatter_response_values(e.batch, kept.logprobs).to(e.old_logp.device());
+    add_offpolicy_metrics(e, m);
+  }
   if (reference_) timed("ref_logprob", m, [&] { e.ref_logp = forward_logprobs(*reference_, e.batch, micro, temperature); });
   return e;
+}
+
+void PolicyStage::add_offpolicy_metrics(const Experience& e, RlMetrics& m) {
+  const at::Tensor mask = e.batch.loss_mask.to(at::kDouble);
+  const at::Tensor raw = importance_weights(e.old_logp, e.behaviour_logp, 0).to(at::kDouble) * mask;
+  const at::Tensor kl = kl_estimate(e.behaviour_logp, e.old_logp, KlEstimator::k3).to(at::kDouble) * mask;
+  const double capped = cfg_.tis_cap > 0 ? ((raw > cfg_.tis_cap).to(at::kDouble) * mask).sum().item<double>() : 0;
+  const std::vector<double> local{raw.sum().item<double>(), capped, kl.sum().item<double>(), mask.sum().item<double>()};
+  const at::Tensor tot = sum_over_dp(policy_, at::tensor(local, at::kDouble));
+  at::Tensor w_max = at::full({1}, raw.numel() ? raw.max().item<double>() : 0.0, at::kDouble);
+  if (policy_.ctx.dp_size() > 1) policy_.ctx.dp->all_reduce(w_max, dist::ReduceOp::kMax);
+  const double tokens = std::max(1.0, tot[3].item<double>());
+  m.extra.emplace_back("offpolicy/iw_mean", tot[0].item<double>() / tokens);
+  m.extra.emplace_back("offpolicy/iw_max", w_max.item<double>());
+  m.extra.emplace_back("offpolicy/iw_capped_share", tot[1].item<double>() / tokens);
+  m.extra.emplace_back("offpolicy/kl_behaviour_old", tot[2].item<double>() / tokens);
 }
 
 }  // namespace hpcrl::algo

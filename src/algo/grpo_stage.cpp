@@ -1,12 +1,13 @@
 // The GRPO stage loop (see grpo_stage.h).
 #include "hpcrl/algo/grpo_stage.h"
 
-#include <fmt/format.h>
 #include <torch/torch.h>
+
+#include <optional>
 
 #include "hpcrl/algo/advantages.h"
 #include "hpcrl/algo/pipeline_train.h"
-#include "hpcrl/algo/policy_stage.h"
+#include "hpcrl/algo/policy_run.h"
 #include "hpcrl/trace/trace.h"
 
 namespace hpcrl::algo {
@@ -29,29 +30,22 @@ StageResult run_grpo(StageEnv& env) {
   const config::GrpoStage& cfg = env.stage->grpo;
   Role& policy = env.role(cfg.policy);
   Role* reference = cfg.reference.empty() ? nullptr : &env.role(cfg.reference);
-  StageResult result;
-
   if (reference) check_same_rows(env.world, policy, *reference, env.stage->path);  // it scores the policy's rows
-  PolicyStage stage(env, cfg, policy, reference, env.data(cfg.data), "grpo");
+  PolicyStage stage(env, cfg, policy, reference, env.data(cfg.data), "grpo", rollout_role_of(env, cfg.policy));
   const int64_t n_mini = stage.minibatches_per_epoch();
-  Trainer trainer(policy, cfg.train, cfg.iterations * cfg.epochs * n_mini);
-  std::vector<TrainedRole> saved{{&policy, &trainer.optimizer()}};
-  const int64_t start = stage.resume(saved);
+  std::optional<Trainer> trainer;
+  PolicyTraining training;
+  if (stage.trains()) {
+    trainer.emplace(policy, cfg.train, cfg.iterations * cfg.epochs * n_mini);
+    training.saved = {{&policy, &trainer->optimizer()}};
+  }
   const PolicyLossConfig pl = policy_loss_config(cfg);
-
-  StageLoop steps = stage.stage_loop(start, saved, result);
-  steps.step = [&](int64_t it) -> std::string {
-    trace::TimedSpan iter_span("grpo/iteration", {{"step", double(it)}});
-    RlMetrics m;
-    Experience exp = stage.collect(it, m);  // rollout, reward, old/ref log-probs
+  training.train = [&](Experience& exp, RlMetrics& m, int64_t it) {
     grpo_advantages(cfg, pl, exp);
-    stage.update(exp, trainer, pl, it, m);
-    m.seconds = iter_span.elapsed_seconds();
-    stage.write_metrics(it + 1, m, trainer.lr(it * cfg.epochs * n_mini));
-    return fmt::format("reward {:.3f}", m.reward_mean);
+    stage.update(exp, *trainer, pl, it, m);
   };
-  run_stage_loop(env, steps, result);
-  return result;
+  training.lr = [&](int64_t it) { return trainer->lr(it * cfg.epochs * n_mini); };
+  return run_policy_stage(env, stage, training);
 }
 
 }  // namespace hpcrl::algo

@@ -30,6 +30,7 @@ PolicyLossOutput policy_loss(const PolicyLossInputs& in, const PolicyLossConfig&
   at::Tensor pg1 = -in.advantages * ratio;
   at::Tensor pg2 = -in.advantages * ratio.clamp(1.0 - cfg.clip_low, 1.0 + cfg.clip_high);
   at::Tensor pg = at::maximum(pg1, pg2);
+  if (in.behaviour_logp.defined()) pg = pg * importance_weights(in.old_logp, in.behaviour_logp, cfg.tis_cap);
 
   PolicyLossOutput out;
   at::Tensor per_token = pg;
@@ -48,6 +49,11 @@ PolicyLossOutput policy_loss(const PolicyLossInputs& in, const PolicyLossConfig&
   out.per_token = per_token;
   out.loss = aggregate(per_token, m, cfg.agg);
   return out;
+}
+
+at::Tensor importance_weights(const at::Tensor& old_logp, const at::Tensor& behaviour_logp, double cap) {
+  at::Tensor w = at::exp(old_logp.detach() - behaviour_logp.detach());
+  return cap > 0 ? w.clamp_max(cap) : w;
 }
 
 std::pair<at::Tensor, double> value_loss(const at::Tensor& values, const at::Tensor& old_values,

@@ -12,18 +12,21 @@
 namespace hpcrl::algo {
 
 PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* reference,
-                         const DataSplits& data, std::string stage_name)
-    : env_(env), cfg_(cfg), policy_(policy), reference_(reference), data_(data), name_(std::move(stage_name)),
-      rewards_(env, cfg.rewards, policy, cfg.train.micro_batch) {
-  HPCRL_CHECK_INPUT(policy.member(), env.stage->path << ": every rank must hold the policy in this build "
-                    "(disaggregated RL placement is not available yet); use placement.mode: colocated");
-  prompts_ = std::make_unique<PromptBuilder>(*policy.tokenizer, env.pipeline->find_data(cfg.data));
+                         const DataSplits& data, std::string stage_name, Role* generator)
+    : env_(env), cfg_(cfg), policy_(policy), generator_(generator ? *generator : policy), reference_(reference),
+      data_(data), name_(std::move(stage_name)), rewards_(env, cfg.rewards, generator_, cfg.train.micro_batch) {
+  HPCRL_CHECK_INPUT(policy.member() || generator_.member(),
+                    env.stage->path << ": this rank holds neither the policy nor its generation engine; every rank "
+                                       "of a grpo/ppo stage needs one of them (see docs/placement.md)");
+  prompts_ = std::make_unique<PromptBuilder>(*(policy.member() ? policy : generator_).tokenizer,
+                                             env.pipeline->find_data(cfg.data));
   sampler_ = std::make_unique<io::DataSampler>(data.train.size(),
                                                static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
                                                env.pipeline->find_data(cfg.data)->shuffle);
-  // A pipelined policy samples from its pp = 1 copy, refreshed at each collect().
-  engine_ = std::make_unique<rollout::Engine>(sync_rollout_model(policy), policy.tokenizer.get(),
-                                              rollout::EngineOptions{policy.config->rollout.max_batch, true});
+  // A pipelined policy samples from its pp = 1 copy, refreshed at each produce().
+  if (generator_.member())
+    engine_ = std::make_unique<rollout::Engine>(sync_rollout_model(generator_), generator_.tokenizer.get(),
+                                                rollout::EngineOptions{generator_.config->rollout.max_batch, true});
 }
 
 int64_t PolicyStage::minibatches_per_epoch() const {
@@ -112,6 +115,7 @@ PolicyLossConfig policy_loss_config(const config::RlStage& cfg) {
   pl.kl_coef = cfg.kl.in_reward ? 0.0 : cfg.kl.coef;
   pl.kl_estimator = cfg.kl.estimator;
   pl.entropy_coef = cfg.entropy_coef;
+  pl.tis_cap = cfg.tis_cap;
   return pl;
 }
 

@@ -5,13 +5,14 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "hpcrl/algo/advantages.h"
 #include "hpcrl/algo/forward_backward.h"
 #include "hpcrl/algo/pipeline_train.h"
-#include "hpcrl/algo/policy_stage.h"
+#include "hpcrl/algo/policy_run.h"
 #include "hpcrl/algo/role_sums.h"
 #include "hpcrl/algo/value_pass.h"
 #include "hpcrl/trace/trace.h"
@@ -127,7 +128,6 @@ void check_critic(const StageEnv& env, const Role& policy, const Role& critic) {
                                     << "' has no value head on this rank; give it head: value and place it on every rank");
   HPCRL_CHECK_INPUT(critic.mesh.dp() == policy.mesh.dp(), env.stage->path << ": critic dp=" << critic.mesh.dp()
                     << " differs from policy dp=" << policy.mesh.dp() << "; use layouts with the same dp size");
-  check_same_rows(env.world, policy, critic, env.stage->path);  // the critic scores the policy's rows
 }
 }  // namespace
 
@@ -136,23 +136,21 @@ StageResult run_ppo(StageEnv& env) {
   Role& policy = env.role(cfg.policy);
   Role& critic = env.role(cfg.critic);
   Role* reference = cfg.reference.empty() ? nullptr : &env.role(cfg.reference);
-  StageResult result;
-  check_critic(env, policy, critic);
+  PolicyStage stage(env, cfg, policy, reference, env.data(cfg.data), "ppo", rollout_role_of(env, cfg.policy));
+  if (stage.trains()) check_critic(env, policy, critic);
+  check_same_rows(env.world, policy, critic, env.stage->path);  // the critic scores the policy's rows
   if (reference) check_same_rows(env.world, policy, *reference, env.stage->path);
-
-  PolicyStage stage(env, cfg, policy, reference, env.data(cfg.data), "ppo");
   const int64_t n_mini = stage.minibatches_per_epoch();
-  Trainer actor(policy, cfg.train, cfg.iterations * cfg.epochs * n_mini);
-  Trainer critic_trainer(critic, cfg.train, cfg.iterations * cfg.epochs * n_mini, cfg.critic_lr);
-  std::vector<TrainedRole> saved{{&policy, &actor.optimizer()}, {&critic, &critic_trainer.optimizer()}};
-  const int64_t start = stage.resume(saved);
+  const int64_t steps = cfg.iterations * cfg.epochs * n_mini;
+  std::optional<Trainer> actor, critic_trainer;
+  PolicyTraining training;
+  if (stage.trains()) {
+    actor.emplace(policy, cfg.train, steps);
+    critic_trainer.emplace(critic, cfg.train, steps, cfg.critic_lr);
+    training.saved = {{&policy, &actor->optimizer()}, {&critic, &critic_trainer->optimizer()}};
+  }
   const PolicyLossConfig pl = policy_loss_config(cfg);
-
-  StageLoop steps = stage.stage_loop(start, saved, result);
-  steps.step = [&](int64_t it) -> std::string {
-    trace::TimedSpan iter_span("ppo/iteration", {{"step", double(it)}});
-    RlMetrics m;
-    Experience exp = stage.collect(it, m);
+  training.train = [&](Experience& exp, RlMetrics& m, int64_t it) {
     const at::Tensor& mask = exp.batch.loss_mask;
     at::Tensor old_values;
     {
@@ -160,16 +158,13 @@ StageResult run_ppo(StageEnv& env) {
       old_values = forward_values(critic, exp.batch, micro_batch_options(cfg.train, critic.ctx.sp_size())) * mask;
     }
     const GaeResult g = ppo_advantages(cfg, reference != nullptr, old_values, exp);
-    if (it >= cfg.critic_warmup) stage.update(exp, actor, pl, it, m);
+    if (it >= cfg.critic_warmup) stage.update(exp, *actor, pl, it, m);
     const ValueTargets target{mask, old_values, g.returns, cfg.value_clip};
-    const CriticSums critic_sums = critic_update(cfg, critic, critic_trainer, exp, target, it, n_mini, env.world->rank());
-    add_critic_metrics(cfg, critic, policy, critic_sums, old_values, mask, n_mini, m);
-    m.seconds = iter_span.elapsed_seconds();
-    stage.write_metrics(it + 1, m, actor.lr(it * cfg.epochs * n_mini));
-    return fmt::format("reward {:.3f}", m.reward_mean);
+    const CriticSums sums = critic_update(cfg, critic, *critic_trainer, exp, target, it, n_mini, env.world->rank());
+    add_critic_metrics(cfg, critic, policy, sums, old_values, mask, n_mini, m);
   };
-  run_stage_loop(env, steps, result);
-  return result;
+  training.lr = [&](int64_t it) { return actor->lr(it * cfg.epochs * n_mini); };
+  return run_policy_stage(env, stage, training);
 }
 
 }  // namespace hpcrl::algo

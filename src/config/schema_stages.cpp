@@ -106,6 +106,13 @@ Codec<OverlongConfig> overlong_codec() {
   }});
 }
 
+Codec<AsyncConfig> async_codec() {
+  using S = AsyncConfig;
+  return structure<S>({"asynchronous RL settings", {
+      field<S>("max_staleness", [](auto& s) -> auto& { return s.max_staleness; }, integer(0)),
+  }});
+}
+
 template <class S>
 std::vector<Field<S>> rl_fields() {
   std::vector<Field<S>> f{
@@ -130,6 +137,8 @@ std::vector<Field<S>> rl_fields() {
   f.push_back(field<S>("overlong", [](auto& s) -> auto& { return s.overlong; }, overlong_codec()));
   f.push_back(field<S>("entropy_coef", [](auto& s) -> auto& { return s.entropy_coef; }, number(0, 1)));
   f.push_back(field<S>("recompute_old_logprobs", [](auto& s) -> auto& { return s.recompute_old_logprobs; }, boolean()));
+  f.push_back(field<S>("async", [](auto& s) -> auto& { return s.async; }, async_codec()));
+  f.push_back(field<S>("tis_cap", [](auto& s) -> auto& { return s.tis_cap; }, number(0, HUGE_VAL)));
   f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
   f.push_back(stop_at_accuracy_field<S>());
   return f;
@@ -148,6 +157,16 @@ void check_rl(RlStage& s, const YNode& n, const std::string& path, Reading& read
               "overlong buffer " + std::to_string(s.overlong.buffer) + " is not below max_new_tokens " +
                   std::to_string(s.sampling.max_new_tokens),
               "use a buffer smaller than max_new_tokens (DAPO uses max_new_tokens/4)");
+  if (s.tis_cap > 0 && s.tis_cap < 1)
+    error_at_key(reading, n, path, "tis_cap",
+                 "a truncated importance weight cap of " + format_number(s.tis_cap) +
+                     " is below 1, so it would down-weight on-policy tokens too",
+                 "use a cap ≥ 1 (veRL and slime use 2) or 0 to turn truncation off");
+  if (s.decoupled() && !s.recompute_old_logprobs && reading.key_positions.count(join_path(path, "recompute_old_logprobs")))
+    error_at_key(reading, n, path, "recompute_old_logprobs",
+                 "recompute_old_logprobs: false, but the decoupled objective (async.max_staleness > 0 or tis_cap > 0) "
+                 "needs the trainer's own old log-probs beside the engine's",
+                 "remove recompute_old_logprobs (it is implied) or turn off async/tis_cap");
   if (s.kl.coef > 0 && s.reference.empty())
     reading.error(reading.value_pos(join_path(path, "kl.coef"), n.pos), join_path(path, "kl.coef"),
               "KL coefficient " + format_number(s.kl.coef) + " needs a reference model",

@@ -177,13 +177,15 @@ void check_placement(const PipelineConfig& c, const ValidateOptions& opt, Diagno
                  "ranks [" + std::to_string(r.first) + ", " + std::to_string(r.last) + "] exceed the world of " +
                      std::to_string(opt.world) + " ranks (0.." + std::to_string(opt.world - 1) + ")",
                  "shrink the range or run with more ranks");
-    for (size_t j = 0; j < i; ++j)
-      if (r.first <= ranges[j].last && ranges[j].first <= r.last)
+    for (size_t j = 0; j < i; ++j) {
+      const bool same = r.first == ranges[j].first && r.last == ranges[j].last;  // shared exactly: time-sliced
+      if (!same && r.first <= ranges[j].last && ranges[j].first <= r.last)
         diag.error(c.pos(path), path,
-                   "ranks [" + std::to_string(r.first) + ", " + std::to_string(r.last) + "] overlap '" +
+                   "ranks [" + std::to_string(r.first) + ", " + std::to_string(r.last) + "] partly overlap '" +
                        ranges[j].target + "' [" + std::to_string(ranges[j].first) + ", " +
                        std::to_string(ranges[j].last) + "]",
-                   "give each role its own ranks (colocated mode shares all ranks instead)");
+                   "give the two roles the same range (they take turns on it) or disjoint ones");
+    }
   }
   if (!c.positions.count("placement.ranges")) return;  // "needs a rank range for every role" said it all
   std::set<std::string> used;

@@ -150,6 +150,75 @@ struct StageChecker {
     early_stop(s.stop_at_accuracy, s.eval_every, s.data, p);
   }
 
+  // Where a GRPO/PPO stage's roles may run (docs/placement.md): generation on
+  // its own ranks (`<policy>.rollout`) beside the trainer, the reference,
+  // critic and a model reward sharing the trainer's ranks exactly.
+  void rl_placement(const RlStage& s, const std::string& p, const ModelConfig* policy, const std::string& critic) {
+    if (policy && generation_placement(s, p, *policy)) trainer_placement(s, p, *policy, critic);
+  }
+
+  // Whether generation has ranks of its own (then the trainer's are checked too).
+  bool generation_placement(const RlStage& s, const std::string& p, const ModelConfig& policy) {
+    const bool disaggregated = c.placement.mode == PlacementMode::disaggregated;
+    const RankSpan train = ranks_of(c, policy.name, opt.world);
+    const RankSpan gen = ranks_of(c, policy.name + ".rollout", opt.world);
+    const bool own_gen = disaggregated && gen.count > 0 && (gen.first != train.first || gen.count != train.count);
+    const std::string rp = "models." + policy.name + ".rollout.parallel";
+    if (s.async.max_staleness > 0 && !own_gen)
+      diag.error(c.pos(p + ".async.max_staleness"), p + ".async.max_staleness",
+                 "asynchronous RL overlaps generation with training, so generation needs ranks of its own",
+                 "set placement.mode: disaggregated with a `" + policy.name + ".rollout` range beside `" +
+                     policy.name + "`'s, or use max_staleness: 0");
+    if (!own_gen) {
+      if (policy.rollout.parallel.tp != policy.parallel.tp || policy.rollout.parallel.sp != policy.parallel.sp ||
+          policy.rollout.parallel.ep != policy.parallel.ep)
+        diag.error(c.pos(rp), rp, "a generation layout other than the training layout on the same ranks is not built yet",
+                   "remove models." + policy.name + ".rollout.parallel, or give generation its own ranks "
+                   "(placement.ranges." + policy.name + ".rollout)");
+      if (disaggregated && opt.world > 0 && train.count != opt.world)
+        diag.error(c.pos("placement.ranges." + policy.name), "placement.ranges." + policy.name,
+                   p + " generates on the policy's ranks, so the policy needs every rank (its range has " +
+                       std::to_string(train.count) + " of " + std::to_string(opt.world) + ")",
+                   "give generation its own range (placement.ranges." + policy.name + ".rollout) or widen the policy's");
+      return false;
+    }
+    if (policy.rollout.parallel.pp != 1)
+      diag.error(c.pos(rp + ".pp"), rp + ".pp", "generation runs a whole model per replica (pp = 1)",
+                 "split the generation model with tp instead, or drop rollout.parallel.pp");
+    if (train.first != 0)
+      diag.error(c.pos("placement.ranges." + policy.name), "placement.ranges." + policy.name,
+                 "the trainer's ranks must start at rank 0, which writes metrics.jsonl and checkpoints' state",
+                 "put `" + policy.name + "` first, e.g. " + policy.name + ": [0, " + std::to_string(train.count - 1) + "]");
+    if (opt.world > 0 && train.count + gen.count != opt.world)
+      diag.error(c.pos("placement.ranges"), "placement.ranges",
+                 p + " uses " + std::to_string(train.count + gen.count) + " of " + std::to_string(opt.world) +
+                     " ranks (trainer + generation); every rank takes part in its weight syncs",
+                 "run with " + std::to_string(train.count + gen.count) + " ranks or widen the ranges");
+    return true;
+  }
+
+  void trainer_placement(const RlStage& s, const std::string& p, const ModelConfig& policy, const std::string& critic) {
+    const RankSpan train = ranks_of(c, policy.name, opt.world);
+    std::vector<std::pair<std::string, std::string>> scorers;
+    if (!s.reference.empty()) scorers.emplace_back(s.reference, "reference");
+    if (!critic.empty()) scorers.emplace_back(critic, "critic");
+    for (const auto& [name, what] : scorers) {
+      const RankSpan r = ranks_of(c, name, opt.world);
+      if (r.first != train.first || r.count != train.count)
+        diag.error(c.pos("placement.ranges." + name), "placement.ranges." + name,
+                   "the " + what + " on ranks of its own is not built yet: with generation on its own ranks, the " + what +
+                       " scores the trainer's batch on the trainer's ranks",
+                   "give `" + name + "` the policy's range [" + std::to_string(train.first) + ", " +
+                       std::to_string(train.first + train.count - 1) + "]");
+    }
+    for (const auto& r : s.rewards)
+      if (const RewardConfig* rc = c.find_reward(r); rc && rc->type == RewardType::model)
+        diag.error(c.pos(p + ".reward"), p + ".reward",
+                   "reward '" + r + "' is a type: model reward; with generation on its own ranks, responses are scored "
+                   "there, and a reward model beside the generation engine is not built yet",
+                   "use a verifiable or command reward, or generate on the policy's ranks");
+  }
+
   void stage(const StageConfig& st) {
     const std::string& p = st.path;
     switch (st.kind) {
@@ -161,10 +230,16 @@ struct StageChecker {
         early_stop(st.sft.stop_at_accuracy, st.sft.eval_every, st.sft.data, p);
         break;
       }
-      case StageKind::grpo: rl(st.grpo, p, role(st.grpo.policy, p + ".policy")); break;
+      case StageKind::grpo: {
+        const ModelConfig* policy = role(st.grpo.policy, p + ".policy");
+        rl(st.grpo, p, policy);
+        rl_placement(st.grpo, p, policy, "");
+        break;
+      }
       case StageKind::ppo: {
         const ModelConfig* policy = role(st.ppo.policy, p + ".policy");
         rl(st.ppo, p, policy);
+        rl_placement(st.ppo, p, policy, st.ppo.critic);
         const ModelConfig* critic = role(st.ppo.critic, p + ".critic");
         if (critic && critic == policy)
           diag.error(c.pos(p + ".critic"), p + ".critic", "the critic is the policy itself",

@@ -40,10 +40,10 @@ Placement Placement::disaggregated(int world, std::map<std::string, RankRange> r
   }
   for (auto a = ranges.begin(); a != ranges.end(); ++a)
     for (auto b = std::next(a); b != ranges.end(); ++b)
-      HPCRL_CHECK_INPUT(a->second.last < b->second.first || b->second.last < a->second.first,
+      HPCRL_CHECK_INPUT(a->second == b->second || a->second.last < b->second.first || b->second.last < a->second.first,
                         "placement.ranges " << show(a->first, a->second) << " and " << show(b->first, b->second)
-                                            << " overlap; disaggregated roles need disjoint ranks (use "
-                                            << "placement.mode: colocated to share them)");
+                                            << " partly overlap; give the two roles the same range (they take turns "
+                                            << "on it) or disjoint ones");
   Placement p;
   p.mode_ = Mode::kDisaggregated;
   p.world_ = world;

@@ -222,6 +222,7 @@ algo::StageEnv PipelineRun::stage_env(size_t index, const std::string& sdir, con
   env.world = world_;
   env.metrics = metrics_.get();
   env.role = [this](const std::string& n) -> algo::Role& { return roles_->get(n); };
+  env.rollout_role = [this](const std::string& n) { return roles_->rollout_of(n); };
   env.data = [this](const std::string& n) -> const algo::DataSplits& { return data_for(n); };
   env.should_stop = [this] { return stop_requested(world_); };
   env.checkpoint_dir = sdir;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hpcrl/dist/mesh_comms.h"
+#include "hpcrl/dist/placement.h"
 #include "hpcrl/dist/plan.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/model/weights.h"
@@ -13,6 +14,17 @@ namespace hpcrl::runner {
 
 namespace {
 std::string tokenizer_spec(const std::string& t) { return t == "byte" || t.empty() ? "builtin" : t; }
+
+// Whether placement.ranges gives `<name>.rollout` ranks other than `<name>`'s own.
+bool has_own_rollout_ranks(const config::PipelineConfig& cfg, const std::string& name) {
+  if (cfg.placement.mode != config::PlacementMode::disaggregated) return false;
+  const config::RankRange *own = nullptr, *gen = nullptr;
+  for (const auto& r : cfg.placement.ranges) {
+    if (r.target == name) own = &r;
+    if (r.target == name + dist::Placement::kRolloutSuffix) gen = &r;
+  }
+  return own && gen && (own->first != gen->first || own->last != gen->last);
+}
 
 // A pipelined role (pp > 1) holds only its stage's layers, so it can run only
 // where a stage drives it through the pipeline executor: every stage does for
@@ -83,7 +95,32 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, 
     }
     roles_.emplace(n, std::move(role));
     ++role_index;
+    if (has_own_rollout_ranks(cfg, n)) rollout_roles_.emplace(n, build_rollout_role(mc, world_rank, world_size, device, dtype));
   }
+}
+
+algo::Role Roles::build_rollout_role(const config::ModelConfig& mc, int world_rank, int world_size, at::Device device,
+                                     at::ScalarType dtype) {
+  algo::Role role;
+  role.name = mc.name + dist::Placement::kRolloutSuffix;
+  role.config = &mc;
+  role.mesh = dist::role_mesh(cfg_, mc, /*rollout=*/true, world_size);
+  const dist::MeshComms comms = dist::create_mesh_comms(role.mesh);  // collective over the world
+  role.ctx = parallel::ParallelContext::of(comms);
+  role.edp = dist::multi_rank(comms.edp);
+  if (!role.mesh.contains(world_rank)) return role;
+  model::ModelOptions opts;
+  opts.init = false;  // the first weight sync fills it
+  role.model = std::make_shared<model::DecoderModel>(*mc.arch, role.ctx, opts);
+  role.model->to(device, dtype);
+  role.tokenizer = std::shared_ptr<io::Tokenizer>(io::load_tokenizer(tokenizer_spec(mc.tokenizer)));
+  spdlog::info("role {}: generation copy, {}, {}", role.name, role.mesh.describe(), device.str());
+  return role;
+}
+
+algo::Role* Roles::rollout_of(const std::string& name) {
+  auto it = rollout_roles_.find(name);
+  return it == rollout_roles_.end() ? nullptr : &it->second;
 }
 
 algo::Role& Roles::get(const std::string& name) {

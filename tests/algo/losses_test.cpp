@@ -58,6 +58,30 @@ TEST(PolicyLoss, MaskedTokensDoNotCount) {
   EXPECT_NEAR(policy_loss(in, cfg).loss.item<float>(), -1.2f, 1e-6);
 }
 
+TEST(ImportanceWeights, TruncatedAtTheCap) {
+  // π_old/π_behaviour = exp(old - behaviour): 0.5/0.25 = 2, 0.3/0.6 = 0.5, 0.9/0.1 = 9 → capped at C = 3.
+  at::Tensor old = torch::log(torch::tensor({{0.5f, 0.3f, 0.9f}}));
+  at::Tensor behaviour = torch::log(torch::tensor({{0.25f, 0.6f, 0.1f}}));
+  expect_near(importance_weights(old, behaviour, 3.0), {2.f, 0.5f, 3.f});
+  expect_near(importance_weights(old, behaviour, 0.0), {2.f, 0.5f, 9.f});  // cap 0: untruncated
+}
+
+TEST(PolicyLoss, DecoupledObjectiveWeightsTheSurrogateByTheTruncatedBehaviourRatio) {
+  // r = π/π_old = 1.1 (inside clip 0.2) on both tokens, A = +1; w = min(π_old/π_beh, 2): 0.5/0.4 = 1.25
+  // and 0.5/0.1 = 5 → 2. pg = -A·r·w: -1.375 and -2.2; token mean = -1.7875.
+  at::Tensor old = torch::log(torch::tensor({{0.5f, 0.5f}}));
+  at::Tensor logp = (old + std::log(1.1f)).requires_grad_(true);
+  PolicyLossInputs in{logp, old, torch::ones({1, 2}), torch::ones({1, 2}), {}, {}};
+  in.behaviour_logp = torch::log(torch::tensor({{0.4f, 0.1f}}));
+  PolicyLossConfig cfg;
+  cfg.tis_cap = 2.0;
+  auto out = policy_loss(in, cfg);
+  EXPECT_NEAR(out.loss.item<float>(), (-1.1f * 1.25f - 1.1f * 2.f) / 2, 1e-5);
+  out.loss.backward();
+  // d(-A·r·w)/dlogp = -r·w / 2 (w carries no gradient): -0.6875, -1.1.
+  expect_near(logp.grad(), {-1.1f * 1.25f / 2, -1.1f * 2.f / 2});
+}
+
 TEST(KlEstimators, K1K2K3) {
   at::Tensor logp = torch::zeros({1});
   at::Tensor ref = torch::full({1}, std::log(0.5f));

@@ -43,8 +43,15 @@ TEST(Placement, DisaggregatedRangesAndRolloutFallback) {
 
 TEST(Placement, OverlappingRangesAreRejected) {
   EXPECT_EQ(error_of([] { Placement::disaggregated(8, {{"policy", {0, 4}}, {"policy.rollout", {4, 7}}}); }),
-            "placement.ranges policy: [0, 4] and policy.rollout: [4, 7] overlap; disaggregated roles need disjoint "
-            "ranks (use placement.mode: colocated to share them)");
+            "placement.ranges policy: [0, 4] and policy.rollout: [4, 7] partly overlap; give the two roles the same "
+            "range (they take turns on it) or disjoint ones");
+}
+
+TEST(Placement, ARangeSharedExactlyIsAccepted) {
+  // veRL's layout: the reference on its policy's trainer ranks, generation beside them.
+  Placement p = Placement::disaggregated(4, {{"policy", {0, 1}}, {"reference", {0, 1}}, {"policy.rollout", {2, 3}}});
+  EXPECT_EQ(p.range("reference"), p.range("policy"));
+  EXPECT_EQ(p.range("policy.rollout"), (RankRange{2, 3}));
 }
 
 TEST(Placement, RangesPastTheWorldAreRejected) {

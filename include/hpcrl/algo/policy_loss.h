@@ -25,6 +25,9 @@ struct PolicyLossInputs {
   at::Tensor mask;        // [B, T] 1 on response tokens
   at::Tensor ref_logp;    // [B, T] optional (undefined: no KL term)
   at::Tensor entropy;     // [B, T] optional (undefined: no entropy bonus)
+  // [B, T] optional: the generating engine's log-probs when old_logp is the
+  // trainer's recomputation (the decoupled objective; undefined: old_logp is behaviour).
+  at::Tensor behaviour_logp;
 };
 
 struct PolicyLossConfig {
@@ -34,6 +37,7 @@ struct PolicyLossConfig {
   double kl_coef = 0.0;     // KL as a loss term (0: off)
   KlEstimator kl_estimator = KlEstimator::k3;
   double entropy_coef = 0.0;
+  double tis_cap = 0.0;     // cap C of the behaviour importance weight (0: uncapped)
 };
 
 struct PolicyLossOutput {
@@ -47,8 +51,15 @@ struct PolicyLossOutput {
 };
 
 // pg = max(-A·r, -A·clip(r, 1-ε_low, 1+ε_high)), r = exp(logp - old_logp);
+// with behaviour_logp (AReaL's decoupled PPO): pg · w, w = importance_weights(old, behaviour, tis_cap);
 // loss = agg(pg) + kl_coef·agg(kl) - entropy_coef·agg(entropy).
 PolicyLossOutput policy_loss(const PolicyLossInputs& in, const PolicyLossConfig& cfg);
+
+// w = min(π_old/π_behaviour, C) = min(exp(old_logp - behaviour_logp), C) per
+// token, C = cap (0: no cap), without gradient: it re-weights samples drawn by
+// the engine (stale weights, or the same weights computed another way) to the
+// trainer's old policy, and the cap bounds the variance a rare token can add.
+at::Tensor importance_weights(const at::Tensor& old_logp, const at::Tensor& behaviour_logp, double cap);
 
 // Clipped value loss: ½·max((v - R)², (v_old + clip(v - v_old, ±c) - R)²), aggregated token_mean.
 // Returns {loss, clip fraction}.

@@ -61,6 +61,17 @@ struct RolloutSums {
   double tokens = 0;           // prompt + response tokens
 };
 
+// One iteration's generation as the generating ranks hand it on: the kept
+// samples of this rank's prompts and the totals over every generating replica
+// (the same on each), which the iteration's reward and length metrics come from.
+struct RolloutRound {
+  RolloutSamples kept;
+  RolloutSums totals;             // over every sample drawn, before dynamic-sampling filtering
+  double max_response_len = 0;    // over every generating replica
+  double kept_groups = 0, rounds = 0;
+  std::vector<std::pair<std::string, double>> seconds_by_span;  // rollout, reward
+};
+
 // What the actor's mini-batch steps of one iteration add up on a rank, summed
 // over the policy's ranks after the last (sum_step_sums).
 struct ActorUpdateSums {
@@ -73,8 +84,21 @@ struct ActorUpdateSums {
 
 class PolicyStage {
  public:
+  // `generator`: the role generation runs on when it is not the policy itself
+  // (`<policy>.rollout` on ranks of its own; null: the policy generates).
   PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* reference, const DataSplits& data,
-              std::string stage_name);
+              std::string stage_name, Role* generator = nullptr);
+
+  // This rank generates (holds the engine's model) / trains the policy.
+  bool generates() const { return generator_.member(); }
+  bool trains() const { return policy_.member(); }
+  // Generation has ranks of its own (`<policy>.rollout`), apart from the trainer's.
+  bool disaggregated() const { return &generator_ != &policy_; }
+  Role& policy() { return policy_; }
+  Role& generator() { return generator_; }
+  const std::string& name() const { return name_; }
+  const config::RlStage& config() const { return cfg_; }
+  io::DataSampler& sampler() { return *sampler_; }
 
   int64_t minibatches_per_epoch() const;
   // Loads the checkpoint env.resume_from (if any); returns the iteration to start at.
@@ -83,6 +107,10 @@ class PolicyStage {
 
   // Rollout + rewards (+ dynamic sampling) + old and reference log-probs.
   Experience collect(int64_t iteration, RlMetrics& m);
+  // The generating half of collect(): rollouts and rewards on the generator's ranks.
+  RolloutRound produce(int64_t iteration);
+  // The training half: kept samples as a batch with old (and behaviour) and reference log-probs.
+  Experience experience_of(RolloutSamples& kept, RlMetrics& m);
   // Clipped-surrogate updates: cfg.epochs passes over minibatches_per_epoch() mini-batches.
   void update(const Experience& exp, Trainer& trainer, const PolicyLossConfig& pl, int64_t iteration,
               RlMetrics& m);
@@ -98,7 +126,8 @@ class PolicyStage {
  private:
   // Rounds of rollouts until enough groups are kept (one round without dynamic
   // sampling); every sample drawn adds to `sums` and `max_response_len`.
-  RolloutSamples draw_groups(int64_t iteration, RlMetrics& m, RolloutSums& sums, double& max_response_len);
+  RolloutSamples draw_groups(int64_t iteration, RlMetrics& m, RolloutSums& sums, double& max_response_len,
+                             double& kept_groups);
   // `cfg.group` samples of each prompt of `p_ids` (round `round` of the iteration).
   std::vector<rollout::Sample> generate(const std::vector<std::vector<int32_t>>& p_ids, int64_t iteration,
                                         int64_t round, RlMetrics& m);
@@ -106,8 +135,8 @@ class PolicyStage {
   RolloutSamples score(const std::vector<size_t>& rows, const std::vector<std::vector<int32_t>>& p_ids,
                        const std::vector<rollout::Sample>& samples, int64_t iteration, RlMetrics& m,
                        RolloutSums& sums, double& max_response_len);
-  // The kept samples as a batch with behaviour and reference log-probs.
-  Experience experience_of(RolloutSamples& kept, RlMetrics& m);
+  // importance-weight and behaviour-vs-old KL metrics of a decoupled experience.
+  void add_offpolicy_metrics(const Experience& e, RlMetrics& m);
   // One optimizer step of the actor on experience rows [lo, hi); adds to `sums`.
   double actor_step(const Experience& exp, const at::Tensor& mask, int64_t lo, int64_t hi, Trainer& trainer,
                     const PolicyLossConfig& pl, int64_t step, ActorUpdateSums& sums);
@@ -117,6 +146,7 @@ class PolicyStage {
   StageEnv& env_;
   const config::RlStage& cfg_;
   Role& policy_;
+  Role& generator_;
   Role* reference_;
   const DataSplits& data_;
   std::string name_;
@@ -125,6 +155,9 @@ class PolicyStage {
   std::unique_ptr<io::DataSampler> sampler_;
   std::unique_ptr<rollout::Engine> engine_;
 };
+
+// The iteration's reward, accuracy and length metrics from its rollout totals.
+void add_rollout_metrics(const RolloutRound& round, RlMetrics& m);
 
 // The temperature the stage's log-probs (behaviour, reference, policy) are
 // taken at: its rollout temperature, so the ratio and the KL compare the

@@ -17,7 +17,8 @@ namespace hpcrl::algo {
 
 struct Experience {
   TokenBatch batch;       // prompts + responses, [B, T]
-  at::Tensor old_logp;    // [B, T] behaviour log-probs at loss_mask positions (0 elsewhere)
+  at::Tensor old_logp;    // [B, T] old-policy log-probs at loss_mask positions (0 elsewhere)
+  at::Tensor behaviour_logp;  // [B, T] the engine's, when old_logp is the trainer's (decoupled objective)
   at::Tensor ref_logp;    // [B, T] reference log-probs (undefined without a reference)
   at::Tensor advantages;  // [B, T]
   at::Tensor scores;      // [B] sequence rewards

@@ -29,6 +29,8 @@ struct StageEnv {
   dist::CommPtr world;
   trace::MetricsWriter* metrics = nullptr;        // rank 0 writes; may be null in tests
   std::function<Role&(const std::string&)> role;  // by role name
+  // The generation role of `role` when it runs on ranks of its own ("<role>.rollout"); null otherwise.
+  std::function<Role*(const std::string&)> rollout_role;
   std::function<const DataSplits&(const std::string&)> data;  // by dataset name
   // Collective over the world: true when any rank was asked to stop (SIGTERM/SIGUSR1).
   std::function<bool()> should_stop;
@@ -39,6 +41,10 @@ struct StageEnv {
   std::optional<std::string> resume_from;  // a step directory of this stage to continue from
   bool progress = true;                    // show a progress line (rank 0)
 };
+
+inline Role* rollout_role_of(const StageEnv& env, const std::string& role) {
+  return env.rollout_role ? env.rollout_role(role) : nullptr;
+}
 
 struct StageResult {
   bool stopped = false;      // preempted: a checkpoint was written, exit resumable

@@ -204,6 +204,12 @@ struct OverlongConfig {
   int64_t buffer = 0;                  // tokens before max_new_tokens where the penalty ramps in
 };
 
+// Asynchronous RL (docs/placement.md): generation runs ahead of training by up
+// to max_staleness weight versions; 0 = synchronous.
+struct AsyncConfig {
+  int64_t max_staleness = 0;
+};
+
 // What GRPO and PPO share.
 struct RlStage {
   std::string policy, reference, data; // reference "" = none
@@ -223,8 +229,13 @@ struct RlStage {
   OverlongConfig overlong;
   double entropy_coef = 0.0;
   bool recompute_old_logprobs = false; // recompute instead of reusing the rollout's
+  AsyncConfig async;                   // needs generation on its own ranks when max_staleness > 0
+  double tis_cap = 0;                  // truncated importance weight min(π_old/π_behaviour, C); 0 = off
   int64_t eval_every = 0;              // resolved from run.eval_every when not given
   double stop_at_accuracy = 0;        // end at the first periodic eval reaching it (0 = off)
+  // The decoupled objective (behaviour weights in the loss, old log-probs
+  // recomputed by the trainer) is on when generation may lag or tis_cap is set.
+  bool decoupled() const { return async.max_staleness > 0 || tis_cap > 0; }
 };
 
 struct GrpoStage : RlStage {

@@ -1,7 +1,8 @@
 // Where each model role runs. Colocated: every role spans the whole world and
 // the roles take turns (time-sliced). Disaggregated: each role, and a role's
 // rollout engine ("<role>.rollout"), owns an inclusive world-rank range; ranges
-// may not overlap or leave the world. A plain value type (role name -> range):
+// may be shared exactly (the roles take turns on them) but not partly overlap,
+// and may not leave the world. A plain value type (role name -> range):
 // the YAML module builds it from `placement:`, so dist does not depend on YAML.
 #pragma once
 
@@ -25,7 +26,7 @@ class Placement {
   // Every role on ranks [0, world - 1].
   static Placement colocated(int world);
   // InputError naming the role(s) and the fix when a range is empty (first >
-  // last), negative, reaches past the world, or overlaps another one.
+  // last), negative, reaches past the world, or partly overlaps another one.
   static Placement disaggregated(int world, std::map<std::string, RankRange> ranges);
 
   Mode mode() const { return mode_; }

@@ -24,6 +24,8 @@ class Roles {
   Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, at::Device device = at::kCPU);
 
   algo::Role& get(const std::string& name);
+  // "<name>.rollout" when generation has ranks of its own; null otherwise.
+  algo::Role* rollout_of(const std::string& name);
   // Copies the weights of `init.from` sources into roles that are first used by
   // `stage` and not yet initialised (collective over the source's groups).
   void snapshot_for(const config::StageConfig& stage);
@@ -32,9 +34,14 @@ class Roles {
 
  private:
   void ensure_initialised(const std::string& name);
+  // The generation copy of `mc` on the ranks of placement.ranges.<name>.rollout,
+  // in its rollout layout, its weights filled by the first weight sync.
+  algo::Role build_rollout_role(const config::ModelConfig& mc, int world_rank, int world_size, at::Device device,
+                                at::ScalarType dtype);
 
   const config::PipelineConfig& cfg_;
   std::map<std::string, algo::Role> roles_;
+  std::map<std::string, algo::Role> rollout_roles_;  // by the trained role's name
   std::set<std::string> initialised_;
 };
 

@@ -1,0 +1,61 @@
+// Finished samples on their way from the generating ranks to the trainer's,
+// when generation has ranks of its own (docs/placement.md). Each generating
+// replica's leader (tp = sp = 0) sends every trainer rank its share of the
+// replica's kept samples as one message per iteration; groups stay whole (GRPO's
+// advantages are group-relative) and are dealt over the trainer's dp ranks in
+// global order, replica 0's groups first: the order the colocated stage deals prompts in.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "hpcrl/algo/policy_stage.h"
+#include "hpcrl/dist/communicator.h"
+#include "hpcrl/io/dataset_cursor.h"
+
+namespace hpcrl::algo {
+
+struct SampleMessage {
+  int64_t iteration = 0;
+  int64_t version = 0;          // weight updates the generating model had when it sampled these
+  io::DataCursor cursor;        // the generator's data position after drawing this iteration
+  RolloutRound round;           // this trainer rank's share of the kept samples, and the iteration's totals
+  double wait_weights_seconds = 0;  // the generator's wait in weight syncs since its previous message
+  bool operator==(const SampleMessage& o) const;
+};
+
+std::vector<uint8_t> encode_samples(const SampleMessage& msg);
+// InternalError when `bytes` is not a whole message (a protocol bug, not input).
+SampleMessage decode_samples(const std::vector<uint8_t>& bytes);
+
+// Groups [first, first + count) of replica `replica`'s kept groups that trainer
+// dp rank `dp_rank` of `dp` receives: the global group list (replicas in order,
+// `groups_per_replica` each) cut into dp contiguous parts of ⌊N·j/dp⌋..⌊N·(j+1)/dp⌋.
+struct GroupSlice {
+  int64_t first = 0, count = 0;
+};
+GroupSlice trainer_share(const std::vector<int64_t>& groups_per_replica, int replica, int dp, int dp_rank);
+
+// The messages between the generation role and the trainer role of one stage.
+class SampleChannel {
+ public:
+  SampleChannel(const Role& generator, const Role& trainer, dist::CommPtr world, int64_t group);
+
+  // On every generating rank (collective over the generator's dp group): the
+  // leaders start one send per trainer rank; they complete in wait_sends().
+  void send(const SampleMessage& msg);
+  void wait_sends();
+  // On every trainer rank: the messages of every generating replica for
+  // `iteration`, merged in replica order (totals and cursor from replica 0).
+  SampleMessage receive(int64_t iteration);
+
+ private:
+  const Role& generator_;
+  const Role& trainer_;
+  dist::CommPtr world_;
+  int64_t group_;
+  std::vector<dist::WorkPtr> pending_;
+  std::vector<at::Tensor> in_flight_;  // buffers of pending sends
+};
+
+}  // namespace hpcrl::algo

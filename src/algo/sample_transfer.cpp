@@ -1,0 +1,201 @@
+// Samples from the generating replicas to the trainer ranks (sample_transfer.h).
+#include "hpcrl/algo/sample_transfer.h"
+
+#include <cstring>
+#include <string>
+
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::algo {
+
+namespace {
+constexpr int kLengthTag = 7101, kBytesTag = 7102;
+
+// A flat little-endian byte stream of fixed-size values and length-prefixed lists.
+struct Writer {
+  std::vector<uint8_t> out;
+  template <class T>
+  void put(const T& v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    out.insert(out.end(), p, p + sizeof(T));
+  }
+  template <class T>
+  void list(const std::vector<T>& v) {
+    put<uint64_t>(v.size());
+    const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+    out.insert(out.end(), p, p + v.size() * sizeof(T));
+  }
+  void text(const std::string& s) { list(std::vector<char>(s.begin(), s.end())); }
+};
+
+struct Reader {
+  const std::vector<uint8_t>& in;
+  size_t at = 0;
+  void need(size_t n) const {
+    HPCRL_CHECK(at + n <= in.size(), "sample message cut short: " << in.size() << " bytes, reading " << n
+                                                                  << " at offset " << at);
+  }
+  template <class T>
+  T get() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, in.data() + at, sizeof(T));
+    at += sizeof(T);
+    return v;
+  }
+  template <class T>
+  std::vector<T> list() {
+    const auto n = get<uint64_t>();
+    need(n * sizeof(T));
+    std::vector<T> v(n);
+    if (n) std::memcpy(v.data(), in.data() + at, n * sizeof(T));
+    at += n * sizeof(T);
+    return v;
+  }
+  std::string text() {
+    auto c = list<char>();
+    return std::string(c.begin(), c.end());
+  }
+};
+
+void put_samples(Writer& w, const RolloutSamples& s) {
+  w.put<uint64_t>(s.size());
+  for (size_t k = 0; k < s.size(); ++k) {
+    w.list(s.prompt_ids[k]);
+    w.list(s.response_ids[k]);
+    w.list(s.logprobs[k]);
+    w.put<uint64_t>(s.example[k]);
+    w.put<double>(s.scores[k]);
+    w.put<uint8_t>(s.truncated[k] ? 1 : 0);
+  }
+}
+
+RolloutSamples get_samples(Reader& r) {
+  RolloutSamples s;
+  const auto n = r.get<uint64_t>();
+  for (uint64_t k = 0; k < n; ++k) {
+    s.prompt_ids.push_back(r.list<int32_t>());
+    s.response_ids.push_back(r.list<int32_t>());
+    s.logprobs.push_back(r.list<float>());
+    s.example.push_back(static_cast<size_t>(r.get<uint64_t>()));
+    s.scores.push_back(r.get<double>());
+    s.truncated.push_back(r.get<uint8_t>() != 0);
+  }
+  return s;
+}
+}  // namespace
+
+bool SampleMessage::operator==(const SampleMessage& o) const {
+  return encode_samples(*this) == encode_samples(o);
+}
+
+std::vector<uint8_t> encode_samples(const SampleMessage& msg) {
+  Writer w;
+  w.put(msg.iteration);
+  w.put(msg.version);
+  w.put(msg.cursor);
+  w.put(msg.round.totals);
+  w.put(msg.round.max_response_len);
+  w.put(msg.round.kept_groups);
+  w.put(msg.round.rounds);
+  w.put(msg.wait_weights_seconds);
+  w.put<uint64_t>(msg.round.seconds_by_span.size());
+  for (const auto& [k, v] : msg.round.seconds_by_span) {
+    w.text(k);
+    w.put(v);
+  }
+  put_samples(w, msg.round.kept);
+  return w.out;
+}
+
+SampleMessage decode_samples(const std::vector<uint8_t>& bytes) {
+  Reader r{bytes};
+  SampleMessage m;
+  m.iteration = r.get<int64_t>();
+  m.version = r.get<int64_t>();
+  m.cursor = r.get<io::DataCursor>();
+  m.round.totals = r.get<RolloutSums>();
+  m.round.max_response_len = r.get<double>();
+  m.round.kept_groups = r.get<double>();
+  m.round.rounds = r.get<double>();
+  m.wait_weights_seconds = r.get<double>();
+  const auto spans = r.get<uint64_t>();
+  for (uint64_t i = 0; i < spans; ++i) {
+    std::string k = r.text();
+    m.round.seconds_by_span.emplace_back(k, r.get<double>());
+  }
+  m.round.kept = get_samples(r);
+  HPCRL_CHECK(r.at == bytes.size(), "sample message has " << bytes.size() - r.at << " bytes past its end");
+  return m;
+}
+
+GroupSlice trainer_share(const std::vector<int64_t>& groups_per_replica, int replica, int dp, int dp_rank) {
+  int64_t total = 0, before = 0;
+  for (size_t r = 0; r < groups_per_replica.size(); ++r) {
+    if (static_cast<int>(r) < replica) before += groups_per_replica[r];
+    total += groups_per_replica[r];
+  }
+  const int64_t lo = total * dp_rank / dp, hi = total * (dp_rank + 1) / dp;
+  const int64_t first = std::max(lo, before), last = std::min(hi, before + groups_per_replica[replica]);
+  return last > first ? GroupSlice{first - before, last - first} : GroupSlice{0, 0};
+}
+
+SampleChannel::SampleChannel(const Role& generator, const Role& trainer, dist::CommPtr world, int64_t group)
+    : generator_(generator), trainer_(trainer), world_(std::move(world)), group_(group) {}
+
+void SampleChannel::send(const SampleMessage& msg) {
+  // Every replica's kept group count, so each leader knows where its groups fall globally.
+  at::Tensor mine = at::full({1}, int64_t(msg.round.kept.size()) / group_, at::kLong);
+  at::Tensor all = generator_.ctx.dp_size() > 1 ? generator_.ctx.dp->all_gather(mine, 0) : mine;
+  const int me = world_->rank();
+  const dist::MeshCoord pos = generator_.mesh.coord(me);
+  if (pos.tp != 0 || pos.sp != 0) return;  // the replica's other ranks hold the same samples
+  std::vector<int64_t> counts(all.data_ptr<int64_t>(), all.data_ptr<int64_t>() + all.numel());
+  const dist::Mesh& tm = trainer_.mesh;
+  for (int r = tm.first_rank(); r <= tm.last_rank(); ++r) {
+    const GroupSlice share = trainer_share(counts, pos.dp, tm.dp(), tm.coord(r).dp);
+    SampleMessage part = msg;
+    part.round.kept = RolloutSamples();
+    part.round.kept.append(msg.round.kept, size_t(share.first * group_), size_t(share.count * group_));
+    const std::vector<uint8_t> bytes = encode_samples(part);
+    at::Tensor len = at::full({1}, int64_t(bytes.size()), at::kLong);
+    at::Tensor buf = at::empty({int64_t(bytes.size())}, at::kByte);
+    std::memcpy(buf.data_ptr(), bytes.data(), bytes.size());
+    pending_.push_back(world_->send_async(len, r, kLengthTag));
+    pending_.push_back(world_->send_async(buf, r, kBytesTag));
+    in_flight_.push_back(len);
+    in_flight_.push_back(buf);
+  }
+}
+
+void SampleChannel::wait_sends() {
+  for (auto& w : pending_) w->wait();
+  pending_.clear();
+  in_flight_.clear();
+}
+
+SampleMessage SampleChannel::receive(int64_t iteration) {
+  const dist::Mesh& gm = generator_.mesh;
+  SampleMessage merged;
+  for (int replica = 0; replica < gm.dp(); ++replica) {
+    const int from = gm.world_rank(0, 0, replica, 0);
+    at::Tensor len = at::empty({1}, at::kLong);
+    world_->recv(len, from, kLengthTag);
+    at::Tensor buf = at::empty({len.item<int64_t>()}, at::kByte);
+    world_->recv(buf, from, kBytesTag);
+    const auto* p = buf.data_ptr<uint8_t>();
+    SampleMessage m = decode_samples(std::vector<uint8_t>(p, p + buf.numel()));
+    HPCRL_CHECK(m.iteration == iteration, "samples of iteration " << m.iteration << " arrived from rank " << from
+                                                                  << " while the trainer expects iteration " << iteration);
+    if (replica == 0) {
+      RolloutSamples kept = std::move(m.round.kept);
+      merged = std::move(m);
+      merged.round.kept = std::move(kept);
+    } else {
+      merged.round.kept.append(m.round.kept, 0, m.round.kept.size());
+    }
+  }
+  return merged;
+}
+
+}  // namespace hpcrl::algo

@@ -106,6 +106,7 @@ StageResult DisaggregatedRun::run() {
                  stage_.policy().mesh.first_rank(), stage_.policy().mesh.last_rank(), cfg_.async.max_staleness,
                  describe(plan.training));
   result_.steps_done = start;
+  trace::TimedSpan rounds(stage_.name() + "/rounds", {{"generates", training_ ? 0.0 : 1.0}});
   for (const RoundAction& a : training_ ? plan.training : plan.generation) {
     switch (a.step) {
       case RoundStep::kSyncWeights:

@@ -257,9 +257,22 @@ struct StageChecker {
         data(st.distill.data, p + ".data");
         batch_split(student, st.distill.batch, p + ".batch", "global batch");
         early_stop(st.distill.stop_at_accuracy, st.distill.eval_every, st.distill.data, p);
+        if (st.distill.on_policy) distill_generation(student, p);
+        if (st.distill.sequence_level) distill_generation(teacher, p);
         break;
       }
     }
+  }
+
+  // Distillation generates on its roles' own ranks: a rollout range apart from them is not used there yet.
+  void distill_generation(const ModelConfig* m, const std::string& p) {
+    if (!m || c.placement.mode != PlacementMode::disaggregated) return;
+    const RankSpan own = ranks_of(c, m->name, opt.world), gen = ranks_of(c, m->name + ".rollout", opt.world);
+    if (gen.count > 0 && (gen.first != own.first || gen.count != own.count))
+      diag.error(c.pos("placement.ranges." + m->name + ".rollout"), "placement.ranges." + m->name + ".rollout",
+                 p + " generates with '" + m->name + "' on its own ranks; distillation with generation on ranks of "
+                 "its own is not built yet",
+                 "remove placement.ranges." + m->name + ".rollout (grpo and ppo stages use it)");
   }
 
   void reward_models() {

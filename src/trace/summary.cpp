@@ -167,6 +167,7 @@ Summary summarize(const std::vector<TraceFile>& files) {
     s.comm.push_back(std::move(st));
   }
   s.bubbles = pipeline_bubbles(files);
+  s.roles = role_idle(files);
   return s;
 }
 

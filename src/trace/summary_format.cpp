@@ -123,6 +123,17 @@ std::string format_markdown(const Summary& s) {
     os << "\nbubble measured: share of the pp/step spans outside pp/forward and pp/backward on the stage's lane; "
           "theory: (p−1)/(m+p−1) ((p−1)/(v·m+p−1) interleaved).\n";
   }
+  if (!s.roles.empty()) {
+    os << "\n## Roles (disaggregated RL)\n\n"
+       << "| stage | role | ranks | seconds | busy | waiting for data | waiting for weights |\n"
+       << "|---|---|--:|--:|--:|--:|--:|\n";
+    for (const auto& r : s.roles)
+      os << "| " << r.stage << " | " << r.role << " | " << r.ranks << " | " << fmt("%.3f", r.seconds) << " | "
+         << fmt("%.1f %%", 100 * r.busy) << " | " << fmt("%.1f %%", 100 * r.waiting_data) << " | "
+         << fmt("%.1f %%", 100 * r.waiting_weights) << " |\n";
+    os << "\nseconds: the role's <stage>/rounds spans summed over its ranks; waiting for data: the trainer receiving "
+          "samples; waiting for weights: either side in a weight sync, the transfer included.\n";
+  }
   return os.str();
 }
 
@@ -172,6 +183,10 @@ std::string format_json(const Summary& s) {
     j["pipeline_bubble"].push_back({{"stage", b.stage}, {"ranks", b.ranks}, {"steps", b.steps}, {"stages", b.stages},
                                     {"microbatches", b.microbatches}, {"virtual_stages", b.virtual_stages},
                                     {"mean_step_s", b.mean_step_s}, {"measured", b.measured}, {"theory", b.theory}});
+  j["roles"] = nlohmann::ordered_json::array();
+  for (const auto& r : s.roles)
+    j["roles"].push_back({{"stage", r.stage}, {"role", r.role}, {"ranks", r.ranks}, {"seconds", r.seconds},
+                          {"busy", r.busy}, {"waiting_data", r.waiting_data}, {"waiting_weights", r.waiting_weights}});
   return j.dump(2) + "\n";
 }
 

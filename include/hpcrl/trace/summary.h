@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "hpcrl/trace/bubble.h"
+#include "hpcrl/trace/role_idle.h"
 #include "hpcrl/trace/reader.h"
 
 namespace hpcrl::trace {
@@ -58,6 +59,7 @@ struct Summary {
   std::vector<SpanStats> spans;  // tree order: children after their parent, siblings by first start
   std::vector<CommStats> comm;   // by op, then group
   std::vector<BubbleStats> bubbles;  // pipeline parallelism: measured vs theoretical bubble per pp stage
+  std::vector<RoleIdleStats> roles;  // disaggregated RL: busy and waiting shares per role
 };
 
 // "policy/tp[3]" -> "policy/tp": groups of one kind (every tp group) are summed together.

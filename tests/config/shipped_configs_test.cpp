@@ -32,6 +32,9 @@ const std::vector<ShippedConfig> kShipped = {
     {"configs/ci-smoke-1gpu.yaml", 1},
     {"configs/gsm8k-qwen2.5-1.5b-perlmutter.yaml", 8},
     {"configs/ppo-disaggregated-4rank.yaml", 4},
+    {"configs/quickstart-disaggregated.yaml", 2},
+    {"configs/quickstart-async.yaml", 2},
+    {"configs/gsm8k-qwen2.5-1.5b-perlmutter-async.yaml", 8},
 };
 
 std::string slurp(const stdfs::path& p) {

@@ -9,7 +9,9 @@
 #include "hpcrl/algo/policy_stage.h"
 #include "hpcrl/algo/role_sums.h"
 #include "hpcrl/algo/rollout_copy.h"
+#include "hpcrl/algo/sample_transfer.h"
 #include "hpcrl/algo/stage_loop.h"
+#include "hpcrl/rollout/weight_sync.h"
 
 namespace hpcrl::algo {
 
@@ -40,14 +42,16 @@ void RolloutSamples::append(const RolloutSamples& o, size_t first, size_t count)
 
 Experience PolicyStage::collect(int64_t iteration, RlMetrics& m) {
   RolloutRound round = produce(iteration);
+  if (resharded()) round.kept = redeal_->redeal(round.kept);  // into the training layout's dp shares
   add_rollout_metrics(round, m);
   return experience_of(round.kept, m);
 }
 
 RolloutRound PolicyStage::produce(int64_t iteration) {
   RlMetrics m;  // the spans' seconds
-  // The rollout copy of a pipelined policy gets the updated weights.
+  // The rollout copy of a pipelined policy, or the generation copy in another layout, gets the updated weights.
   if (generator_.ctx.pp_size() > 1) timed("weight_sync", m, [&] { sync_rollout_model(generator_); });
+  if (resharded()) timed("weight_sync", m, [&] { rollout::reshard_weights(*policy_.model, *generator_.model); });
   RolloutRound round;
   RolloutSums sums;
   double max_response_len = 0, kept_groups = 0;

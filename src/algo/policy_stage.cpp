@@ -3,8 +3,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <numeric>
+
 #include "hpcrl/algo/evaluation.h"
 #include "hpcrl/algo/rollout_copy.h"
+#include "hpcrl/algo/sample_transfer.h"
+#include "hpcrl/dist/bootstrap.h"
 #include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"
@@ -27,7 +31,14 @@ PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy
   if (generator_.member())
     engine_ = std::make_unique<rollout::Engine>(sync_rollout_model(generator_), generator_.tokenizer.get(),
                                                 rollout::EngineOptions{generator_.config->rollout.max_batch, true});
+  if (resharded()) {
+    std::vector<int> all(size_t(env.world->size()));
+    std::iota(all.begin(), all.end(), 0);
+    redeal_ = std::make_unique<SampleChannel>(generator_, policy_, dist::new_group(all, name_ + "/redeal"), cfg.group);
+  }
 }
+
+PolicyStage::~PolicyStage() = default;
 
 int64_t PolicyStage::minibatches_per_epoch() const {
   const int64_t total = cfg_.prompts * cfg_.group;

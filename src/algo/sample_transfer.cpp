@@ -174,6 +174,36 @@ void SampleChannel::wait_sends() {
   in_flight_.clear();
 }
 
+RolloutSamples SampleChannel::redeal(const RolloutSamples& kept) {
+  const int me = world_->rank();
+  const dist::MeshCoord pos = generator_.mesh.coord(me);
+  SampleMessage mine;
+  if (pos.tp == 0 && pos.sp == 0) mine.round.kept = kept;  // the replica's other ranks hold the same samples
+  const std::vector<uint8_t> bytes = encode_samples(mine);
+  at::Tensor len = at::full({1}, int64_t(bytes.size()), at::kLong);
+  const at::Tensor lens = world_->all_gather(len, 0);
+  const int64_t longest = lens.max().item<int64_t>();
+  at::Tensor buf = at::zeros({1, longest}, at::kByte);
+  std::memcpy(buf.data_ptr(), bytes.data(), bytes.size());
+  const at::Tensor all = world_->all_gather(buf, 0);  // [world, longest]
+  const dist::Mesh& gm = generator_.mesh;
+  std::vector<RolloutSamples> replicas;
+  std::vector<int64_t> counts;
+  for (int replica = 0; replica < gm.dp(); ++replica) {
+    const int from = gm.world_rank(0, 0, replica, 0);
+    const auto* p = all[from].data_ptr<uint8_t>();
+    replicas.push_back(decode_samples(std::vector<uint8_t>(p, p + lens[from].item<int64_t>())).round.kept);
+    counts.push_back(int64_t(replicas.back().size()) / group_);
+  }
+  const dist::Mesh& tm = trainer_.mesh;
+  RolloutSamples out;
+  for (int replica = 0; replica < gm.dp(); ++replica) {
+    const GroupSlice share = trainer_share(counts, replica, tm.dp(), tm.coord(me).dp);
+    out.append(replicas[size_t(replica)], size_t(share.first * group_), size_t(share.count * group_));
+  }
+  return out;
+}
+
 SampleMessage SampleChannel::receive(int64_t iteration) {
   const dist::Mesh& gm = generator_.mesh;
   SampleMessage merged;

@@ -167,6 +167,7 @@ void check_rl(RlStage& s, const YNode& n, const std::string& path, Reading& read
                  "recompute_old_logprobs: false, but the decoupled objective (async.max_staleness > 0 or tis_cap > 0) "
                  "needs the trainer's own old log-probs beside the engine's",
                  "remove recompute_old_logprobs (it is implied) or turn off async/tis_cap");
+  if (s.decoupled()) s.recompute_old_logprobs = true;  // the resolved config says what runs
   if (s.kl.coef > 0 && s.reference.empty())
     reading.error(reading.value_pos(join_path(path, "kl.coef"), n.pos), join_path(path, "kl.coef"),
               "KL coefficient " + format_number(s.kl.coef) + " needs a reference model",

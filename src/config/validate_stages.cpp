@@ -169,12 +169,15 @@ struct StageChecker {
                  "asynchronous RL overlaps generation with training, so generation needs ranks of its own",
                  "set placement.mode: disaggregated with a `" + policy.name + ".rollout` range beside `" +
                      policy.name + "`'s, or use max_staleness: 0");
+    const bool other_layout = policy.rollout.parallel.tp != policy.parallel.tp ||
+                              policy.rollout.parallel.sp != policy.parallel.sp ||
+                              policy.rollout.parallel.ep != policy.parallel.ep;
+    if (policy.rollout.parallel.pp != 1)
+      diag.error(c.pos(rp), rp + ".pp",
+                 "generation runs a whole model per replica (pp = 1), not pp = " +
+                     std::to_string(policy.rollout.parallel.pp),
+                 "remove models." + policy.name + ".rollout.parallel.pp (split the generation copy with tp instead)");
     if (!own_gen) {
-      if (policy.rollout.parallel.tp != policy.parallel.tp || policy.rollout.parallel.sp != policy.parallel.sp ||
-          policy.rollout.parallel.ep != policy.parallel.ep)
-        diag.error(c.pos(rp), rp, "a generation layout other than the training layout on the same ranks is not built yet",
-                   "remove models." + policy.name + ".rollout.parallel, or give generation its own ranks "
-                   "(placement.ranges." + policy.name + ".rollout)");
       if (disaggregated && opt.world > 0 && train.count != opt.world)
         diag.error(c.pos("placement.ranges." + policy.name), "placement.ranges." + policy.name,
                    p + " generates on the policy's ranks, so the policy needs every rank (its range has " +
@@ -182,9 +185,6 @@ struct StageChecker {
                    "give generation its own range (placement.ranges." + policy.name + ".rollout) or widen the policy's");
       return false;
     }
-    if (policy.rollout.parallel.pp != 1)
-      diag.error(c.pos(rp + ".pp"), rp + ".pp", "generation runs a whole model per replica (pp = 1)",
-                 "split the generation model with tp instead, or drop rollout.parallel.pp");
     if (train.first != 0)
       diag.error(c.pos("placement.ranges." + policy.name), "placement.ranges." + policy.name,
                  "the trainer's ranks must start at rank 0, which writes metrics.jsonl and checkpoints' state",
@@ -264,9 +264,16 @@ struct StageChecker {
     }
   }
 
-  // Distillation generates on its roles' own ranks: a rollout range apart from them is not used there yet.
+  // Distillation generates with its roles' own models: a generation copy (own ranks or layout) is not used there yet.
   void distill_generation(const ModelConfig* m, const std::string& p) {
-    if (!m || c.placement.mode != PlacementMode::disaggregated) return;
+    if (!m) return;
+    const auto &t = m->parallel, &g = m->rollout.parallel;
+    if (t.tp != g.tp || t.sp != g.sp || t.ep != g.ep)
+      diag.error(c.pos("models." + m->name + ".rollout.parallel"), "models." + m->name + ".rollout.parallel",
+                 p + " generates with '" + m->name + "' in its training layout; a generation layout of its own is "
+                 "used by grpo and ppo stages only so far",
+                 "remove models." + m->name + ".rollout.parallel");
+    if (c.placement.mode != PlacementMode::disaggregated) return;
     const RankSpan own = ranks_of(c, m->name, opt.world), gen = ranks_of(c, m->name + ".rollout", opt.world);
     if (gen.count > 0 && (gen.first != own.first || gen.count != own.count))
       diag.error(c.pos("placement.ranges." + m->name + ".rollout"), "placement.ranges." + m->name + ".rollout",

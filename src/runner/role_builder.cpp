@@ -15,13 +15,22 @@ namespace hpcrl::runner {
 namespace {
 std::string tokenizer_spec(const std::string& t) { return t == "byte" || t.empty() ? "builtin" : t; }
 
-// Whether placement.ranges gives `<name>.rollout` ranks other than `<name>`'s own.
-bool has_own_rollout_ranks(const config::PipelineConfig& cfg, const std::string& name) {
+// Whether the policy of a grpo/ppo stage generates on a copy of its own: on
+// ranks of its own (placement.ranges.<name>.rollout apart from <name>'s) or in
+// a tp/sp/ep layout other than its training one.
+bool needs_generation_copy(const config::PipelineConfig& cfg, const config::ModelConfig& mc) {
+  bool policy = false;
+  for (const auto& st : cfg.stages)
+    policy = policy || (st.kind == config::StageKind::grpo && st.grpo.policy == mc.name) ||
+             (st.kind == config::StageKind::ppo && st.ppo.policy == mc.name);
+  if (!policy) return false;
+  const auto &t = mc.parallel, &g = mc.rollout.parallel;
+  if (t.tp != g.tp || t.sp != g.sp || t.ep != g.ep) return true;
   if (cfg.placement.mode != config::PlacementMode::disaggregated) return false;
   const config::RankRange *own = nullptr, *gen = nullptr;
   for (const auto& r : cfg.placement.ranges) {
-    if (r.target == name) own = &r;
-    if (r.target == name + dist::Placement::kRolloutSuffix) gen = &r;
+    if (r.target == mc.name) own = &r;
+    if (r.target == mc.name + dist::Placement::kRolloutSuffix) gen = &r;
   }
   return own && gen && (own->first != gen->first || own->last != gen->last);
 }
@@ -95,7 +104,7 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, 
     }
     roles_.emplace(n, std::move(role));
     ++role_index;
-    if (has_own_rollout_ranks(cfg, n)) rollout_roles_.emplace(n, build_rollout_role(mc, world_rank, world_size, device, dtype));
+    if (needs_generation_copy(cfg, mc)) rollout_roles_.emplace(n, build_rollout_role(mc, world_rank, world_size, device, dtype));
   }
 }
 

@@ -79,17 +79,18 @@ TEST(RewardModelMpi, ADataParallelSizeOtherThanThePolicysIsRefused) {
       << err;
 }
 
-TEST(RewardModelMpi, ARewardModelMissingOnSomeRanksIsRefused) {
+TEST(RewardModelMpi, APolicyMissingOnSomeRanksIsRefusedAtValidation) {
+  // The reward model beside a policy on half the ranks: the stage would generate on the policy's ranks only.
   const int W = world_size();
   const std::string half = n(W / 2 - 1), rest = n(W / 2), last = n(W - 1);
-  auto p = make_rm_pipeline(rm_pipeline_yaml(
+  const std::string yaml = rm_pipeline_yaml(
       "{init: {preset: tiny-2l}}", "{init: {preset: tiny-2l}, head: value}",
-      "placement: {mode: disaggregated, ranges: {policy: [0, " + half + "], rm: [" + rest + ", " + last + "]}}\n"));
-  std::string err = input_error([&] { p->rewards({"rm"}); });
-  EXPECT_EQ(err.rfind(kRewardPos, 0), 0u) << err;
-  EXPECT_NE(err.find("rank 0 does not hold the reward model 'rm'; every rank scores its own samples"),
-            std::string::npos) << err;
-  EXPECT_NE(err.find("placement.mode: colocated"), std::string::npos) << err;
+      "placement: {mode: disaggregated, ranges: {policy: [0, " + half + "], rm: [" + rest + ", " + last + "]}}\n");
+  auto loaded = config::check_pipeline_text(yaml, "rm.yaml", {}, {W, false});
+  ASSERT_FALSE(loaded.ok());
+  std::string all;
+  for (const auto& e : loaded.diagnostics.errors) all += e.str() + "\n";
+  EXPECT_NE(all.find("generates on the policy's ranks, so the policy needs every rank"), std::string::npos) << all;
 }
 
 TEST(RewardModelMpi, ADataParallelCoordinateOtherThanThePolicysIsRefused) {

@@ -98,7 +98,7 @@ TEST(Overrides, MalformedOverrides) {
 
 TEST(Overrides, RankRangeKeysKeepTheirDot) {
   LoadResult r = load({"placement.mode=disaggregated", "placement.ranges.policy=[0, 1]",
-                       "placement.ranges.policy.rollout=[2, 3]", "placement.ranges.reference=[4, 4]"});
+                       "placement.ranges.policy.rollout=[2, 3]", "placement.ranges.reference=[0, 1]"});
   ASSERT_TRUE(r.ok()) << str::join(errors(r), "\n");
   ASSERT_EQ(r.config.placement.ranges.size(), 3u);
   EXPECT_EQ(r.config.placement.ranges[1].target, "policy.rollout");

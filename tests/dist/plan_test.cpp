@@ -64,12 +64,12 @@ TEST(Plan, ColocatedRankMapGroupsAndJsonShape) {
   EXPECT_EQ(p["groups"]["dp"], nlohmann::json({{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
   EXPECT_EQ(p["groups"]["pp"], nlohmann::json({{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
   EXPECT_EQ(p["groups"]["tp_pp"], nlohmann::json({{0, 1, 4, 5}, {2, 3, 6, 7}}));
-  // The rollout layout sets tp=1 and inherits pp=2: dp = 8 / 2 = 4.
+  // The rollout layout sets tp=1; generation runs whole models (pp=1, not the training pp): dp = 8.
   const auto& r = j["roles"]["policy.rollout"];
   EXPECT_EQ(r["parallel"]["tp"], 1);
-  EXPECT_EQ(r["parallel"]["pp"], 2);
-  EXPECT_EQ(r["parallel"]["dp"], 4);
-  EXPECT_EQ(r["groups"]["pp"], nlohmann::json({{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(r["parallel"]["pp"], 1);
+  EXPECT_EQ(r["parallel"]["dp"], 8);
+  EXPECT_EQ(r["groups"]["pp"], nlohmann::json({{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}}));
   EXPECT_EQ(j["warnings"], nlohmann::json::array());
 }
 
@@ -89,14 +89,14 @@ TEST(Plan, MemoryOfTheTinyPresetByHand) {
   EXPECT_EQ(m.kv_cache, 0);
   EXPECT_EQ(m.seq_len, 2048);
   EXPECT_EQ(m.micro_batch, 1);
-  // policy.rollout, tp=1 pp=2, not trained, 64 sequences of KV cache.
-  // Per layer 2·128·4·32 + 2·128·2·32 + 256 + 3·128·384 = 196864; stage 1: 393728 + 128 + 34816 = 428672.
+  // policy.rollout, tp=1 pp=1 (a whole model), not trained, 64 sequences of KV cache.
+  // Per layer 2·128·4·32 + 2·128·2·32 + 256 + 3·128·384 = 196864; 4 layers + 128 (norm) + 34816 (tied embedding) = 822400.
   const MemoryEstimate& g = *plan.roles[1].memory;
-  EXPECT_EQ(g.parameters, 428672);
-  EXPECT_EQ(g.weights, 428672 * 4);
+  EXPECT_EQ(g.parameters, 822400);
+  EXPECT_EQ(g.weights, 822400 * 4);
   EXPECT_EQ(g.grads + g.optimizer + g.activations, 0);
-  // 2 (k, v) · 2 layers · 2 kv heads · 32 · 4 bytes · 64 sequences · 2048 tokens.
-  EXPECT_EQ(g.kv_cache, 2ll * 2 * 2 * 32 * 4 * 64 * 2048);
+  // 2 (k, v) · 4 layers · 2 kv heads · 32 · 4 bytes · 64 sequences · 2048 tokens.
+  EXPECT_EQ(g.kv_cache, 2ll * 4 * 2 * 32 * 4 * 64 * 2048);
   EXPECT_EQ(g.total(), g.weights + g.kv_cache);
 }
 
@@ -196,7 +196,7 @@ TEST(Plan, TextListsEveryRoleWithItsLayoutAndMemory) {
   std::string text = plan_text(make_plan(load(kColocated, 8), 8, 4));
   EXPECT_NE(text.find("world 8 ranks, 4 per node (2 nodes)"), std::string::npos) << text;
   EXPECT_NE(text.find("policy: tp=2 sp=1 ep=1 dp=2 pp=2 on ranks 0-7 (edp=2)"), std::string::npos) << text;
-  EXPECT_NE(text.find("policy.rollout: tp=1 sp=1 ep=1 dp=4 pp=2 on ranks 0-7"), std::string::npos) << text;
+  EXPECT_NE(text.find("policy.rollout: tp=1 sp=1 ep=1 dp=8 pp=1 on ranks 0-7"), std::string::npos) << text;
   EXPECT_NE(text.find("  tp    [0,1] [2,3] [4,5] [6,7]"), std::string::npos) << text;
   EXPECT_NE(text.find("214656 parameters"), std::string::npos) << text;
 }

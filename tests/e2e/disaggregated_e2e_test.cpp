@@ -100,6 +100,24 @@ TEST(DisaggregatedE2E, GenerationAtTp2FollowsGenerationAtTp1) {
   expect_same_rollouts(stage_lines(dir + "/tp1", "grpo"), stage_lines(dir + "/tp2", "grpo"), kTrainingMetrics);
 }
 
+TEST(DisaggregatedE2E, ColocatedGenerationInAnotherLayoutFollowsThatLayoutUsedForTraining) {
+  std::string dir = scratch_dir("hybrid");
+  // Both generate at tp = 1 × dp = 2 (4 prompts per rank): one also trains there, the other trains at tp = 2 and
+  // reshards into a generation copy before each rollout, then re-deals the samples to its single dp rank.
+  Proc same = run_hpcrl("run " + kGrpo + " --out " + dir + "/dp2", 2);
+  ASSERT_EQ(same.exit_code, 0) << same.output;
+  Proc hybrid = run_hpcrl("run " + kGrpo + " --set models.policy.parallel.tp=2 --set models.reference.parallel.tp=2"
+                          " --set models.policy.rollout.parallel.tp=1 --out " + dir + "/tp2",
+                          2);
+  ASSERT_EQ(hybrid.exit_code, 0) << hybrid.output;
+  const auto a = stage_lines(dir + "/dp2", "grpo"), b = stage_lines(dir + "/tp2", "grpo");
+  ASSERT_EQ(b.size(), 3u);
+  // Iteration 1: the same samples from the same weights; training at tp = 2 sums in another order than at dp = 2.
+  expect_same_rollouts({a[0]}, {b[0]}, {{"loss", 1e-5}, {"kl", 1e-5}, {"grad_norm", 1e-4}});
+  EXPECT_TRUE(b[0].contains("seconds/weight_sync"));
+  EXPECT_FALSE(a[0].contains("seconds/weight_sync"));  // the same layout generates with the trained model itself
+}
+
 TEST(DisaggregatedE2E, AsyncOneStepStartsSynchronousThenTrainsOneVersionBehind) {
   std::string dir = scratch_dir("disagg-async");
   const std::string grpo = kGrpo + kOneAndOne + " --set stages[0].grpo.iterations=4";

@@ -27,6 +27,8 @@
 
 namespace hpcrl::algo {
 
+class SampleChannel;
+
 struct RlMetrics {
   double reward_mean = 0, reward_std = 0, accuracy = 0;
   double response_len_mean = 0, response_len_max = 0;
@@ -88,12 +90,16 @@ class PolicyStage {
   // (`<policy>.rollout` on ranks of its own; null: the policy generates).
   PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* reference, const DataSplits& data,
               std::string stage_name, Role* generator = nullptr);
+  ~PolicyStage();
 
   // This rank generates (holds the engine's model) / trains the policy.
   bool generates() const { return generator_.member(); }
   bool trains() const { return policy_.member(); }
   // Generation has ranks of its own (`<policy>.rollout`), apart from the trainer's.
-  bool disaggregated() const { return &generator_ != &policy_; }
+  bool disaggregated() const { return generator_.mesh.first_rank() != policy_.mesh.first_rank(); }
+  // Generation runs on a copy in another layout on the trainer's own ranks (veRL's
+  // hybrid engine): the weights are resharded into it before each rollout.
+  bool resharded() const { return &generator_ != &policy_ && !disaggregated(); }
   Role& policy() { return policy_; }
   Role& generator() { return generator_; }
   const std::string& name() const { return name_; }
@@ -154,6 +160,7 @@ class PolicyStage {
   std::unique_ptr<PromptBuilder> prompts_;
   std::unique_ptr<io::DataSampler> sampler_;
   std::unique_ptr<rollout::Engine> engine_;
+  std::unique_ptr<SampleChannel> redeal_;  // resharded(): samples from the generation layout to the training one
 };
 
 // The iteration's reward, accuracy and length metrics from its rollout totals.

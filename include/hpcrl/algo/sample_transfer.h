@@ -36,7 +36,8 @@ struct GroupSlice {
 };
 GroupSlice trainer_share(const std::vector<int64_t>& groups_per_replica, int replica, int dp, int dp_rank);
 
-// The messages between the generation role and the trainer role of one stage.
+// The messages between the generation role and the trainer role of one stage,
+// over `world` (a communicator of every rank, group rank = world rank).
 class SampleChannel {
  public:
   SampleChannel(const Role& generator, const Role& trainer, dist::CommPtr world, int64_t group);
@@ -48,6 +49,10 @@ class SampleChannel {
   // On every trainer rank: the messages of every generating replica for
   // `iteration`, merged in replica order (totals and cursor from replica 0).
   SampleMessage receive(int64_t iteration);
+  // Generator and trainer on the same ranks in different layouts (collective
+  // over the channel's ranks): this rank's trainer share of every replica's
+  // kept samples, in the order receive() merges them.
+  RolloutSamples redeal(const RolloutSamples& kept);
 
  private:
   const Role& generator_;

@@ -29,7 +29,8 @@ struct StageEnv {
   dist::CommPtr world;
   trace::MetricsWriter* metrics = nullptr;        // rank 0 writes; may be null in tests
   std::function<Role&(const std::string&)> role;  // by role name
-  // The generation role of `role` when it runs on ranks of its own ("<role>.rollout"); null otherwise.
+  // The generation copy of `role` ("<role>.rollout": on ranks of its own or in
+  // another layout); null when `role` generates with its own model.
   std::function<Role*(const std::string&)> rollout_role;
   std::function<const DataSplits&(const std::string&)> data;  // by dataset name
   // Collective over the world: true when any rank was asked to stop (SIGTERM/SIGUSR1).

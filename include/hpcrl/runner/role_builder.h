@@ -24,7 +24,8 @@ class Roles {
   Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, at::Device device = at::kCPU);
 
   algo::Role& get(const std::string& name);
-  // "<name>.rollout" when generation has ranks of its own; null otherwise.
+  // "<name>.rollout": the generation copy of a grpo/ppo policy that generates on
+  // ranks of its own or in another tp/sp/ep layout; null otherwise.
   algo::Role* rollout_of(const std::string& name);
   // Copies the weights of `init.from` sources into roles that are first used by
   // `stage` and not yet initialised (collective over the source's groups).
@@ -34,8 +35,8 @@ class Roles {
 
  private:
   void ensure_initialised(const std::string& name);
-  // The generation copy of `mc` on the ranks of placement.ranges.<name>.rollout,
-  // in its rollout layout, its weights filled by the first weight sync.
+  // The generation copy of `mc` on the ranks of `<name>.rollout` (its own range,
+  // or the role's), in its rollout layout, its weights filled by the first weight sync.
   algo::Role build_rollout_role(const config::ModelConfig& mc, int world_rank, int world_size, at::Device device,
                                 at::ScalarType dtype);
 

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 
@@ -47,9 +48,14 @@ struct RoundState {
 };
 }  // namespace
 
+// What this rank does in the stage: generate, train the policy, or help the
+// trainer from ranks of its own (a reference answering log-prob requests, a
+// critic answering values and training on returns).
+enum class Side { kGenerator, kTrainer, kHelper };
+
 class DisaggregatedRun {
  public:
-  DisaggregatedRun(StageEnv& env, PolicyStage& stage, PolicyTraining* training);
+  DisaggregatedRun(StageEnv& env, PolicyStage& stage, PolicyTraining& training);
   StageResult run();
 
  private:
@@ -59,46 +65,65 @@ class DisaggregatedRun {
   void send(int64_t it);
   void receive(int64_t it);
   void update(int64_t it);
+  void help(int64_t it);
   void evaluate_and_checkpoint(int64_t done);
   void checkpoint(int64_t step);
 
   StageEnv& env_;
   PolicyStage& stage_;
-  PolicyTraining* training_;
+  PolicyTraining& training_;
   const config::RlStage& cfg_;
+  Side side_;
   dist::Bridge bridge_;        // the trainer's first rank → every generating rank
-  dist::CommPtr trainer_;      // the trainer's ranks (checkpoints)
+  dist::CommPtr saving_;       // the ranks of the roles a checkpoint holds (the trainer's, a critic's own)
   SampleChannel channel_;
-  StageEnv trainer_env_;       // env with the trainer's ranks as its world
+  StageEnv saving_env_;        // env with saving_ as its world
   RoundState state_;
   StageResult result_;
   std::unique_ptr<Progress> progress_;
 };
 
-DisaggregatedRun::DisaggregatedRun(StageEnv& env, PolicyStage& stage, PolicyTraining* training)
+// World ranks of every role a checkpoint holds, in order (known on every rank).
+std::vector<int> saving_ranks(const std::vector<TrainedRole>& saved) {
+  std::vector<int> out;
+  for (const auto& tr : saved)
+    for (int r : ranks_of(tr.role->mesh))
+      if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Side side_of(PolicyStage& stage) {
+  if (stage.generates()) return Side::kGenerator;
+  return stage.trains() ? Side::kTrainer : Side::kHelper;
+}
+
+DisaggregatedRun::DisaggregatedRun(StageEnv& env, PolicyStage& stage, PolicyTraining& training)
     : env_(env),
       stage_(stage),
       training_(training),
       cfg_(stage.config()),
+      side_(side_of(stage)),
       bridge_(dist::Bridge::create(stage.policy().mesh.first_rank(),
                                    {stage.generator().mesh.first_rank(), stage.generator().mesh.last_rank()},
                                    stage.name() + "/weights")),
-      trainer_(dist::new_group(ranks_of(stage.policy().mesh), stage.name() + "/trainer")),
+      saving_(dist::new_group(saving_ranks(training.saved), stage.name() + "/trainer")),
       channel_(stage.generator(), stage.policy(), dist::new_group(all_ranks(env.world->size()), stage.name() + "/samples"),
                cfg_.group),
-      trainer_env_(env) {
-  trainer_env_.world = trainer_;
+      saving_env_(env) {
+  saving_env_.world = saving_;
 }
 
 StageResult DisaggregatedRun::run() {
-  const int64_t start = resume_stage(trainer_env_, training_ ? training_->saved : std::vector<TrainedRole>{},
+  // Ranks outside every saved role read only the step and the data cursor.
+  const int64_t start = resume_stage(saving_env_, saving_ ? training_.saved : std::vector<TrainedRole>{},
                                      stage_.sampler(), stage_.name());
   state_.version = start;
   state_.consumed = stage_.sampler().cursor();
   state_.last_update_us = trace::now_us();
   progress_ = std::make_unique<Progress>(stage_.name(), cfg_.iterations, env_.progress && env_.world->rank() == 0,
                                          "iter");
-  if (training_ && start == 0 && env_.pipeline->run.eval_before_train) stage_.evaluate(0, result_);
+  if (side_ == Side::kTrainer && start == 0 && env_.pipeline->run.eval_before_train) stage_.evaluate(0, result_);
   const RoundPlan plan = plan_rounds(start, cfg_.iterations, cfg_.async.max_staleness);
   if (env_.world->rank() == 0)
     spdlog::info("{}: generation on ranks {}-{}, training on {}-{}, max_staleness {}; trainer rounds: {}",
@@ -106,34 +131,39 @@ StageResult DisaggregatedRun::run() {
                  stage_.policy().mesh.first_rank(), stage_.policy().mesh.last_rank(), cfg_.async.max_staleness,
                  describe(plan.training));
   result_.steps_done = start;
-  trace::TimedSpan rounds(stage_.name() + "/rounds", {{"generates", training_ ? 0.0 : 1.0}});
-  for (const RoundAction& a : training_ ? plan.training : plan.generation) {
+  // Helpers follow the trainer's rounds: its syncs, and their answers at each update.
+  trace::TimedSpan rounds(stage_.name() + "/rounds", {{"generates", side_ == Side::kGenerator ? 1.0 : 0.0},
+                                                      {"scores", side_ == Side::kHelper ? 1.0 : 0.0}});
+  for (const RoundAction& a : side_ == Side::kGenerator ? plan.generation : plan.training) {
     switch (a.step) {
       case RoundStep::kSyncWeights:
         if (sync_weights()) return result_;
         break;
       case RoundStep::kGenerate: generate(a.iteration); break;
       case RoundStep::kSendSamples: send(a.iteration); break;
-      case RoundStep::kReceiveSamples: receive(a.iteration); break;
-      case RoundStep::kUpdate: update(a.iteration); break;
+      case RoundStep::kReceiveSamples:
+        if (side_ == Side::kTrainer) receive(a.iteration);
+        break;
+      case RoundStep::kUpdate:
+        if (side_ == Side::kTrainer) update(a.iteration);
+        else help(a.iteration);
+        break;
     }
   }
   channel_.wait_sends();
   progress_->finish();
   result_.steps_done = cfg_.iterations;
-  if (training_) {
-    stage_.evaluate(cfg_.iterations, result_);
-    checkpoint(cfg_.iterations);
-  }
+  if (side_ == Side::kTrainer) stage_.evaluate(cfg_.iterations, result_);
+  if (saving_) checkpoint(cfg_.iterations);
   return result_;
 }
 
 bool DisaggregatedRun::sync_weights() {
   torch::NoGradGuard no_grad;
-  const bool trainer = training_ != nullptr;
-  channel_.wait_sends();  // the generator's sends before this sync are matched by the trainer's receives
+  const bool trainer = side_ == Side::kTrainer;
   {
     trace::TimedSpan span(stage_.name() + (trainer ? "/weight_sync" : "/wait_weights"));
+    channel_.wait_sends();  // the generator's sends complete once the trainer receives them: part of its wait
     io::NamedTensors full;
     if (trainer) full = model::gather_full_weights(*stage_.policy().model);  // collective over the trainer's groups
     if (bridge_.is_member()) {
@@ -154,8 +184,7 @@ bool DisaggregatedRun::sync_weights() {
   channel_.wait_sends();
   progress_->finish();
   result_.stopped = stop;
-  result_.steps_done = trainer ? state_.version : result_.steps_done;
-  if (trainer) checkpoint(state_.version);
+  if (saving_) checkpoint(state_.version);
   return true;
 }
 
@@ -192,7 +221,7 @@ void DisaggregatedRun::update(int64_t it) {
   m.seconds_by_span.emplace_back("weight_sync", state_.synced);
   m.seconds_by_span.emplace_back("wait_weights", msg.wait_weights_seconds);
   Experience exp = stage_.experience_of(msg.round.kept, m);
-  training_->train(exp, m, it);
+  training_.train(exp, m, it);
   state_.version = it + 1;
   state_.consumed = msg.cursor;
   m.extra.emplace_back("staleness/mean", double(staleness));
@@ -203,28 +232,36 @@ void DisaggregatedRun::update(int64_t it) {
   m.seconds = (now - state_.last_update_us) * 1e-6;  // since the previous update ended: the trainer's iteration
   state_.waited_samples = state_.synced = state_.sync_bytes = 0;
   state_.last_update_us = now;
-  stage_.write_metrics(it + 1, m, training_->lr(it));
+  stage_.write_metrics(it + 1, m, training_.lr(it));
   progress_->update(it + 1, fmt::format("reward {:.3f}, staleness {}", m.reward_mean, staleness));
+  result_.steps_done = it + 1;
+  evaluate_and_checkpoint(it + 1);
+}
+
+void DisaggregatedRun::help(int64_t it) {
+  if (stage_.scores_reference()) stage_.serve_reference();  // first: the trainer asks while collecting
+  if (training_.serve) training_.serve(it);
+  state_.version = it + 1;
   result_.steps_done = it + 1;
   evaluate_and_checkpoint(it + 1);
 }
 
 void DisaggregatedRun::evaluate_and_checkpoint(int64_t done) {
   if (done == cfg_.iterations) return;  // the final evaluation and checkpoint follow the plan
-  if (cfg_.eval_every > 0 && done % cfg_.eval_every == 0) {
+  if (side_ == Side::kTrainer && cfg_.eval_every > 0 && done % cfg_.eval_every == 0) {
     stage_.evaluate(done, result_);
     state_.target_reached = cfg_.stop_at_accuracy > 0 && result_.eval_accuracy >= cfg_.stop_at_accuracy;
   }
-  if (env_.checkpoint_every > 0 && done % env_.checkpoint_every == 0) checkpoint(done);
+  if (saving_ && env_.checkpoint_every > 0 && done % env_.checkpoint_every == 0) checkpoint(done);
 }
 
 void DisaggregatedRun::checkpoint(int64_t step) {
   // The data position of the last trained iteration: later draws are regenerated on resume.
   stage_.sampler().restore(state_.consumed, "the trainer's data position");
-  checkpoint_stage(trainer_env_, step, training_->saved, stage_.sampler(), stage_.name());
+  checkpoint_stage(saving_env_, step, training_.saved, stage_.sampler(), stage_.name());
 }
 
-StageResult run_disaggregated(StageEnv& env, PolicyStage& stage, PolicyTraining* training) {
+StageResult run_disaggregated(StageEnv& env, PolicyStage& stage, PolicyTraining& training) {
   return DisaggregatedRun(env, stage, training).run();
 }
 

@@ -7,6 +7,7 @@
 
 #include "hpcrl/algo/micro_batches.h"
 #include "hpcrl/algo/policy_stage.h"
+#include "hpcrl/algo/remote_reference.h"
 #include "hpcrl/algo/role_sums.h"
 #include "hpcrl/algo/rollout_copy.h"
 #include "hpcrl/algo/sample_transfer.h"
@@ -181,6 +182,7 @@ Experience PolicyStage::experience_of(RolloutSamples& kept, RlMetrics& m) {
   e.batch = make_token_batch(kept.prompt_ids, kept.response_ids, pad, policy_.ctx.sp_size(), policy_.device());
   if (kept.size() == 0) {
     e.batch = slice_rows(e.batch, 0, 0);
+    if (remote_reference_) remote_reference_->logprobs(RolloutSamples(), e.batch);  // the reference still answers
     e.old_logp = e.batch.loss_mask.clone();
     e.scores = at::zeros({0}, e.batch.loss_mask.options());
     return e;
@@ -197,7 +199,10 @@ Experience PolicyStage::experience_of(RolloutSamples& kept, RlMetrics& m) {
     e.behaviour_logp = scatter_response_values(e.batch, kept.logprobs).to(e.old_logp.device());
     add_offpolicy_metrics(e, m);
   }
-  if (reference_) timed("ref_logprob", m, [&] { e.ref_logp = forward_logprobs(*reference_, e.batch, micro, temperature); });
+  if (remote_reference_)
+    timed("ref_logprob", m, [&] { e.ref_logp = remote_reference_->logprobs(kept, e.batch); });
+  else if (reference_)
+    timed("ref_logprob", m, [&] { e.ref_logp = forward_logprobs(*reference_, e.batch, micro, temperature); });
   return e;
 }
 

@@ -8,6 +8,7 @@
 #include "hpcrl/algo/advantages.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/policy_run.h"
+#include "hpcrl/algo/remote_reference.h"
 #include "hpcrl/trace/trace.h"
 
 namespace hpcrl::algo {
@@ -30,15 +31,14 @@ StageResult run_grpo(StageEnv& env) {
   const config::GrpoStage& cfg = env.stage->grpo;
   Role& policy = env.role(cfg.policy);
   Role* reference = cfg.reference.empty() ? nullptr : &env.role(cfg.reference);
-  if (reference) check_same_rows(env.world, policy, *reference, env.stage->path);  // it scores the policy's rows
+  // It scores the policy's rows (unless on ranks of its own, where it gets them sent).
+  if (reference && !on_own_ranks(*reference, policy)) check_same_rows(env.world, policy, *reference, env.stage->path);
   PolicyStage stage(env, cfg, policy, reference, env.data(cfg.data), "grpo", rollout_role_of(env, cfg.policy));
   const int64_t n_mini = stage.minibatches_per_epoch();
   std::optional<Trainer> trainer;
+  if (stage.trains()) trainer.emplace(policy, cfg.train, cfg.iterations * cfg.epochs * n_mini);
   PolicyTraining training;
-  if (stage.trains()) {
-    trainer.emplace(policy, cfg.train, cfg.iterations * cfg.epochs * n_mini);
-    training.saved = {{&policy, &trainer->optimizer()}};
-  }
+  training.saved = {{&policy, trainer ? &trainer->optimizer() : nullptr}};
   const PolicyLossConfig pl = policy_loss_config(cfg);
   training.train = [&](Experience& exp, RlMetrics& m, int64_t it) {
     grpo_advantages(cfg, pl, exp);

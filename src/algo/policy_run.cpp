@@ -9,7 +9,7 @@
 namespace hpcrl::algo {
 
 StageResult run_policy_stage(StageEnv& env, PolicyStage& stage, PolicyTraining& training) {
-  if (stage.disaggregated()) return run_disaggregated(env, stage, stage.trains() ? &training : nullptr);
+  if (stage.disaggregated()) return run_disaggregated(env, stage, training);
   StageResult result;
   const int64_t start = stage.resume(training.saved);
   StageLoop steps = stage.stage_loop(start, training.saved, result);

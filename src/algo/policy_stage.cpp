@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "hpcrl/algo/evaluation.h"
+#include "hpcrl/algo/remote_reference.h"
 #include "hpcrl/algo/rollout_copy.h"
 #include "hpcrl/algo/sample_transfer.h"
 #include "hpcrl/dist/bootstrap.h"
@@ -19,11 +20,10 @@ PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy
                          const DataSplits& data, std::string stage_name, Role* generator)
     : env_(env), cfg_(cfg), policy_(policy), generator_(generator ? *generator : policy), reference_(reference),
       data_(data), name_(std::move(stage_name)), rewards_(env, cfg.rewards, generator_, cfg.train.micro_batch) {
-  HPCRL_CHECK_INPUT(policy.member() || generator_.member(),
-                    env.stage->path << ": this rank holds neither the policy nor its generation engine; every rank "
-                                       "of a grpo/ppo stage needs one of them (see docs/placement.md)");
-  prompts_ = std::make_unique<PromptBuilder>(*(policy.member() ? policy : generator_).tokenizer,
-                                             env.pipeline->find_data(cfg.data));
+  // Prompts are built where they are generated or evaluated: on the policy's and the generator's ranks
+  // (a reference or critic of its own only answers the trainer; validation gives every rank a role).
+  const Role* here = policy.member() ? &policy : generator_.member() ? &generator_ : nullptr;
+  if (here) prompts_ = std::make_unique<PromptBuilder>(*here->tokenizer, env.pipeline->find_data(cfg.data));
   sampler_ = std::make_unique<io::DataSampler>(data.train.size(),
                                                static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
                                                env.pipeline->find_data(cfg.data)->shuffle);
@@ -31,6 +31,9 @@ PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy
   if (generator_.member())
     engine_ = std::make_unique<rollout::Engine>(sync_rollout_model(generator_), generator_.tokenizer.get(),
                                                 rollout::EngineOptions{generator_.config->rollout.max_batch, true});
+  if (reference && on_own_ranks(*reference, policy))
+    remote_reference_ = std::make_unique<RemoteReference>(*reference, policy, env.world->size(), cfg.train,
+                                                          sampling_temperature(cfg), name_);
   if (resharded()) {
     std::vector<int> all(size_t(env.world->size()));
     std::iota(all.begin(), all.end(), 0);
@@ -39,6 +42,8 @@ PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy
 }
 
 PolicyStage::~PolicyStage() = default;
+
+void PolicyStage::serve_reference() { remote_reference_->serve(); }
 
 int64_t PolicyStage::minibatches_per_epoch() const {
   const int64_t total = cfg_.prompts * cfg_.group;

@@ -9,7 +9,7 @@
 namespace hpcrl::algo {
 
 namespace {
-constexpr int kLengthTag = 7101, kBytesTag = 7102;
+constexpr int kSamplesTag = 7101;  // and 7102 (send_bytes)
 
 // A flat little-endian byte stream of fixed-size values and length-prefixed lists.
 struct Writer {
@@ -129,6 +129,41 @@ SampleMessage decode_samples(const std::vector<uint8_t>& bytes) {
   return m;
 }
 
+std::vector<uint8_t> encode_values(const std::vector<std::vector<float>>& rows) {
+  Writer w;
+  w.put<uint64_t>(rows.size());
+  for (const auto& r : rows) w.list(r);
+  return w.out;
+}
+
+std::vector<std::vector<float>> decode_values(const std::vector<uint8_t>& bytes) {
+  Reader r{bytes};
+  std::vector<std::vector<float>> rows(r.get<uint64_t>());
+  for (auto& row : rows) row = r.list<float>();
+  HPCRL_CHECK(r.at == bytes.size(), "value message has " << bytes.size() - r.at << " bytes past its end");
+  return rows;
+}
+
+void send_bytes(dist::Communicator& comm, const std::vector<uint8_t>& bytes, int peer, int tag,
+                std::vector<dist::WorkPtr>& works, std::vector<at::Tensor>& keep) {
+  at::Tensor len = at::full({1}, int64_t(bytes.size()), at::kLong);
+  at::Tensor buf = at::empty({int64_t(bytes.size())}, at::kByte);
+  if (!bytes.empty()) std::memcpy(buf.data_ptr(), bytes.data(), bytes.size());
+  works.push_back(comm.send_async(len, peer, tag));
+  works.push_back(comm.send_async(buf, peer, tag + 1));
+  keep.push_back(len);
+  keep.push_back(buf);
+}
+
+std::vector<uint8_t> recv_bytes(dist::Communicator& comm, int peer, int tag) {
+  at::Tensor len = at::empty({1}, at::kLong);
+  comm.recv(len, peer, tag);
+  at::Tensor buf = at::empty({len.item<int64_t>()}, at::kByte);
+  comm.recv(buf, peer, tag + 1);
+  const auto* p = buf.data_ptr<uint8_t>();
+  return std::vector<uint8_t>(p, p + buf.numel());
+}
+
 GroupSlice trainer_share(const std::vector<int64_t>& groups_per_replica, int replica, int dp, int dp_rank) {
   int64_t total = 0, before = 0;
   for (size_t r = 0; r < groups_per_replica.size(); ++r) {
@@ -157,14 +192,7 @@ void SampleChannel::send(const SampleMessage& msg) {
     SampleMessage part = msg;
     part.round.kept = RolloutSamples();
     part.round.kept.append(msg.round.kept, size_t(share.first * group_), size_t(share.count * group_));
-    const std::vector<uint8_t> bytes = encode_samples(part);
-    at::Tensor len = at::full({1}, int64_t(bytes.size()), at::kLong);
-    at::Tensor buf = at::empty({int64_t(bytes.size())}, at::kByte);
-    std::memcpy(buf.data_ptr(), bytes.data(), bytes.size());
-    pending_.push_back(world_->send_async(len, r, kLengthTag));
-    pending_.push_back(world_->send_async(buf, r, kBytesTag));
-    in_flight_.push_back(len);
-    in_flight_.push_back(buf);
+    send_bytes(*world_, encode_samples(part), r, kSamplesTag, pending_, in_flight_);
   }
 }
 
@@ -209,12 +237,7 @@ SampleMessage SampleChannel::receive(int64_t iteration) {
   SampleMessage merged;
   for (int replica = 0; replica < gm.dp(); ++replica) {
     const int from = gm.world_rank(0, 0, replica, 0);
-    at::Tensor len = at::empty({1}, at::kLong);
-    world_->recv(len, from, kLengthTag);
-    at::Tensor buf = at::empty({len.item<int64_t>()}, at::kByte);
-    world_->recv(buf, from, kBytesTag);
-    const auto* p = buf.data_ptr<uint8_t>();
-    SampleMessage m = decode_samples(std::vector<uint8_t>(p, p + buf.numel()));
+    SampleMessage m = decode_samples(recv_bytes(*world_, from, kSamplesTag));
     HPCRL_CHECK(m.iteration == iteration, "samples of iteration " << m.iteration << " arrived from rank " << from
                                                                   << " while the trainer expects iteration " << iteration);
     if (replica == 0) {

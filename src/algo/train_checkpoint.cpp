@@ -33,10 +33,11 @@ std::string optimizer_file(const std::string& role_dir, int rank) {
 
 nlohmann::json layout_of(const TrainedRole& tr, int world) {
   const Role& r = *tr.role;
-  nlohmann::json l = {{"world", world}, {"tp", r.ctx.tp_size()}, {"sp", r.ctx.sp_size()}, {"ep", r.ctx.ep_size()},
-                      {"pp", r.ctx.pp_size()}, {"dp", r.mesh.dp()}};
+  // From the mesh, which every rank knows (a rank outside the role writes or checks it too).
+  nlohmann::json l = {{"world", world}, {"tp", r.mesh.tp()}, {"sp", r.mesh.sp()}, {"ep", r.mesh.ep()},
+                      {"pp", r.mesh.pp()}, {"dp", r.mesh.dp()}};
   // Recorded only when on, so checkpoints from before ZeRO-1 still match plain runs.
-  if (tr.optimizer && r.config && r.config->optim.zero1) l["zero1"] = true;
+  if (r.config && r.config->optim.zero1) l["zero1"] = true;  // saved roles are trained ones
   return l;
 }
 

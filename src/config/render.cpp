@@ -99,15 +99,20 @@ std::string summarize(const PipelineConfig& c, const ValidateOptions& opt) {
   for (const auto& m : c.models) w = std::max(w, m.name.size());
   os << "models:\n";
   for (const auto& m : c.models) {
-    int64_t ranks = ranks_of(c, m.name, opt.world).count;
-    int64_t rollout_ranks = ranks_of(c, m.name + ".rollout", opt.world).count;
+    const RankSpan train = ranks_of(c, m.name, opt.world), gen = ranks_of(c, m.name + ".rollout", opt.world);
     os << "  " << m.name << std::string(w - m.name.size() + 2, ' ') << source(m);
     std::string a = arch(m);
     if (!a.empty()) os << " [" << a << "]";
     const ParallelConfig &t = m.parallel, &g = m.rollout.parallel;
-    bool same = t.tp == g.tp && t.sp == g.sp && t.ep == g.ep && t.pp == g.pp && ranks == rollout_ranks;
-    os << "; " << (same ? "" : "train ") << layout(t, ranks);
-    if (!same) os << ", rollout " << layout(g, rollout_ranks);
+    const bool same = t.tp == g.tp && t.sp == g.sp && t.ep == g.ep && t.pp == g.pp && train.count == gen.count &&
+                      train.first == gen.first;
+    // Disaggregated: the role -> ranks map (`hpcrl plan` adds groups and memory).
+    auto on = [&](const RankSpan& r) {
+      if (c.placement.mode != PlacementMode::disaggregated || r.count == 0) return std::string();
+      return " on ranks " + std::to_string(r.first) + "-" + std::to_string(r.first + r.count - 1);
+    };
+    os << "; " << (same ? "" : "train ") << layout(t, train.count) << on(train);
+    if (!same) os << ", rollout " << layout(g, gen.count) << on(gen);
     if (m.head == Head::value) os << ", value head";
     if (m.frozen) os << ", frozen";
     os << "\n";

@@ -189,28 +189,25 @@ struct StageChecker {
       diag.error(c.pos("placement.ranges." + policy.name), "placement.ranges." + policy.name,
                  "the trainer's ranks must start at rank 0, which writes metrics.jsonl and checkpoints' state",
                  "put `" + policy.name + "` first, e.g. " + policy.name + ": [0, " + std::to_string(train.count - 1) + "]");
-    if (opt.world > 0 && train.count + gen.count != opt.world)
-      diag.error(c.pos("placement.ranges"), "placement.ranges",
-                 p + " uses " + std::to_string(train.count + gen.count) + " of " + std::to_string(opt.world) +
-                     " ranks (trainer + generation); every rank takes part in its weight syncs",
-                 "run with " + std::to_string(train.count + gen.count) + " ranks or widen the ranges");
     return true;
   }
 
   void trainer_placement(const RlStage& s, const std::string& p, const ModelConfig& policy, const std::string& critic) {
-    const RankSpan train = ranks_of(c, policy.name, opt.world);
-    std::vector<std::pair<std::string, std::string>> scorers;
-    if (!s.reference.empty()) scorers.emplace_back(s.reference, "reference");
-    if (!critic.empty()) scorers.emplace_back(critic, "critic");
-    for (const auto& [name, what] : scorers) {
-      const RankSpan r = ranks_of(c, name, opt.world);
-      if (r.first != train.first || r.count != train.count)
-        diag.error(c.pos("placement.ranges." + name), "placement.ranges." + name,
-                   "the " + what + " on ranks of its own is not built yet: with generation on its own ranks, the " + what +
-                       " scores the trainer's batch on the trainer's ranks",
-                   "give `" + name + "` the policy's range [" + std::to_string(train.first) + ", " +
-                       std::to_string(train.first + train.count - 1) + "]");
+    // The trainer, its generation, and a reference or critic on ranks of their own (algo/remote_*.h): distinct
+    // ranges (exact shares count once; partial overlaps are reported with the ranges) must cover the world.
+    std::set<std::pair<int64_t, int64_t>> ranges;
+    for (const std::string& role : {policy.name, policy.name + ".rollout", s.reference, critic}) {
+      if (role.empty()) continue;
+      const RankSpan r = ranks_of(c, role, opt.world);
+      ranges.insert({r.first, r.count});
     }
+    int64_t used = 0;
+    for (const auto& r : ranges) used += r.second;
+    if (opt.world > 0 && used != opt.world)
+      diag.error(c.pos("placement.ranges"), "placement.ranges",
+                 p + " uses " + std::to_string(used) + " of " + std::to_string(opt.world) +
+                     " ranks (trainer, generation, reference, critic); every rank takes part in its weight syncs",
+                 "run with " + std::to_string(used) + " ranks or widen the ranges");
     for (const auto& r : s.rewards)
       if (const RewardConfig* rc = c.find_reward(r); rc && rc->type == RewardType::model)
         diag.error(c.pos(p + ".reward"), p + ".reward",

@@ -3,11 +3,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "hpcrl/dist/bridge.h"
 #include "hpcrl/dist/mesh_comms.h"
 #include "hpcrl/dist/placement.h"
 #include "hpcrl/dist/plan.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/model/weights.h"
+#include "hpcrl/rollout/weight_sync.h"
 #include "hpcrl/util/check.h"
 
 namespace hpcrl::runner {
@@ -161,9 +163,17 @@ void Roles::ensure_initialised(const std::string& name) {
   // Every rank of the source gathers full tensors; members of the target load them.
   io::NamedTensors full;
   if (src.member()) full = model::gather_full_weights(*src.model);
-  if (dst.member()) {
+  if (dst.mesh.first_rank() > src.mesh.last_rank() || dst.mesh.last_rank() < src.mesh.first_rank()) {
+    // Ranks of its own (a reference beside a disaggregated trainer): the source's first rank broadcasts.
+    const dist::Bridge bridge = dist::Bridge::create(src.mesh.first_rank(), {dst.mesh.first_rank(), dst.mesh.last_rank()},
+                                                     src_name + "->" + name);  // collective over the world
+    if (bridge.is_member())
+      rollout::broadcast_weights(*bridge.comm(), 0, bridge.is_source() ? &full : nullptr,
+                                 bridge.is_source() ? nullptr : dst.model.get());
+  } else if (dst.member()) {
     HPCRL_CHECK_INPUT(src.member(), "role " << name << " (init from " << src_name
-                      << ") shares no ranks with its source in this placement; colocate them");
+                      << ") shares only some ranks with its source in this placement; give it the same range or "
+                         "a disjoint one");
     std::map<std::string, at::Tensor> m(full.begin(), full.end());
     model::load_weights(*dst.model, m, "snapshot of role " + src_name);
   }

@@ -41,7 +41,8 @@ std::vector<RoleIdleStats> role_idle(const std::vector<TraceFile>& files) {
     }
     for (const Event* r : rounds) {
       const std::string stage = split(r->name).first;
-      Acc& a = acc[{stage, arg(*r, "generates") != 0 ? "generation" : "trainer"}];
+      const char* role = arg(*r, "generates") != 0 ? "generation" : arg(*r, "scores") != 0 ? "reference/critic" : "trainer";
+      Acc& a = acc[{stage, role}];
       a.ranks.insert(r->pid);
       a.rounds_us += r->dur_us;
       for (const Event* w : waits) {

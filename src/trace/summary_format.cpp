@@ -72,6 +72,22 @@ std::string stats_csv(const DurationStats& st) {
 
 }  // namespace
 
+namespace {
+// The roles table of a disaggregated RL stage (nothing for colocated runs).
+void format_roles(std::ostream& os, const std::vector<RoleIdleStats>& roles) {
+  if (roles.empty()) return;
+  os << "\n## Roles (disaggregated RL)\n\n"
+     << "| stage | role | ranks | seconds | busy | waiting for data | waiting for weights |\n"
+     << "|---|---|--:|--:|--:|--:|--:|\n";
+  for (const auto& r : roles)
+    os << "| " << r.stage << " | " << r.role << " | " << r.ranks << " | " << fmt("%.3f", r.seconds) << " | "
+       << fmt("%.1f %%", 100 * r.busy) << " | " << fmt("%.1f %%", 100 * r.waiting_data) << " | "
+       << fmt("%.1f %%", 100 * r.waiting_weights) << " |\n";
+  os << "\nseconds: the role's <stage>/rounds spans summed over its ranks; waiting for data: receiving samples "
+        "(a reference: requests); waiting for weights: in a weight sync, the transfer included.\n";
+}
+}  // namespace
+
 std::string format_markdown(const Summary& s) {
   std::ostringstream os;
   os << "# Trace summary: " << s.run_dir << "\n\n";
@@ -123,17 +139,7 @@ std::string format_markdown(const Summary& s) {
     os << "\nbubble measured: share of the pp/step spans outside pp/forward and pp/backward on the stage's lane; "
           "theory: (p−1)/(m+p−1) ((p−1)/(v·m+p−1) interleaved).\n";
   }
-  if (!s.roles.empty()) {
-    os << "\n## Roles (disaggregated RL)\n\n"
-       << "| stage | role | ranks | seconds | busy | waiting for data | waiting for weights |\n"
-       << "|---|---|--:|--:|--:|--:|--:|\n";
-    for (const auto& r : s.roles)
-      os << "| " << r.stage << " | " << r.role << " | " << r.ranks << " | " << fmt("%.3f", r.seconds) << " | "
-         << fmt("%.1f %%", 100 * r.busy) << " | " << fmt("%.1f %%", 100 * r.waiting_data) << " | "
-         << fmt("%.1f %%", 100 * r.waiting_weights) << " |\n";
-    os << "\nseconds: the role's <stage>/rounds spans summed over its ranks; waiting for data: the trainer receiving "
-          "samples; waiting for weights: either side in a weight sync, the transfer included.\n";
-  }
+  format_roles(os, s.roles);
   return os.str();
 }
 

@@ -343,4 +343,15 @@ TEST(Loader, SummaryNamesRolesStagesAndRanks) {
   EXPECT_NE(s.find("ranks needed: a multiple of 1 (checked for --world 2)"), std::string::npos) << s;
 }
 
+TEST(Loader, DisaggregatedSummaryMapsEachRoleAndItsGenerationToRanks) {
+  LoadResult r = check_pipeline_config("configs/gsm8k-qwen2.5-1.5b-perlmutter-async.yaml", {}, {8, false});
+  ASSERT_TRUE(r.ok()) << joined(r);
+  ValidateOptions opt;
+  opt.world = 8;
+  std::string s = summarize(r.config, opt);
+  EXPECT_NE(s.find("; train tp1 sp1 ep1 pp1 dp4 on ranks 0-3, rollout tp2 sp1 ep1 pp1 dp2 on ranks 4-7"),
+            std::string::npos) << s;
+  EXPECT_NE(s.find("frozen"), std::string::npos) << s;
+}
+
 }  // namespace

@@ -30,6 +30,13 @@ const std::string kOneAndOnePpo =
 const std::vector<std::pair<std::string, double>> kTrainingMetrics{
     {"loss", 1e-5}, {"kl", 1e-5}, {"grad_norm", 1e-5}, {"entropy", 1e-5}};
 
+// The GRPO test run with its roles on `ranges` (a YAML mapping), under mpirun -np `np`.
+Proc run_placed(const std::string& ranges, int np, const std::string& out, const std::string& extra = "") {
+  return run_hpcrl("run " + kGrpo + " --set placement.mode=disaggregated --set 'placement.ranges=" + ranges + "'" +
+                       extra + " --out " + out,
+                   np);
+}
+
 std::vector<nlohmann::json> stage_lines(const std::string& dir, const std::string& stage) {
   return lines_with(read_metrics(dir + "/metrics.jsonl"), stage, "reward/mean");
 }
@@ -47,10 +54,11 @@ int rank_pid(int mpirun_pid, int rank) {
   return -1;
 }
 
-// Starts the run, waits for `lines` metrics lines of stage `stage`, signals world rank `rank`.
-int run_and_signal(const std::string& args, const std::string& dir, int rank, int sig, size_t lines) {
-  int pid = spawn_hpcrl(args, 2, dir + "/log");
-  for (int i = 0; i < 1200 && stage_lines(dir + "/run", "grpo").size() < lines; ++i)
+// Starts the run on `np` ranks, waits for `lines` metrics lines of `stage`, signals world rank `rank`.
+int run_and_signal(const std::string& args, const std::string& dir, int rank, int sig, size_t lines, int np = 2,
+                   const std::string& stage = "grpo") {
+  int pid = spawn_hpcrl(args, np, dir + "/log");
+  for (int i = 0; i < 1200 && stage_lines(dir + "/run", stage).size() < lines; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const int target = rank_pid(pid, rank);
   EXPECT_GT(target, 0) << "rank " << rank << " not found under mpirun " << pid;
@@ -86,16 +94,52 @@ TEST(DisaggregatedE2E, PpoWithItsCriticOnTheTrainerMatchesColocated) {
   expect_same_rollouts(stage_lines(dir + "/colo", "ppo"), stage_lines(dir + "/dis", "ppo"), close);
 }
 
+TEST(DisaggregatedE2E, AReferenceOnRanksOfItsOwnGivesTheColocatedRun) {
+  std::string dir = scratch_dir("disagg-ref");
+  Proc colo = run_hpcrl("run " + kGrpo + " --out " + dir + "/colo");
+  ASSERT_EQ(colo.exit_code, 0) << colo.output;
+  // Trainer on rank 0, reference on rank 1 (snapshotted there from the policy), generation on rank 2.
+  Proc dis = run_placed("{policy: [0, 0], reference: [1, 1], policy.rollout: [2, 2]}", 3, dir + "/dis");
+  ASSERT_EQ(dis.exit_code, 0) << dis.output;
+  const auto a = stage_lines(dir + "/colo", "grpo"), b = stage_lines(dir + "/dis", "grpo");
+  expect_same_rollouts(a, b, kTrainingMetrics);
+  EXPECT_GT(b.back().at("kl").get<double>(), 0.0);  // the reference's log-probs arrived
+}
+
+TEST(DisaggregatedE2E, AtFourRanksTheReferenceOnItsOwnRankGivesTheRunWithItOnTheTrainers) {
+  // Two generating replicas in both runs: their samples merge in replica order on the trainer.
+  std::string dir = scratch_dir("disagg-ref4");
+  Proc shared = run_placed("{policy: [0, 0], reference: [0, 0], policy.rollout: [1, 2]}", 3, dir + "/shared");
+  ASSERT_EQ(shared.exit_code, 0) << shared.output;
+  Proc own = run_placed("{policy: [0, 0], reference: [1, 1], policy.rollout: [2, 3]}", 4, dir + "/own");
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  expect_same_rollouts(stage_lines(dir + "/shared", "grpo"), stage_lines(dir + "/own", "grpo"), kTrainingMetrics);
+}
+
+TEST(DisaggregatedE2E, PpoWithReferenceAndCriticOnRanksOfTheirOwnMatchesColocated) {
+  std::string dir = scratch_dir("disagg-ppo4");
+  Proc colo = run_hpcrl("run " + kPpo + " --out " + dir + "/colo");
+  ASSERT_EQ(colo.exit_code, 0) << colo.output;
+  // Trainer 0, reference 1, critic 2 (values, then its own updates on the returns), generation 3.
+  Proc dis = run_hpcrl("run " + kPpo + " --set placement.mode=disaggregated"
+                       " --set 'placement.ranges={policy: [0, 0], reference: [1, 1], critic: [2, 2], policy.rollout: [3, 3]}'"
+                       " --out " + dir + "/dis",
+                       4);
+  ASSERT_EQ(dis.exit_code, 0) << dis.output;
+  auto close = kTrainingMetrics;
+  close.emplace_back("critic/loss", 1e-5);
+  close.emplace_back("critic/clip_frac", 1e-5);
+  close.emplace_back("critic/values_mean", 1e-5);
+  expect_same_rollouts(stage_lines(dir + "/colo", "ppo"), stage_lines(dir + "/dis", "ppo"), close);
+}
+
 TEST(DisaggregatedE2E, GenerationAtTp2FollowsGenerationAtTp1) {
   std::string dir = scratch_dir("disagg-tp2");
   Proc tp1 = run_hpcrl("run " + kGrpo + kOneAndOne + " --out " + dir + "/tp1", 2);
   ASSERT_EQ(tp1.exit_code, 0) << tp1.output;
   // The full tensors reach both generating ranks; each loads its tp slices.
-  Proc tp2 = run_hpcrl("run " + kGrpo +
-                           " --set placement.mode=disaggregated --set models.policy.rollout.parallel.tp=2"
-                           " --set 'placement.ranges={policy: [0, 0], reference: [0, 0], policy.rollout: [1, 2]}'"
-                           " --out " + dir + "/tp2",
-                       3);
+  Proc tp2 = run_placed("{policy: [0, 0], reference: [0, 0], policy.rollout: [1, 2]}", 3, dir + "/tp2",
+                        " --set models.policy.rollout.parallel.tp=2");
   ASSERT_EQ(tp2.exit_code, 0) << tp2.output;
   expect_same_rollouts(stage_lines(dir + "/tp1", "grpo"), stage_lines(dir + "/tp2", "grpo"), kTrainingMetrics);
 }
@@ -141,26 +185,30 @@ TEST(DisaggregatedE2E, AsyncOneStepStartsSynchronousThenTrainsOneVersionBehind) 
   EXPECT_NE(a[1].at("reward/mean"), s[1].at("reward/mean"));
 }
 
-// grpo_judge.yaml with a judge that leaves out the request's "index" (a count
-// of requests since the process started, which a resumed run restarts).
-std::string resumable_judge_config(const std::string& dir) {
-  std::ifstream in("tests/e2e/data/grpo_judge.yaml");
+// `config` (grpo_judge.yaml, ppo_judge.yaml) with its judge leaving out the
+// request's "index" (a count of requests since the process started, which a
+// resumed run restarts) before measuring the line.
+std::string resumable_judge_config(const std::string& config, const std::string& dir) {
+  std::ifstream in(config);
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
-  const std::string from = "do echo \"{\\\"score\\\": ${#line}}\"; done";
-  const size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << "grpo_judge.yaml's judge command changed";
-  if (at != std::string::npos)
-    text.replace(at, from.size(), "do l=${line%\"index\"*}; echo \"{\\\"score\\\": ${#l}}\"; done");
-  std::ofstream(dir + "/judge.yaml") << text;
-  return dir + "/judge.yaml";
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"do echo", "do l=${line%\"index\"*}; echo"}, {"${#line}", "${#l}"}}) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << config << "'s judge command changed";
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+  }
+  const std::string out = dir + "/" + std::filesystem::path(config).filename().string();
+  std::ofstream(out) << text;
+  return out;
 }
 
 TEST(DisaggregatedE2E, StopSignalToTheGeneratorOrTheTrainerEndsEveryRankAndResumesExactly) {
   std::string dir = scratch_dir("disagg-stop");
   std::filesystem::create_directories(dir);
-  const std::string grpo = resumable_judge_config(dir) + kOneAndOne + " --set stages[0].grpo.iterations=8";
+  const std::string grpo =
+      resumable_judge_config("tests/e2e/data/grpo_judge.yaml", dir) + kOneAndOne + " --set stages[0].grpo.iterations=8";
   Proc full = run_hpcrl("run " + grpo + " --out " + dir + "/full", 2);
   ASSERT_EQ(full.exit_code, 0) << full.output;
   const auto whole = stage_lines(dir + "/full", "grpo");
@@ -180,6 +228,26 @@ TEST(DisaggregatedE2E, StopSignalToTheGeneratorOrTheTrainerEndsEveryRankAndResum
     for (size_t i = 0; i < whole.size(); ++i)
       EXPECT_EQ(without_timing(whole[i]), without_timing(again[i])) << "rank " << rank << ", line " << i;
   }
+}
+
+TEST(DisaggregatedE2E, StopSignalToACriticOnItsOwnRankCheckpointsItWithTheTrainerAndResumesExactly) {
+  std::string dir = scratch_dir("disagg-ppo-stop");
+  std::filesystem::create_directories(dir + "/stop");
+  const std::string ppo = resumable_judge_config("tests/e2e/data/ppo_judge.yaml", dir) +
+                          " --set stages[0].ppo.iterations=8 --set placement.mode=disaggregated"
+                          " --set 'placement.ranges={policy: [0, 0], reference: [0, 0], critic: [1, 1], policy.rollout: [2, 2]}'";
+  Proc full = run_hpcrl("run " + ppo + " --out " + dir + "/full", 3);
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  const auto whole = stage_lines(dir + "/full", "ppo");
+  ASSERT_EQ(whole.size(), 8u);
+  int pid = run_and_signal("run " + ppo + " --out " + dir + "/stop/run", dir + "/stop", 1, SIGUSR1, 2, 3, "ppo");
+  EXPECT_EQ(wait_exit(pid), 75) << run_shell("cat " + dir + "/stop/log").output;
+  EXPECT_LT(stage_lines(dir + "/stop/run", "ppo").size(), 8u) << "the signal came after the last iteration";
+  Proc resumed = run_hpcrl("run " + ppo + " --out " + dir + "/stop/run --resume", 3);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto again = stage_lines(dir + "/stop/run", "ppo");
+  ASSERT_EQ(again.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(without_timing(whole[i]), without_timing(again[i])) << "line " << i;
 }
 
 TEST(DisaggregatedE2E, AGeneratingRankThatDiesTakesTheJobDownWithin30s) {

@@ -11,7 +11,8 @@
 // Every sync is also the stage's stop check, collective over the world: a
 // preemption signal on any rank, or an early stop the trainer's evaluation
 // reached, ends every rank there with the trainer's checkpoint (taken over the
-// trainer's ranks alone, so generating ranks need not join). In-flight samples
+// ranks of the roles it holds, the trainer's and a critic's own, so generating
+// ranks need not join). In-flight samples
 // are not saved: a resumed run regenerates them with the checkpoint's weights,
 // which repeats the original run exactly when max_staleness is 0.
 #pragma once
@@ -20,7 +21,7 @@
 
 namespace hpcrl::algo {
 
-// training: null on generating ranks.
-StageResult run_disaggregated(StageEnv& env, PolicyStage& stage, PolicyTraining* training);
+// training.saved is set on every rank (optimizers where the rank holds the role).
+StageResult run_disaggregated(StageEnv& env, PolicyStage& stage, PolicyTraining& training);
 
 }  // namespace hpcrl::algo

@@ -12,12 +12,15 @@
 
 namespace hpcrl::algo {
 
-// The trainer side of a stage, set on the ranks that train the policy.
+// The trainer side of a stage. `saved` lists the roles a checkpoint holds on
+// every rank (optimizer: null where the rank does not hold the role).
 struct PolicyTraining {
-  std::vector<TrainedRole> saved;  // roles and optimizers a checkpoint holds
+  std::vector<TrainedRole> saved;
   // Advantages and optimizer steps of iteration `it` on its experience; adds metrics to m.
   std::function<void(Experience& exp, RlMetrics& m, int64_t it)> train;
   std::function<double(int64_t it)> lr;  // the policy's learning rate at iteration `it`
+  // On a helper's own ranks (a PPO critic): its part of update `it`; unset elsewhere.
+  std::function<void(int64_t it)> serve;
 };
 
 StageResult run_policy_stage(StageEnv& env, PolicyStage& stage, PolicyTraining& training);

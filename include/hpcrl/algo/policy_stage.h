@@ -28,6 +28,7 @@
 namespace hpcrl::algo {
 
 class SampleChannel;
+class RemoteReference;
 
 struct RlMetrics {
   double reward_mean = 0, reward_std = 0, accuracy = 0;
@@ -104,6 +105,9 @@ class PolicyStage {
   Role& generator() { return generator_; }
   const std::string& name() const { return name_; }
   const config::RlStage& config() const { return cfg_; }
+  // On the ranks of a reference of its own: answers one update's log-prob requests.
+  void serve_reference();
+  bool scores_reference() const { return remote_reference_ && reference_->member(); }
   io::DataSampler& sampler() { return *sampler_; }
 
   int64_t minibatches_per_epoch() const;
@@ -161,6 +165,7 @@ class PolicyStage {
   std::unique_ptr<io::DataSampler> sampler_;
   std::unique_ptr<rollout::Engine> engine_;
   std::unique_ptr<SampleChannel> redeal_;  // resharded(): samples from the generation layout to the training one
+  std::unique_ptr<RemoteReference> remote_reference_;  // a reference on ranks of its own
 };
 
 // The iteration's reward, accuracy and length metrics from its rollout totals.

@@ -28,6 +28,17 @@ std::vector<uint8_t> encode_samples(const SampleMessage& msg);
 // InternalError when `bytes` is not a whole message (a protocol bug, not input).
 SampleMessage decode_samples(const std::vector<uint8_t>& bytes);
 
+// Per-row value lists (log-probs of each response's tokens) as bytes, and back.
+std::vector<uint8_t> encode_values(const std::vector<std::vector<float>>& rows);
+std::vector<std::vector<float>> decode_values(const std::vector<uint8_t>& bytes);
+
+// `bytes` to group rank `peer` of `comm` as two messages (length at `tag`, then
+// the bytes at tag + 1); `works` and `keep` hold the sends and their buffers
+// until the caller waits.
+void send_bytes(dist::Communicator& comm, const std::vector<uint8_t>& bytes, int peer, int tag,
+                std::vector<dist::WorkPtr>& works, std::vector<at::Tensor>& keep);
+std::vector<uint8_t> recv_bytes(dist::Communicator& comm, int peer, int tag);
+
 // Groups [first, first + count) of replica `replica`'s kept groups that trainer
 // dp rank `dp_rank` of `dp` receives: the global group list (replicas in order,
 // `groups_per_replica` each) cut into dp contiguous parts of ⌊N·j/dp⌋..⌊N·(j+1)/dp⌋.

@@ -28,12 +28,6 @@ std::vector<int> ranks_of(const dist::Mesh& mesh) {
   return r;
 }
 
-std::vector<int> all_ranks(int world) {
-  std::vector<int> r(size_t(world), 0);
-  std::iota(r.begin(), r.end(), 0);
-  return r;
-}
-
 // What one rank of the stage carries from action to action.
 struct RoundState {
   int64_t version = 0;                      // weight updates this rank's policy copy has

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "hpcrl/algo/forward_backward.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/prompting.h"
+#include "hpcrl/algo/remote_teacher.h"
 #include "hpcrl/algo/reward_fn.h"
 #include "hpcrl/algo/role_sums.h"
 #include "hpcrl/algo/rollout_copy.h"
@@ -29,15 +31,15 @@ namespace hpcrl::algo {
 
 namespace {
 void check_pair(const config::DistillStage& cfg, const Role& teacher, const Role& student, const std::string& where) {
-  const auto& ta = teacher.model->arch();
-  const auto& sa = student.model->arch();
+  const auto& ta = *teacher.config->arch;
+  const auto& sa = *student.config->arch;
   HPCRL_CHECK_INPUT(ta.vocab_size == sa.vocab_size, where << ": teacher '" << teacher.name << "' has vocabulary "
                     << ta.vocab_size << " but student '" << student.name << "' has " << sa.vocab_size
                     << "; distillation needs one tokenizer: pick a student of the teacher's family");
   HPCRL_CHECK_INPUT(teacher.mesh.dp() == student.mesh.dp(),
                     where << ": teacher dp=" << teacher.mesh.dp() << " differs from student dp=" << student.mesh.dp()
                     << "; give both roles layouts with the same data-parallel size");
-  HPCRL_CHECK_INPUT(cfg.top_k > 0 || (teacher.ctx.tp_size() == 1 && student.ctx.tp_size() == 1),
+  HPCRL_CHECK_INPUT(cfg.top_k > 0 || (teacher.mesh.tp() == 1 && student.mesh.tp() == 1),
                     where << ".top_k: full-vocabulary distillation (top_k: 0) needs tp=1 for teacher and student; "
                     "set top_k (e.g. 64) to distil across tensor-parallel layouts");
 }
@@ -56,6 +58,8 @@ class DistillRun {
   std::vector<std::vector<int32_t>> responses(int64_t step, const std::vector<size_t>& rows,
                                               const std::vector<std::vector<int32_t>>& p_ids);
   std::vector<std::vector<int32_t>> generate(int64_t step, const std::vector<std::vector<int32_t>>& p_ids);
+  // The teacher's top-k of `batch`: computed here, or asked of the teacher's own ranks.
+  TopK teacher_topk_of(const TokenBatch& batch);
   // The student's forward and backward; returns this rank's loss sum (at pp > 1 on the last stage only).
   at::Tensor student_forward_backward(const TokenBatch& batch, const TopK& teacher, double global_tokens);
   void evaluate(int64_t step);
@@ -66,7 +70,8 @@ class DistillRun {
   Role& student_;
   const DataSplits& data_;
   StageResult result_;
-  Trainer trainer_;
+  std::unique_ptr<RemoteTeacher> remote_teacher_;  // the teacher on ranks of its own
+  std::optional<Trainer> trainer_;                 // on the student's ranks
   PromptBuilder prompts_;
   io::DataSampler sampler_;
   int64_t local_batch_;
@@ -79,17 +84,25 @@ class DistillRun {
 // Distributions are matched at the models' own temperature.
 constexpr double kDistillTemperature = 1.0;
 
+// The teacher on ranks of its own, apart from the student's (docs/placement.md).
+bool teacher_apart(const Role& teacher, const Role& student) {
+  return teacher.mesh.first_rank() != student.mesh.first_rank();
+}
+
 Role& checked_student(StageEnv& env) {
   const config::DistillStage& cfg = env.stage->distill;
   Role& teacher = env.role(cfg.teacher);
   Role& student = env.role(cfg.student);
-  HPCRL_CHECK_INPUT(teacher.member() && student.member(),
-                    env.stage->path << ": every rank must hold teacher and student in this build; use "
-                    "placement.mode: colocated");
+  HPCRL_CHECK_INPUT(teacher_apart(teacher, student) || (teacher.member() && student.member()),
+                    env.stage->path << ": the teacher and the student must share their ranks exactly or have "
+                    "ranks of their own each");
   check_pair(cfg, teacher, student, env.stage->path);
-  check_same_rows(env.world, student, teacher, env.stage->path);  // the teacher scores the student's rows
+  if (!teacher_apart(teacher, student)) check_same_rows(env.world, student, teacher, env.stage->path);
   return student;
 }
+
+// The rank that prompts and tokenizes: the student's, or the teacher's on its own ranks (one vocabulary).
+const Role& tokenizing_role(const Role& teacher, const Role& student) { return student.member() ? student : teacher; }
 
 DistillRun::DistillRun(StageEnv& env)
     : env_(env),
@@ -97,26 +110,36 @@ DistillRun::DistillRun(StageEnv& env)
       teacher_(env.role(cfg_.teacher)),
       student_(checked_student(env)),
       data_(env.data(cfg_.data)),
-      trainer_(student_, cfg_.train, cfg_.steps),
-      prompts_(*student_.tokenizer, env.pipeline->find_data(cfg_.data)),
+      prompts_(*tokenizing_role(teacher_, student_).tokenizer, env.pipeline->find_data(cfg_.data)),
       sampler_(data_.train.size(), static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
                env.pipeline->find_data(cfg_.data)->shuffle),
       local_batch_(student_.local_batch(cfg_.batch, env.stage->path + ".batch")),
-      saved_{{&student_, &trainer_.optimizer()}},
       verifier_(*env.pipeline, {}),
-      sampling_(stage_sampling(cfg_.sampling, prompts_.stop_ids())) {}
+      sampling_(stage_sampling(cfg_.sampling, prompts_.stop_ids())) {
+  if (student_.member()) trainer_.emplace(student_, cfg_.train, cfg_.steps);
+  saved_ = {{&student_, trainer_ ? &trainer_->optimizer() : nullptr}};
+  if (teacher_apart(teacher_, student_))
+    remote_teacher_ = std::make_unique<RemoteTeacher>(teacher_, student_, env.world->size(),
+                                                      cfg_.top_k > 0 ? cfg_.top_k : teacher_.config->arch->vocab_size,
+                                                      cfg_.train, kDistillTemperature);
+}
 
 StageResult DistillRun::run() {
   StageLoop loop;
   loop.name = "distill";
   loop.start = resume_stage(env_, saved_, sampler_, "distill");
-  student_.model->train();
+  if (student_.member()) student_.model->train();
   loop.total = cfg_.steps;
   loop.eval_every = cfg_.eval_every;
   loop.stop_at_accuracy = cfg_.stop_at_accuracy;
-  loop.step = [&](int64_t step) {
-    double loss = train_step(step, sampler_.next_batch(cfg_.batch, student_.ctx.dp_rank(), student_.mesh.dp()));
-    return fmt::format("loss {:.4f}", loss);
+  loop.step = [&](int64_t step) -> std::string {
+    // Every rank draws, so the data cursor a checkpoint records is the same on all of them.
+    const auto rows = sampler_.next_batch(cfg_.batch, student_.ctx.dp_rank(), student_.mesh.dp());
+    if (!student_.member()) {
+      if (remote_teacher_ && teacher_.member()) remote_teacher_->serve();
+      return "";
+    }
+    return fmt::format("loss {:.4f}", train_step(step, rows));
   };
   loop.evaluate = [&](int64_t step) { evaluate(step); };
   loop.checkpoint = [&](int64_t step) { checkpoint_stage(env_, step, saved_, sampler_, "distill"); };
@@ -130,21 +153,24 @@ double DistillRun::train_step(int64_t step, const std::vector<size_t>& rows) {
   for (size_t i : rows) p_ids.push_back(prompts_.prompt_ids(data_.train[i]));
   const std::vector<std::vector<int32_t>> r_ids = responses(step, rows, p_ids);
   TokenBatch batch = make_token_batch(p_ids, r_ids, std::max(0, student_.tokenizer->pad_id()),
-                                      std::lcm(student_.ctx.sp_size(), teacher_.ctx.sp_size()), student_.device());
+                                      std::lcm(student_.mesh.sp(), teacher_.mesh.sp()), student_.device());
   const double global_tokens = std::max(1.0, sum_over_dp(student_, batch.loss_mask.sum().item<double>()));
   TopK teacher_tk;  // [B, T, k] for the whole local batch, in the same micro-batches as the student's
-  if (!cfg_.sequence_level) {
-    trace::ScopedSpan span("distill/teacher_forward");
-    teacher_tk = teacher_topk(teacher_, batch, cfg_.top_k > 0 ? cfg_.top_k : teacher_.model->arch().vocab_size,
-                              kDistillTemperature, micro_batch_options(cfg_.train, teacher_.ctx.sp_size()));
-  }
+  if (!cfg_.sequence_level) teacher_tk = teacher_topk_of(batch);
   at::Tensor loss_sum = student_forward_backward(batch, teacher_tk, global_tokens);
-  const double grad_norm = trainer_.finish_step("distill", step, env_.world->rank());
+  const double grad_norm = trainer_->finish_step("distill", step, env_.world->rank());
   sum_step_values(student_, loss_sum);
   const double loss = loss_sum.item<double>() / global_tokens;
   const double seconds = step_span.elapsed_seconds();
-  write_step_metrics(env_, "distill", step, {loss, trainer_.lr(step), grad_norm, global_tokens / seconds, seconds});
+  write_step_metrics(env_, "distill", step, {loss, trainer_->lr(step), grad_norm, global_tokens / seconds, seconds});
   return loss;
+}
+
+TopK DistillRun::teacher_topk_of(const TokenBatch& batch) {
+  trace::ScopedSpan span("distill/teacher_forward");
+  if (remote_teacher_) return remote_teacher_->topk(batch);
+  return teacher_topk(teacher_, batch, cfg_.top_k > 0 ? cfg_.top_k : teacher_.model->arch().vocab_size,
+                      kDistillTemperature, micro_batch_options(cfg_.train, teacher_.ctx.sp_size()));
 }
 
 std::vector<std::vector<int32_t>> DistillRun::responses(int64_t step, const std::vector<size_t>& rows,
@@ -205,12 +231,12 @@ at::Tensor DistillRun::student_forward_backward(const TokenBatch& batch, const T
     return total * (grad_group / global_tokens);
   };
   // With pp the loss is computed on the student's last stage.
-  forward_backward(student_, trainer_, shards, micro_loss, aux_loss_weights_by_rows(plan, local_batch_));
+  forward_backward(student_, *trainer_, shards, micro_loss, aux_loss_weights_by_rows(plan, local_batch_));
   return loss_sum;
 }
 
 void DistillRun::evaluate(int64_t step) {
-  if (data_.eval.size() == 0) return;
+  if (data_.eval.size() == 0 || !student_.member()) return;
   auto r = algo::evaluate(student_, data_.eval, prompts_, verifier_.verifier(), eval_options(*env_.pipeline));
   result_.eval_accuracy = r.accuracy;
   result_.eval_loss = r.loss;

@@ -35,9 +35,8 @@ PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy
     remote_reference_ = std::make_unique<RemoteReference>(*reference, policy, env.world->size(), cfg.train,
                                                           sampling_temperature(cfg), name_);
   if (resharded()) {
-    std::vector<int> all(size_t(env.world->size()));
-    std::iota(all.begin(), all.end(), 0);
-    redeal_ = std::make_unique<SampleChannel>(generator_, policy_, dist::new_group(all, name_ + "/redeal"), cfg.group);
+    redeal_ = std::make_unique<SampleChannel>(generator_, policy_,
+                                              dist::new_group(all_ranks(env.world->size()), name_ + "/redeal"), cfg.group);
   }
 }
 

@@ -17,50 +17,7 @@ namespace hpcrl::algo {
 
 namespace {
 constexpr int kIdsTag = 7301, kValuesTag = 7303, kReturnsTag = 7305, kMetricsTag = 7307;  // and + 1 (send_bytes)
-
-std::vector<int> all_ranks(int world) {
-  std::vector<int> r(size_t(world), 0);
-  std::iota(r.begin(), r.end(), 0);
-  return r;
-}
-
-// World ranks of dp group j of `m`.
-std::vector<int> dp_group(const dist::Mesh& m, int j) {
-  std::vector<int> out;
-  for (int r = m.first_rank(); r <= m.last_rank(); ++r)
-    if (m.coord(r).dp == j) out.push_back(r);
-  return out;
-}
-
-bool is_leader(const dist::Mesh& m, int rank) {
-  const dist::MeshCoord c = m.coord(rank);
-  return c.tp == 0 && c.sp == 0 && c.pp == 0;
-}
-
-// `bytes` from this rank (when it leads `from`'s replica j) to every rank of `to`'s replica j.
-void send_to_group(dist::Communicator& comm, const std::vector<uint8_t>& bytes, const dist::Mesh& to, int j, int tag) {
-  std::vector<dist::WorkPtr> works;
-  std::vector<at::Tensor> keep;
-  for (int r : dp_group(to, j)) send_bytes(comm, bytes, r, tag, works, keep);
-  for (auto& w : works) w->wait();
-}
 }  // namespace
-
-RolloutSamples batch_rows(const TokenBatch& b) {
-  RolloutSamples s;
-  const at::Tensor ids = b.ids.to(at::kCPU, at::kLong).contiguous();
-  for (int64_t i = 0; i < b.rows(); ++i) {
-    const int64_t P = b.prompt_lens[size_t(i)], R = b.response_lens[size_t(i)];
-    const int64_t* row = ids[i].data_ptr<int64_t>();
-    s.prompt_ids.emplace_back(row, row + P);
-    s.response_ids.emplace_back(row + P, row + P + R);
-    s.logprobs.emplace_back();
-    s.example.push_back(0);
-    s.scores.push_back(0);
-    s.truncated.push_back(false);
-  }
-  return s;
-}
 
 RemoteCritic::RemoteCritic(Role& critic, const Role& trainer, int world_size, const config::PpoStage& cfg,
                            const std::string& stage)
@@ -69,18 +26,14 @@ RemoteCritic::RemoteCritic(Role& critic, const Role& trainer, int world_size, co
 
 at::Tensor RemoteCritic::values(const TokenBatch& batch) {
   const int me = comm_->rank(), j = trainer_.mesh.coord(me).dp;
-  if (is_leader(trainer_.mesh, me)) {
-    SampleMessage request;
-    request.round.kept = batch_rows(batch);
-    send_to_group(*comm_, encode_samples(request), critic_.mesh, j, kIdsTag);
-  }
+  send_rows(*comm_, batch_rows(batch), trainer_.mesh, critic_.mesh, j, kIdsTag);
   const int leader = critic_.mesh.world_rank(0, 0, j, 0);
   return scatter_response_values(batch, decode_values(recv_bytes(*comm_, leader, kValuesTag)));
 }
 
 std::vector<std::pair<std::string, double>> RemoteCritic::update(const TokenBatch& batch, const at::Tensor& returns) {
   const int me = comm_->rank(), j = trainer_.mesh.coord(me).dp;
-  if (is_leader(trainer_.mesh, me))
+  if (leads_replica(trainer_.mesh, me))
     send_to_group(*comm_, encode_values(response_values(batch, returns)), critic_.mesh, j, kReturnsTag);
   const std::vector<float> m = decode_values(recv_bytes(*comm_, critic_.mesh.world_rank(0, 0, j, 0), kMetricsTag))[0];
   return {{"critic/loss", double(m.at(0))}, {"critic/clip_frac", double(m.at(1))}};
@@ -101,7 +54,7 @@ void RemoteCritic::serve(Trainer& trainer, int64_t iteration, int64_t n_mini) {
     trace::ScopedSpan span(stage_ + "/values");
     old_values = forward_values(critic_, b, micro_batch_options(cfg_.train, critic_.ctx.sp_size())) * b.loss_mask;
   }
-  if (is_leader(critic_.mesh, me))
+  if (leads_replica(critic_.mesh, me))
     send_to_group(*comm_, encode_values(response_values(b, old_values)), trainer_.mesh, j, kValuesTag);
   std::vector<std::vector<float>> returns;
   {
@@ -113,7 +66,7 @@ void RemoteCritic::serve(Trainer& trainer, int64_t iteration, int64_t n_mini) {
   const CriticSums sums = critic_update(cfg_, critic_, trainer, b, target, iteration, n_mini, me);
   const double tokens = std::max(1.0, sum_over_dp(critic_, b.loss_mask.sum().item<double>()));
   const auto metrics = critic_loss_metrics(cfg_, critic_, sums, tokens, n_mini);
-  if (is_leader(critic_.mesh, me))
+  if (leads_replica(critic_.mesh, me))
     send_to_group(*comm_, encode_values({{float(metrics[0].second), float(metrics[1].second)}}), trainer_.mesh, j,
                   kMetricsTag);
 }

@@ -12,25 +12,6 @@ namespace hpcrl::algo {
 
 namespace {
 constexpr int kRequestTag = 7201, kReplyTag = 7203;  // and + 1 (send_bytes)
-
-std::vector<int> all_ranks(int world) {
-  std::vector<int> r(size_t(world), 0);
-  std::iota(r.begin(), r.end(), 0);
-  return r;
-}
-
-// World ranks of trainer dp group j (every tp/sp/pp rank of that replica).
-std::vector<int> dp_group(const dist::Mesh& m, int j) {
-  std::vector<int> out;
-  for (int r = m.first_rank(); r <= m.last_rank(); ++r)
-    if (m.coord(r).dp == j) out.push_back(r);
-  return out;
-}
-
-bool is_leader(const dist::Mesh& m, int rank) {
-  const dist::MeshCoord c = m.coord(rank);
-  return c.tp == 0 && c.sp == 0 && c.pp == 0;
-}
 }  // namespace
 
 RemoteReference::RemoteReference(Role& reference, const Role& trainer, int world_size, const config::TrainHparams& train,
@@ -40,19 +21,10 @@ RemoteReference::RemoteReference(Role& reference, const Role& trainer, int world
 
 at::Tensor RemoteReference::logprobs(const RolloutSamples& kept, const TokenBatch& batch) {
   const dist::Mesh &tm = trainer_.mesh, &rm = reference_.mesh;
-  const int me = comm_->rank(), j = tm.coord(me).dp, replica = j % rm.dp();
-  std::vector<dist::WorkPtr> works;
-  std::vector<at::Tensor> keep;
-  if (is_leader(tm, me)) {
-    SampleMessage request;
-    request.round.kept = kept;
-    const std::vector<uint8_t> bytes = encode_samples(request);
-    for (int r : dp_group(rm, replica)) send_bytes(*comm_, bytes, r, kRequestTag, works, keep);
-  }
+  const int replica = tm.coord(comm_->rank()).dp % rm.dp();
+  send_rows(*comm_, kept, tm, rm, replica, kRequestTag);
   const int leader = rm.world_rank(0, 0, replica, 0);
-  std::vector<std::vector<float>> values = decode_values(recv_bytes(*comm_, leader, kReplyTag));
-  for (auto& w : works) w->wait();
-  return scatter_response_values(batch, values);
+  return scatter_response_values(batch, decode_values(recv_bytes(*comm_, leader, kReplyTag)));
 }
 
 void RemoteReference::serve() {
@@ -71,12 +43,7 @@ void RemoteReference::serve() {
       const TokenBatch b = make_token_batch(kept.prompt_ids, kept.response_ids, pad, rm.sp(), reference_.device());
       values = response_values(b, forward_logprobs(reference_, b, micro_, temperature_));
     }
-    if (!is_leader(rm, me)) continue;
-    std::vector<dist::WorkPtr> works;
-    std::vector<at::Tensor> keep;
-    const std::vector<uint8_t> bytes = encode_values(values);
-    for (int r : dp_group(tm, j)) send_bytes(*comm_, bytes, r, kReplyTag, works, keep);
-    for (auto& w : works) w->wait();
+    if (leads_replica(rm, me)) send_to_group(*comm_, encode_values(values), tm, j, kReplyTag);
   }
 }
 

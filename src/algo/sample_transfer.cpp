@@ -2,6 +2,7 @@
 #include "hpcrl/algo/sample_transfer.h"
 
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include "hpcrl/util/check.h"
@@ -162,6 +163,55 @@ std::vector<uint8_t> recv_bytes(dist::Communicator& comm, int peer, int tag) {
   comm.recv(buf, peer, tag + 1);
   const auto* p = buf.data_ptr<uint8_t>();
   return std::vector<uint8_t>(p, p + buf.numel());
+}
+
+std::vector<int> all_ranks(int world) {
+  std::vector<int> r(size_t(world), 0);
+  std::iota(r.begin(), r.end(), 0);
+  return r;
+}
+
+std::vector<int> dp_group(const dist::Mesh& mesh, int j) {
+  std::vector<int> out;
+  for (int r = mesh.first_rank(); r <= mesh.last_rank(); ++r)
+    if (mesh.coord(r).dp == j) out.push_back(r);
+  return out;
+}
+
+bool leads_replica(const dist::Mesh& mesh, int rank) {
+  const dist::MeshCoord c = mesh.coord(rank);
+  return c.tp == 0 && c.sp == 0 && c.pp == 0;
+}
+
+void send_to_group(dist::Communicator& comm, const std::vector<uint8_t>& bytes, const dist::Mesh& to, int j, int tag) {
+  std::vector<dist::WorkPtr> works;
+  std::vector<at::Tensor> keep;
+  for (int r : dp_group(to, j)) send_bytes(comm, bytes, r, tag, works, keep);
+  for (auto& w : works) w->wait();
+}
+
+void send_rows(dist::Communicator& comm, const RolloutSamples& rows, const dist::Mesh& from, const dist::Mesh& to,
+               int j, int tag) {
+  if (!leads_replica(from, comm.rank())) return;
+  SampleMessage request;
+  request.round.kept = rows;
+  send_to_group(comm, encode_samples(request), to, j, tag);
+}
+
+RolloutSamples batch_rows(const TokenBatch& b) {
+  RolloutSamples s;
+  const at::Tensor ids = b.ids.to(at::kCPU, at::kLong).contiguous();
+  for (int64_t i = 0; i < b.rows(); ++i) {
+    const int64_t P = b.prompt_lens[size_t(i)], R = b.response_lens[size_t(i)];
+    const int64_t* row = ids[i].data_ptr<int64_t>();
+    s.prompt_ids.emplace_back(row, row + P);
+    s.response_ids.emplace_back(row + P, row + P + R);
+    s.logprobs.emplace_back();
+    s.example.push_back(0);
+    s.scores.push_back(0);
+    s.truncated.push_back(false);
+  }
+  return s;
 }
 
 GroupSlice trainer_share(const std::vector<int64_t>& groups_per_replica, int replica, int dp, int dp_rank) {

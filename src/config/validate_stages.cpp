@@ -256,6 +256,7 @@ struct StageChecker {
         early_stop(st.distill.stop_at_accuracy, st.distill.eval_every, st.distill.data, p);
         if (st.distill.on_policy) distill_generation(student, p);
         if (st.distill.sequence_level) distill_generation(teacher, p);
+        if (teacher && student) distill_placement(st.distill, p, *teacher, *student);
         break;
       }
     }
@@ -277,6 +278,23 @@ struct StageChecker {
                  p + " generates with '" + m->name + "' on its own ranks; distillation with generation on ranks of "
                  "its own is not built yet",
                  "remove placement.ranges." + m->name + ".rollout (grpo and ppo stages use it)");
+  }
+
+  // A teacher on ranks of its own answers the student's top-k requests (algo/remote_teacher.h).
+  void distill_placement(const DistillStage& d, const std::string& p, const ModelConfig& teacher,
+                         const ModelConfig& student) {
+    if (c.placement.mode != PlacementMode::disaggregated) return;
+    const RankSpan t = ranks_of(c, teacher.name, opt.world), s = ranks_of(c, student.name, opt.world);
+    if (t.first == s.first || t.count == 0 || s.count == 0) return;  // shared exactly, or reported as missing
+    const std::string path = "placement.ranges." + teacher.name;
+    if (d.sequence_level)
+      diag.error(c.pos(path), path, p + " is sequence-level (the teacher generates the responses), and a teacher on "
+                 "ranks of its own only answers top-k requests so far",
+                 "give `" + teacher.name + "` the student's range or use logit distillation");
+    if (s.first != 0)
+      diag.error(c.pos("placement.ranges." + student.name), "placement.ranges." + student.name,
+                 "the student's ranks must start at rank 0, which writes metrics.jsonl and checkpoints' state",
+                 "put `" + student.name + "` first, e.g. " + student.name + ": [0, " + std::to_string(s.count - 1) + "]");
   }
 
   void reward_models() {

@@ -133,6 +133,29 @@ TEST(DisaggregatedE2E, PpoWithReferenceAndCriticOnRanksOfTheirOwnMatchesColocate
   expect_same_rollouts(stage_lines(dir + "/colo", "ppo"), stage_lines(dir + "/dis", "ppo"), close);
 }
 
+TEST(DisaggregatedE2E, DistillationWithTheTeacherOnItsOwnRankFollowsColocated) {
+  const std::string distill = "tests/e2e/data/tiny.yaml --set run.eval_before_train=false --set 'stages=[{distill: "
+                              "{teacher: policy, student: student, data: arith, steps: 6, batch: 16, lr: 3.0e-3, "
+                              "top_k: 16, on_policy: ON, max_new_tokens: 16}}]'";
+  const std::string apart = " --set placement.mode=disaggregated"
+                            " --set 'placement.ranges={student: [0, 0], policy: [1, 1], reference: [1, 1]}'";
+  for (const std::string on_policy : {"false", "true"}) {
+    std::string cfg = distill;
+    cfg.replace(cfg.find("ON"), 2, on_policy);
+    std::string dir = scratch_dir("disagg-distill-" + on_policy);
+    Proc colo = run_hpcrl("run " + cfg + " --out " + dir + "/colo");
+    ASSERT_EQ(colo.exit_code, 0) << colo.output;
+    // The student trains on rank 0; the teacher answers its top-k from rank 1.
+    Proc dis = run_hpcrl("run " + cfg + apart + " --out " + dir + "/dis", 2);
+    ASSERT_EQ(dis.exit_code, 0) << dis.output;
+    const auto a = lines_with(read_metrics(dir + "/colo/metrics.jsonl"), "distill", "loss");
+    const auto b = lines_with(read_metrics(dir + "/dis/metrics.jsonl"), "distill", "loss");
+    ASSERT_EQ(a.size(), 6u);
+    expect_close_curves(a, b, "loss", 1e-6);
+    expect_close_curves(a, b, "grad_norm", 1e-6);
+  }
+}
+
 TEST(DisaggregatedE2E, GenerationAtTp2FollowsGenerationAtTp1) {
   std::string dir = scratch_dir("disagg-tp2");
   Proc tp1 = run_hpcrl("run " + kGrpo + kOneAndOne + " --out " + dir + "/tp1", 2);

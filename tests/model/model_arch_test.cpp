@@ -2,6 +2,7 @@
 // against the published ones), config.json round trip, and the errors for
 // architectures and fields hpcrl cannot honour.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -17,7 +18,8 @@ namespace {
 const std::string kConfigs = std::string(HPCRL_SOURCE_DIR) + "/configs/models/";
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  auto dir = std::filesystem::temp_directory_path() / "hpcrl_model_arch_test";
+  // One directory per process: ctest runs this file's tests in parallel, each writing config.json.
+  auto dir = std::filesystem::temp_directory_path() / ("hpcrl_model_arch_test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string path = (dir / name).string();
   std::ofstream(path) << text;

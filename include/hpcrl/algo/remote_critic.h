@@ -38,7 +38,4 @@ class RemoteCritic {
   std::string stage_;
 };
 
-// Each row's prompt and response ids back out of a batch (unpacked rows).
-RolloutSamples batch_rows(const TokenBatch& b);
-
 }  // namespace hpcrl::algo

@@ -39,6 +39,23 @@ void send_bytes(dist::Communicator& comm, const std::vector<uint8_t>& bytes, int
                 std::vector<dist::WorkPtr>& works, std::vector<at::Tensor>& keep);
 std::vector<uint8_t> recv_bytes(dist::Communicator& comm, int peer, int tag);
 
+// Every world rank 0..world-1 (the member list of the stage's point-to-point communicators).
+std::vector<int> all_ranks(int world);
+// World ranks of data-parallel group j of `mesh` (every tp/sp/pp rank of replica j).
+std::vector<int> dp_group(const dist::Mesh& mesh, int j);
+// Whether `rank` leads its replica of `mesh` (tp = sp = pp = 0): the one that sends for it.
+bool leads_replica(const dist::Mesh& mesh, int rank);
+// `bytes` to every rank of `to`'s replica j (send_bytes), waiting for the sends.
+void send_to_group(dist::Communicator& comm, const std::vector<uint8_t>& bytes, const dist::Mesh& to, int j, int tag);
+
+// A request to a role on other ranks: when this rank leads its replica of
+// `from`, `rows` go to every rank of `to`'s replica j (as a SampleMessage).
+void send_rows(dist::Communicator& comm, const RolloutSamples& rows, const dist::Mesh& from, const dist::Mesh& to,
+               int j, int tag);
+
+// Each row's prompt and response ids back out of a batch (unpacked rows), to send to a role on other ranks.
+RolloutSamples batch_rows(const TokenBatch& b);
+
 // Groups [first, first + count) of replica `replica`'s kept groups that trainer
 // dp rank `dp_rank` of `dp` receives: the global group list (replicas in order,
 // `groups_per_replica` each) cut into dp contiguous parts of ⌊N·j/dp⌋..⌊N·(j+1)/dp⌋.

@@ -72,7 +72,7 @@ class DistillRun {
   StageResult result_;
   std::unique_ptr<RemoteTeacher> remote_teacher_;  // the teacher on ranks of its own
   std::optional<Trainer> trainer_;                 // on the student's ranks
-  PromptBuilder prompts_;
+  std::optional<PromptBuilder> prompts_;  // on the student's ranks, which build the batches
   io::DataSampler sampler_;
   int64_t local_batch_;
   std::vector<TrainedRole> saved_;
@@ -93,7 +93,8 @@ Role& checked_student(StageEnv& env) {
   const config::DistillStage& cfg = env.stage->distill;
   Role& teacher = env.role(cfg.teacher);
   Role& student = env.role(cfg.student);
-  HPCRL_CHECK_INPUT(teacher_apart(teacher, student) || (teacher.member() && student.member()),
+  // Sharing ranks, a rank holds both or neither (a rank of another stage's role idles here).
+  HPCRL_CHECK_INPUT(teacher_apart(teacher, student) || teacher.member() == student.member(),
                     env.stage->path << ": the teacher and the student must share their ranks exactly or have "
                     "ranks of their own each");
   check_pair(cfg, teacher, student, env.stage->path);
@@ -101,21 +102,20 @@ Role& checked_student(StageEnv& env) {
   return student;
 }
 
-// The rank that prompts and tokenizes: the student's, or the teacher's on its own ranks (one vocabulary).
-const Role& tokenizing_role(const Role& teacher, const Role& student) { return student.member() ? student : teacher; }
-
 DistillRun::DistillRun(StageEnv& env)
     : env_(env),
       cfg_(env.stage->distill),
       teacher_(env.role(cfg_.teacher)),
       student_(checked_student(env)),
       data_(env.data(cfg_.data)),
-      prompts_(*tokenizing_role(teacher_, student_).tokenizer, env.pipeline->find_data(cfg_.data)),
       sampler_(data_.train.size(), static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
                env.pipeline->find_data(cfg_.data)->shuffle),
       local_batch_(student_.local_batch(cfg_.batch, env.stage->path + ".batch")),
-      verifier_(*env.pipeline, {}),
-      sampling_(stage_sampling(cfg_.sampling, prompts_.stop_ids())) {
+      verifier_(*env.pipeline, {}) {
+  if (student_.member()) {
+    prompts_.emplace(*student_.tokenizer, env.pipeline->find_data(cfg_.data));
+    sampling_ = stage_sampling(cfg_.sampling, prompts_->stop_ids());
+  }
   if (student_.member()) trainer_.emplace(student_, cfg_.train, cfg_.steps);
   saved_ = {{&student_, trainer_ ? &trainer_->optimizer() : nullptr}};
   if (teacher_apart(teacher_, student_))
@@ -150,7 +150,7 @@ StageResult DistillRun::run() {
 double DistillRun::train_step(int64_t step, const std::vector<size_t>& rows) {
   trace::TimedSpan step_span("distill/step", {{"step", double(step)}});
   std::vector<std::vector<int32_t>> p_ids;
-  for (size_t i : rows) p_ids.push_back(prompts_.prompt_ids(data_.train[i]));
+  for (size_t i : rows) p_ids.push_back(prompts_->prompt_ids(data_.train[i]));
   const std::vector<std::vector<int32_t>> r_ids = responses(step, rows, p_ids);
   TokenBatch batch = make_token_batch(p_ids, r_ids, std::max(0, student_.tokenizer->pad_id()),
                                       std::lcm(student_.mesh.sp(), teacher_.mesh.sp()), student_.device());
@@ -179,10 +179,10 @@ std::vector<std::vector<int32_t>> DistillRun::responses(int64_t step, const std:
   if (cfg_.on_policy || cfg_.sequence_level) {
     r_ids = generate(step, p_ids);
   } else {
-    for (size_t i : rows) r_ids.push_back(prompts_.response_ids(data_.train[i]));
+    for (size_t i : rows) r_ids.push_back(prompts_->response_ids(data_.train[i]));
   }
   for (auto& r : r_ids)
-    if (r.empty()) r.push_back(prompts_.stop_ids().front());  // an immediate stop is still a target
+    if (r.empty()) r.push_back(prompts_->stop_ids().front());  // an immediate stop is still a target
   return r_ids;
 }
 
@@ -237,7 +237,7 @@ at::Tensor DistillRun::student_forward_backward(const TokenBatch& batch, const T
 
 void DistillRun::evaluate(int64_t step) {
   if (data_.eval.size() == 0 || !student_.member()) return;
-  auto r = algo::evaluate(student_, data_.eval, prompts_, verifier_.verifier(), eval_options(*env_.pipeline));
+  auto r = algo::evaluate(student_, data_.eval, *prompts_, verifier_.verifier(), eval_options(*env_.pipeline));
   result_.eval_accuracy = r.accuracy;
   result_.eval_loss = r.loss;
   spdlog::info("distill step {}: student eval accuracy {:.3f}, loss {:.4f}", step, r.accuracy, r.loss);

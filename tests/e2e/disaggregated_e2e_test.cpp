@@ -82,6 +82,26 @@ TEST(DisaggregatedE2E, GrpoOneGeneratorOneTrainerMatchesColocated) {
   }
 }
 
+TEST(DisaggregatedE2E, AWholePipelineWithGenerationApartEqualsColocated) {
+  // SFT and distillation run on rank 0 while rank 1, which only generates for GRPO, idles through them.
+  const std::string cfg = "tests/e2e/data/tiny.yaml --set stages[0].sft.steps=10 --set stages[1].grpo.iterations=2"
+                          " --set stages[2].distill.steps=2 --set run.eval_before_train=false";
+  std::string dir = scratch_dir("disagg-pipeline");
+  Proc colo = run_hpcrl("run " + cfg + " --out " + dir + "/colo");
+  ASSERT_EQ(colo.exit_code, 0) << colo.output;
+  Proc dis = run_hpcrl("run " + cfg + " --set placement.mode=disaggregated --set 'placement.ranges={policy: [0, 0], "
+                       "reference: [0, 0], student: [0, 0], policy.rollout: [1, 1]}' --out " + dir + "/dis",
+                       2);
+  ASSERT_EQ(dis.exit_code, 0) << dis.output;
+  const auto a = read_metrics(dir + "/colo/metrics.jsonl"), b = read_metrics(dir + "/dis/metrics.jsonl");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    nlohmann::json x = without_timing(a[i]), y = without_timing(b[i]);
+    for (const char* k : {"staleness/mean", "staleness/max", "staleness/dropped_samples", "weight_sync/bytes"}) y.erase(k);
+    EXPECT_EQ(x, y) << "line " << i;
+  }
+}
+
 TEST(DisaggregatedE2E, PpoWithItsCriticOnTheTrainerMatchesColocated) {
   std::string dir = scratch_dir("disagg-ppo");
   Proc colo = run_hpcrl("run " + kPpo + " --out " + dir + "/colo");

@@ -52,11 +52,15 @@ RolloutRound PolicyStage::produce(int64_t iteration) {
   RlMetrics m;  // the spans' seconds
   // The rollout copy of a pipelined policy, or the generation copy in another layout, gets the updated weights.
   if (generator_.ctx.pp_size() > 1) timed("weight_sync", m, [&] { sync_rollout_model(generator_); });
-  if (resharded()) timed("weight_sync", m, [&] { rollout::reshard_weights(*policy_.model, *generator_.model); });
+  if (resharded()) {
+    released_.restore(*generator_.model);
+    timed("weight_sync", m, [&] { rollout::reshard_weights(*policy_.model, *generator_.model); });
+  }
   RolloutRound round;
   RolloutSums sums;
   double max_response_len = 0, kept_groups = 0;
   round.kept = draw_groups(iteration, m, sums, max_response_len, kept_groups);
+  if (resharded()) released_.release(*generator_.model);  // the update and the log-probs use that memory
   // Metrics over every sample drawn (before dynamic-sampling filtering).
   at::Tensor maxlen = at::full({1}, max_response_len, at::kDouble);
   if (generator_.ctx.dp_size() > 1) generator_.ctx.dp->all_reduce(maxlen, dist::ReduceOp::kMax);

@@ -40,6 +40,23 @@ std::string broadcast_string(dist::Communicator& comm, int root, const std::stri
 }
 }  // namespace
 
+void ReleasedWeights::release(model::DecoderModel& model) {
+  if (released()) return;
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.parameters()) {
+    shapes_.push_back(p.sizes().vec());
+    p.set_data(at::empty({0}, p.options()));
+  }
+}
+
+void ReleasedWeights::restore(model::DecoderModel& model) {
+  if (!released()) return;
+  torch::NoGradGuard no_grad;
+  size_t i = 0;
+  for (auto& p : model.parameters()) p.set_data(at::empty(shapes_.at(i++), p.options()));
+  shapes_.clear();
+}
+
 WeightSyncStats reshard_weights(model::DecoderModel& source, model::DecoderModel& target) {
   torch::NoGradGuard no_grad;
   trace::TimedSpan span("weight_sync");

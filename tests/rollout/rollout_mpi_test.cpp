@@ -113,6 +113,30 @@ void expect_same_weights(model::DecoderModel& a, model::DecoderModel& b) {
   for (auto& [name, t] : wa) EXPECT_TRUE(at::equal(t, byname.at(name))) << name;
 }
 
+TEST(RolloutMpi, AReleasedGenerationCopyHoldsNoWeightsAndReshardsBackExactly) {
+  if (!two_ranks()) GTEST_SKIP() << "layout test written for 2 ranks";
+  const auto arch = hpcrl::testing::qwen2_arch();
+  model::ModelOptions o;
+  o.seed = 7;
+  auto train = std::make_shared<model::DecoderModel>(arch, hpcrl::testing::layout_context(2, 1), o);
+  train_a_little(*train);
+  o.seed = 99;
+  auto gen = std::make_shared<model::DecoderModel>(arch, parallel::ParallelContext{}, o);
+  rollout::reshard_weights(*train, *gen);
+  rollout::ReleasedWeights released;
+  released.release(*gen);  // between rollouts: the update may use the memory
+  int64_t held = 0;
+  for (const auto& p : gen->parameters()) held += p.numel();
+  EXPECT_EQ(held, 0);
+  EXPECT_TRUE(released.released());
+  released.restore(*gen);
+  rollout::reshard_weights(*train, *gen);  // the next rollout's sync fills it again
+  o.seed = 7;
+  auto expected = std::make_shared<model::DecoderModel>(arch, parallel::ParallelContext{}, o);
+  train_a_little(*expected);
+  expect_same_weights(*gen, *expected);
+}
+
 TEST(RolloutMpi, ReshardFromTrainingTp2ToGenerationTp1) {
   if (!two_ranks()) GTEST_SKIP() << "layout test written for 2 ranks";
   const int rank = dist::init(nullptr, nullptr).rank;

@@ -24,6 +24,7 @@
 #include "hpcrl/algo/train_step.h"
 #include "hpcrl/io/dataset_cursor.h"
 #include "hpcrl/rollout/engine.h"
+#include "hpcrl/rollout/weight_sync.h"
 
 namespace hpcrl::algo {
 
@@ -165,6 +166,7 @@ class PolicyStage {
   std::unique_ptr<io::DataSampler> sampler_;
   std::unique_ptr<rollout::Engine> engine_;
   std::unique_ptr<SampleChannel> redeal_;  // resharded(): samples from the generation layout to the training one
+  rollout::ReleasedWeights released_;      // resharded(): the generation copy's storage between rollouts
   std::unique_ptr<RemoteReference> remote_reference_;  // a reference on ranks of its own
 };
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "hpcrl/dist/communicator.h"
 #include "hpcrl/io/tensor_store.h"
@@ -23,6 +24,22 @@ namespace hpcrl::rollout {
 struct WeightSyncStats {
   int64_t bytes = 0;   // full-tensor bytes this rank received (reshard: gathered; broadcast: over the bridge)
   double seconds = 0;
+};
+
+// A generation copy's parameter storage, given back between rollouts so the
+// update can use that memory (colocated, other layout): the shapes are kept,
+// the storage freed; restore() allocates it again (uninitialised) for the next
+// reshard_weights to fill. Precondition: nothing reads the copy in between.
+class ReleasedWeights {
+ public:
+  // Frees every parameter of `model` (no-op when already released).
+  void release(model::DecoderModel& model);
+  // Allocates them again in their shapes (no-op when not released).
+  void restore(model::DecoderModel& model);
+  bool released() const { return !shapes_.empty(); }
+
+ private:
+  std::vector<std::vector<int64_t>> shapes_;
 };
 
 // Collective over `source`'s tp and ep groups: every rank of the training role

@@ -11,12 +11,6 @@
 namespace hpcrl::trace {
 namespace {
 
-double arg(const Event& e, const char* key) {
-  for (const auto& [k, v] : e.args)
-    if (k == key) return v;
-  return 0;
-}
-
 struct StageAcc {
   int64_t steps = 0;
   std::set<int64_t> ranks;
@@ -46,15 +40,15 @@ std::vector<BubbleStats> pipeline_bubbles(const std::vector<TraceFile>& files) {
       while (p < mine.size() && mine[p]->ts_us < st->ts_us) ++p;  // passes outside any step
       double busy_us = 0;
       for (; p < mine.size() && mine[p]->ts_us < end; ++p) busy_us += mine[p]->dur_us;
-      StageAcc& acc = stages[static_cast<int64_t>(arg(*st, "stage"))];
+      StageAcc& acc = stages[static_cast<int64_t>(arg_value(*st, "stage"))];
       ++acc.steps;
       acc.ranks.insert(key.first);
-      acc.stages = std::max(acc.stages, arg(*st, "stages"));
-      acc.microbatches = std::max(acc.microbatches, arg(*st, "microbatches"));
-      acc.virtual_stages = std::max(acc.virtual_stages, arg(*st, "virtual_stages"));
+      acc.stages = std::max(acc.stages, arg_value(*st, "stages"));
+      acc.microbatches = std::max(acc.microbatches, arg_value(*st, "microbatches"));
+      acc.virtual_stages = std::max(acc.virtual_stages, arg_value(*st, "virtual_stages"));
       acc.step_s += st->dur_us * 1e-6;
       acc.measured += st->dur_us > 0 ? std::max(0.0, 1.0 - busy_us / st->dur_us) : 0.0;
-      acc.theory += arg(*st, "theory");
+      acc.theory += arg_value(*st, "theory");
     }
   }
   std::vector<BubbleStats> out;

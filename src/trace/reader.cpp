@@ -153,6 +153,12 @@ TraceFile parse_trace(const std::string& text, const std::string& path) {
   }
 }
 
+double arg_value(const Event& e, const char* key) {
+  for (const auto& [k, v] : e.args)
+    if (k == key) return v;
+  return 0;
+}
+
 TraceFile read_trace_file(const std::string& path) { return parse_trace(fs::read_file(path, "trace file"), path); }
 
 }  // namespace hpcrl::trace

@@ -10,12 +10,6 @@
 namespace hpcrl::trace {
 namespace {
 
-double arg(const Event& e, const char* key) {
-  for (const auto& [k, v] : e.args)
-    if (k == key) return v;
-  return 0;
-}
-
 struct Acc {
   std::set<int64_t> ranks;
   double rounds_us = 0, data_us = 0, weights_us = 0;
@@ -41,7 +35,7 @@ std::vector<RoleIdleStats> role_idle(const std::vector<TraceFile>& files) {
     }
     for (const Event* r : rounds) {
       const std::string stage = split(r->name).first;
-      const char* role = arg(*r, "generates") != 0 ? "generation" : arg(*r, "scores") != 0 ? "reference/critic" : "trainer";
+      const char* role = arg_value(*r, "generates") != 0 ? "generation" : arg_value(*r, "scores") != 0 ? "reference/critic" : "trainer";
       Acc& a = acc[{stage, role}];
       a.ranks.insert(r->pid);
       a.rounds_us += r->dur_us;

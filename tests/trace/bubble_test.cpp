@@ -7,22 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "hpcrl/trace/summary.h"
+#include "trace_test_support.h"
 
 using namespace hpcrl;
 
 namespace {
 
 trace::Event ev(const std::string& name, int64_t pid, int64_t lane, double ts, double dur, trace::Args args = {}) {
-  trace::Event e;
-  e.name = name;
-  e.cat = "span";
-  e.ph = "X";
-  e.pid = pid;
-  e.tid = lane;
-  e.ts_us = ts;
-  e.dur_us = dur;
-  e.args = std::move(args);
-  return e;
+  return trace_test::span_event(name, pid, ts, dur, std::move(args), lane);
 }
 
 trace::Args step_args(int stage) {

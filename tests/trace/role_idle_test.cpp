@@ -4,31 +4,22 @@
 #include <gtest/gtest.h>
 
 #include "hpcrl/trace/summary.h"
+#include "trace_test_support.h"
 
 using namespace hpcrl;
 
-namespace {
-trace::Event span(const std::string& name, int64_t pid, double ts, double dur, trace::Args args = {}) {
-  trace::Event e;
-  e.name = name;
-  e.cat = "span";
-  e.ph = "X";
-  e.pid = pid;
-  e.ts_us = ts;
-  e.dur_us = dur;
-  e.args = std::move(args);
-  return e;
-}
-}  // namespace
+using trace_test::span_event;
 
 TEST(RoleIdle, SharesPerRoleFromTheWaitSpansInsideRounds) {
   trace::TraceFile trainer, generator;
   // Trainer (rank 0): rounds 1000 us; 200 us receiving samples, 100 us sending weights → busy 0.7.
-  trainer.events = {span("grpo/rounds", 0, 0, 1000, {{"generates", 0}}), span("grpo/wait_samples", 0, 0, 150),
-                    span("grpo/weight_sync", 0, 400, 100), span("grpo/wait_samples", 0, 500, 50),
-                    span("grpo/wait_samples", 0, 2000, 999)};  // outside its rounds: not counted
+  trainer.events = {span_event("grpo/rounds", 0, 0, 1000, {{"generates", 0}}),
+                    span_event("grpo/wait_samples", 0, 0, 150), span_event("grpo/weight_sync", 0, 400, 100),
+                    span_event("grpo/wait_samples", 0, 500, 50),
+                    span_event("grpo/wait_samples", 0, 2000, 999)};  // outside its rounds: not counted
   // Generator (rank 1): rounds 800 us; 400 us waiting for weights → busy 0.5.
-  generator.events = {span("grpo/rounds", 1, 100, 800, {{"generates", 1}}), span("grpo/wait_weights", 1, 300, 400)};
+  generator.events = {span_event("grpo/rounds", 1, 100, 800, {{"generates", 1}}),
+                      span_event("grpo/wait_weights", 1, 300, 400)};
   const auto rows = trace::role_idle({trainer, generator});
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].role, "generation");
@@ -44,7 +35,7 @@ TEST(RoleIdle, SharesPerRoleFromTheWaitSpansInsideRounds) {
 
 TEST(RoleIdle, ColocatedTracesHaveNoRolesTable) {
   trace::TraceFile f;
-  f.events = {span("grpo/iteration", 0, 0, 100), span("grpo/rollout", 0, 0, 60)};
+  f.events = {span_event("grpo/iteration", 0, 0, 100), span_event("grpo/rollout", 0, 0, 60)};
   EXPECT_TRUE(trace::role_idle({f}).empty());
   EXPECT_EQ(trace::format_markdown(trace::summarize({f})).find("## Roles"), std::string::npos);
 }

@@ -17,19 +17,8 @@ using namespace trace_test;
 
 namespace {
 
-trace::Event x(const std::string& name, int64_t pid, double ts, double dur) {
-  trace::Event e;
-  e.name = name;
-  e.cat = "span";
-  e.ph = "X";
-  e.pid = pid;
-  e.ts_us = ts;
-  e.dur_us = dur;
-  return e;
-}
-
 trace::Event comm_event(int64_t pid, const std::string& group, double ts, double dur, double bytes) {
-  trace::Event e = x("all_reduce", pid, ts, dur);
+  trace::Event e = span_event("all_reduce", pid, ts, dur);
   e.cat = "comm";
   e.group = group;
   e.args = {{"bytes", bytes}};
@@ -98,9 +87,9 @@ void expect_matches_raw(const trace::Summary& s, const std::vector<std::string>&
 
 TEST(TraceSummary, StatisticsFollowTheirDefinitions) {
   trace::TraceFile r0, r1;
-  r0.events = {x("sft", 0, 0, 100), x("sft/step", 0, 0, 40), x("sft/step", 0, 50, 40), x("sft/eval", 0, 95, 5),
-               comm_event(0, "policy/dp[0]", 10, 10, 100)};
-  r1.events = {x("sft", 1, 0, 200), x("sft/step", 1, 0, 150), x("grpo/rollout", 1, 300, 50),
+  r0.events = {span_event("sft", 0, 0, 100), span_event("sft/step", 0, 0, 40), span_event("sft/step", 0, 50, 40),
+               span_event("sft/eval", 0, 95, 5), comm_event(0, "policy/dp[0]", 10, 10, 100)};
+  r1.events = {span_event("sft", 1, 0, 200), span_event("sft/step", 1, 0, 150), span_event("grpo/rollout", 1, 300, 50),
                comm_event(1, "policy/dp[1]", 20, 30, 100)};
   auto s = trace::summarize({r0, r1});
   EXPECT_EQ(s.ranks, (std::vector<int64_t>{0, 1}));

@@ -17,9 +17,26 @@
 #include <string>
 #include <vector>
 
+#include "hpcrl/trace/reader.h"
+
 namespace trace_test {
 
 namespace stdfs = std::filesystem;
+
+// A complete ("X") span event of rank `pid` on `lane`, as the reader makes them.
+inline hpcrl::trace::Event span_event(const std::string& name, int64_t pid, double ts, double dur,
+                                      hpcrl::trace::Args args = {}, int64_t lane = 0) {
+  hpcrl::trace::Event e;
+  e.name = name;
+  e.cat = "span";
+  e.ph = "X";
+  e.pid = pid;
+  e.tid = lane;
+  e.ts_us = ts;
+  e.dur_us = dur;
+  e.args = std::move(args);
+  return e;
+}
 
 // A fresh directory under the system temp dir, removed at scope end.
 struct TempDir {

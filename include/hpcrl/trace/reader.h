@@ -35,6 +35,9 @@ struct TraceFile {
   size_t valid_end = 0;       // byte offset just past the last complete event (or the '[')
 };
 
+// The numeric arg `key` of `e` (0 when the event has none).
+double arg_value(const Event& e, const char* key);
+
 // Reads and parses `path` (InputError when missing, empty or malformed).
 TraceFile read_trace_file(const std::string& path);
 // Parses trace text; `path` only names the source in errors.

@@ -37,6 +37,16 @@ Proc run_placed(const std::string& ranges, int np, const std::string& out, const
                    np);
 }
 
+// `cfg` colocated on one rank into DIR/colo, and with `placement` (--set overrides) on `np` ranks into DIR/dis;
+// false, with the failing run's output as a gtest failure, unless both exit 0.
+bool run_colocated_and_placed(const std::string& cfg, const std::string& placement, int np, const std::string& dir) {
+  Proc colo = run_hpcrl("run " + cfg + " --out " + dir + "/colo");
+  EXPECT_EQ(colo.exit_code, 0) << colo.output;
+  Proc dis = run_hpcrl("run " + cfg + placement + " --out " + dir + "/dis", np);
+  EXPECT_EQ(dis.exit_code, 0) << dis.output;
+  return colo.exit_code == 0 && dis.exit_code == 0;
+}
+
 std::vector<nlohmann::json> stage_lines(const std::string& dir, const std::string& stage) {
   return lines_with(read_metrics(dir + "/metrics.jsonl"), stage, "reward/mean");
 }
@@ -69,10 +79,7 @@ int run_and_signal(const std::string& args, const std::string& dir, int rank, in
 
 TEST(DisaggregatedE2E, GrpoOneGeneratorOneTrainerMatchesColocated) {
   std::string dir = scratch_dir("disagg-grpo");
-  Proc colo = run_hpcrl("run " + kGrpo + " --out " + dir + "/colo");
-  ASSERT_EQ(colo.exit_code, 0) << colo.output;
-  Proc dis = run_hpcrl("run " + kGrpo + kOneAndOne + " --out " + dir + "/dis", 2);
-  ASSERT_EQ(dis.exit_code, 0) << dis.output;
+  ASSERT_TRUE(run_colocated_and_placed(kGrpo, kOneAndOne, 2, dir));
   const auto a = stage_lines(dir + "/colo", "grpo"), b = stage_lines(dir + "/dis", "grpo");
   ASSERT_EQ(a.size(), 3u);
   expect_same_rollouts(a, b, kTrainingMetrics);  // every iteration: the weights after each sync are the trainer's
@@ -87,12 +94,8 @@ TEST(DisaggregatedE2E, AWholePipelineWithGenerationApartEqualsColocated) {
   const std::string cfg = "tests/e2e/data/tiny.yaml --set stages[0].sft.steps=10 --set stages[1].grpo.iterations=2"
                           " --set stages[2].distill.steps=2 --set run.eval_before_train=false";
   std::string dir = scratch_dir("disagg-pipeline");
-  Proc colo = run_hpcrl("run " + cfg + " --out " + dir + "/colo");
-  ASSERT_EQ(colo.exit_code, 0) << colo.output;
-  Proc dis = run_hpcrl("run " + cfg + " --set placement.mode=disaggregated --set 'placement.ranges={policy: [0, 0], "
-                       "reference: [0, 0], student: [0, 0], policy.rollout: [1, 1]}' --out " + dir + "/dis",
-                       2);
-  ASSERT_EQ(dis.exit_code, 0) << dis.output;
+  ASSERT_TRUE(run_colocated_and_placed(cfg, " --set placement.mode=disaggregated --set 'placement.ranges={policy: "
+                                       "[0, 0], reference: [0, 0], student: [0, 0], policy.rollout: [1, 1]}'", 2, dir));
   const auto a = read_metrics(dir + "/colo/metrics.jsonl"), b = read_metrics(dir + "/dis/metrics.jsonl");
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
@@ -104,10 +107,7 @@ TEST(DisaggregatedE2E, AWholePipelineWithGenerationApartEqualsColocated) {
 
 TEST(DisaggregatedE2E, PpoWithItsCriticOnTheTrainerMatchesColocated) {
   std::string dir = scratch_dir("disagg-ppo");
-  Proc colo = run_hpcrl("run " + kPpo + " --out " + dir + "/colo");
-  ASSERT_EQ(colo.exit_code, 0) << colo.output;
-  Proc dis = run_hpcrl("run " + kPpo + kOneAndOnePpo + " --out " + dir + "/dis", 2);
-  ASSERT_EQ(dis.exit_code, 0) << dis.output;
+  ASSERT_TRUE(run_colocated_and_placed(kPpo, kOneAndOnePpo, 2, dir));
   auto close = kTrainingMetrics;
   close.emplace_back("critic/loss", 1e-5);
   close.emplace_back("critic/values_mean", 1e-5);
@@ -116,11 +116,9 @@ TEST(DisaggregatedE2E, PpoWithItsCriticOnTheTrainerMatchesColocated) {
 
 TEST(DisaggregatedE2E, AReferenceOnRanksOfItsOwnGivesTheColocatedRun) {
   std::string dir = scratch_dir("disagg-ref");
-  Proc colo = run_hpcrl("run " + kGrpo + " --out " + dir + "/colo");
-  ASSERT_EQ(colo.exit_code, 0) << colo.output;
   // Trainer on rank 0, reference on rank 1 (snapshotted there from the policy), generation on rank 2.
-  Proc dis = run_placed("{policy: [0, 0], reference: [1, 1], policy.rollout: [2, 2]}", 3, dir + "/dis");
-  ASSERT_EQ(dis.exit_code, 0) << dis.output;
+  ASSERT_TRUE(run_colocated_and_placed(kGrpo, " --set placement.mode=disaggregated --set 'placement.ranges={policy: "
+                                       "[0, 0], reference: [1, 1], policy.rollout: [2, 2]}'", 3, dir));
   const auto a = stage_lines(dir + "/colo", "grpo"), b = stage_lines(dir + "/dis", "grpo");
   expect_same_rollouts(a, b, kTrainingMetrics);
   EXPECT_GT(b.back().at("kl").get<double>(), 0.0);  // the reference's log-probs arrived
@@ -138,14 +136,9 @@ TEST(DisaggregatedE2E, AtFourRanksTheReferenceOnItsOwnRankGivesTheRunWithItOnThe
 
 TEST(DisaggregatedE2E, PpoWithReferenceAndCriticOnRanksOfTheirOwnMatchesColocated) {
   std::string dir = scratch_dir("disagg-ppo4");
-  Proc colo = run_hpcrl("run " + kPpo + " --out " + dir + "/colo");
-  ASSERT_EQ(colo.exit_code, 0) << colo.output;
   // Trainer 0, reference 1, critic 2 (values, then its own updates on the returns), generation 3.
-  Proc dis = run_hpcrl("run " + kPpo + " --set placement.mode=disaggregated"
-                       " --set 'placement.ranges={policy: [0, 0], reference: [1, 1], critic: [2, 2], policy.rollout: [3, 3]}'"
-                       " --out " + dir + "/dis",
-                       4);
-  ASSERT_EQ(dis.exit_code, 0) << dis.output;
+  ASSERT_TRUE(run_colocated_and_placed(kPpo, " --set placement.mode=disaggregated --set 'placement.ranges={policy: "
+                                       "[0, 0], reference: [1, 1], critic: [2, 2], policy.rollout: [3, 3]}'", 4, dir));
   auto close = kTrainingMetrics;
   close.emplace_back("critic/loss", 1e-5);
   close.emplace_back("critic/clip_frac", 1e-5);
@@ -163,11 +156,8 @@ TEST(DisaggregatedE2E, DistillationWithTheTeacherOnItsOwnRankFollowsColocated) {
     std::string cfg = distill;
     cfg.replace(cfg.find("ON"), 2, on_policy);
     std::string dir = scratch_dir("disagg-distill-" + on_policy);
-    Proc colo = run_hpcrl("run " + cfg + " --out " + dir + "/colo");
-    ASSERT_EQ(colo.exit_code, 0) << colo.output;
     // The student trains on rank 0; the teacher answers its top-k from rank 1.
-    Proc dis = run_hpcrl("run " + cfg + apart + " --out " + dir + "/dis", 2);
-    ASSERT_EQ(dis.exit_code, 0) << dis.output;
+    ASSERT_TRUE(run_colocated_and_placed(cfg, apart, 2, dir));
     const auto a = lines_with(read_metrics(dir + "/colo/metrics.jsonl"), "distill", "loss");
     const auto b = lines_with(read_metrics(dir + "/dis/metrics.jsonl"), "distill", "loss");
     ASSERT_EQ(a.size(), 6u);

@@ -42,10 +42,11 @@ struct RoundState {
 };
 }  // namespace
 
-// What this rank does in the stage: generate, train the policy, or help the
+// What this rank does in the stage: generate, train the policy, help the
 // trainer from ranks of its own (a reference answering log-prob requests, a
-// critic answering values and training on returns).
-enum class Side { kGenerator, kTrainer, kHelper };
+// critic answering values and training on returns), or score the generator's
+// rounds from ranks of its own (a reward model).
+enum class Side { kGenerator, kTrainer, kHelper, kScorer };
 
 class DisaggregatedRun {
  public:
@@ -89,6 +90,7 @@ std::vector<int> saving_ranks(const std::vector<TrainedRole>& saved) {
 
 Side side_of(PolicyStage& stage) {
   if (stage.generates()) return Side::kGenerator;
+  if (stage.scores_rewards()) return Side::kScorer;
   return stage.trains() ? Side::kTrainer : Side::kHelper;
 }
 
@@ -125,16 +127,23 @@ StageResult DisaggregatedRun::run() {
                  stage_.policy().mesh.first_rank(), stage_.policy().mesh.last_rank(), cfg_.async.max_staleness,
                  describe(plan.training));
   result_.steps_done = start;
-  // Helpers follow the trainer's rounds: its syncs, and their answers at each update.
+  // Helpers follow the trainer's rounds: its syncs, and their answers at each update; a reward model the generator's.
   trace::TimedSpan rounds(stage_.name() + "/rounds", {{"generates", side_ == Side::kGenerator ? 1.0 : 0.0},
-                                                      {"scores", side_ == Side::kHelper ? 1.0 : 0.0}});
-  for (const RoundAction& a : side_ == Side::kGenerator ? plan.generation : plan.training) {
+                                                      {"scores", side_ == Side::kHelper ? 1.0 : 0.0},
+                                                      {"rewards", side_ == Side::kScorer ? 1.0 : 0.0}});
+  const bool follows_generation = side_ == Side::kGenerator || side_ == Side::kScorer;
+  for (const RoundAction& a : follows_generation ? plan.generation : plan.training) {
     switch (a.step) {
       case RoundStep::kSyncWeights:
         if (sync_weights()) return result_;
         break;
-      case RoundStep::kGenerate: generate(a.iteration); break;
-      case RoundStep::kSendSamples: send(a.iteration); break;
+      case RoundStep::kGenerate:
+        if (side_ == Side::kGenerator) generate(a.iteration);
+        else stage_.serve_rewards();
+        break;
+      case RoundStep::kSendSamples:
+        if (side_ == Side::kGenerator) send(a.iteration);
+        break;
       case RoundStep::kReceiveSamples:
         if (side_ == Side::kTrainer) receive(a.iteration);
         break;

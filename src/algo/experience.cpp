@@ -60,6 +60,7 @@ RolloutRound PolicyStage::produce(int64_t iteration) {
   RolloutSums sums;
   double max_response_len = 0, kept_groups = 0;
   round.kept = draw_groups(iteration, m, sums, max_response_len, kept_groups);
+  rewards_.end_iteration();  // a reward model on ranks of its own stops answering for this iteration
   if (resharded()) released_.release(*generator_.model);  // the update and the log-probs use that memory
   // Metrics over every sample drawn (before dynamic-sampling filtering).
   at::Tensor maxlen = at::full({1}, max_response_len, at::kDouble);

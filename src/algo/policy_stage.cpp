@@ -19,7 +19,7 @@ namespace hpcrl::algo {
 PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* reference,
                          const DataSplits& data, std::string stage_name, Role* generator)
     : env_(env), cfg_(cfg), policy_(policy), generator_(generator ? *generator : policy), reference_(reference),
-      data_(data), name_(std::move(stage_name)), rewards_(env, cfg.rewards, generator_, cfg.train.micro_batch) {
+      data_(data), name_(std::move(stage_name)), rewards_(env, cfg.rewards, generator_, cfg.train.micro_batch, name_) {
   // Prompts are built where they are generated or evaluated: on the policy's and the generator's ranks
   // (a reference or critic of its own only answers the trainer; validation gives every rank a role).
   const Role* here = policy.member() ? &policy : generator_.member() ? &generator_ : nullptr;
@@ -43,6 +43,8 @@ PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy
 PolicyStage::~PolicyStage() = default;
 
 void PolicyStage::serve_reference() { remote_reference_->serve(); }
+
+void PolicyStage::serve_rewards() { rewards_.serve_iteration(); }
 
 int64_t PolicyStage::minibatches_per_epoch() const {
   const int64_t total = cfg_.prompts * cfg_.group;

@@ -25,11 +25,11 @@ RewardFunction::RewardFunction(const config::PipelineConfig& pipeline, const std
   set_verifier();
 }
 
-RewardFunction::RewardFunction(StageEnv& env, const std::vector<std::string>& names, const Role& policy,
-                               int64_t micro_batch) {
+RewardFunction::RewardFunction(StageEnv& env, const std::vector<std::string>& names, const Role& generator,
+                               int64_t micro_batch, const std::string& stage_name) {
   for (const auto& n : names) {
     if (env.pipeline->find_reward(n)->type == config::RewardType::model)
-      models_.emplace_back(env, n, policy, micro_batch);
+      models_.emplace_back(env, n, generator, micro_batch, stage_name);
     else
       add_text_reward(*env.pipeline, n);
   }
@@ -78,6 +78,20 @@ std::vector<ScoredResponse> RewardFunction::score_batch(const std::vector<reward
     for (size_t k = 0; k < samples.size(); ++k) out[k].score += scores[k];
   }
   return out;
+}
+
+void RewardFunction::end_iteration() {
+  for (auto& rm : models_) rm.end_iteration();
+}
+
+void RewardFunction::serve_iteration() {
+  for (auto& rm : models_) rm.serve_iteration();
+}
+
+bool RewardFunction::serves_apart() const {
+  for (const auto& rm : models_)
+    if (rm.apart() && rm.member()) return true;
+  return false;
 }
 
 ScoredResponse RewardFunction::score(const std::string& prompt, const std::string& response,

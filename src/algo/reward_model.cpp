@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "hpcrl/algo/remote_reward.h"
 #include "hpcrl/algo/token_batch.h"
 #include "hpcrl/util/check.h"
 
@@ -81,63 +82,107 @@ std::vector<double> last_token_values(Role& rm, const std::vector<SampleIds>& sa
   return out;
 }
 
-RewardModel::RewardModel(StageEnv& env, const std::string& reward_name, const Role& policy, int64_t micro_batch)
+namespace {
+
+// How the reward role's ranks sit against the generating role's: the same ranks, or none in common.
+enum class RewardPlacement { kBeside, kApart, kPartly };
+
+RewardPlacement placement_of(const dist::Mesh& rm, const dist::Mesh& gen) {
+  if (rm.first_rank() == gen.first_rank() && rm.last_rank() == gen.last_rank()) return RewardPlacement::kBeside;
+  if (rm.first_rank() > gen.last_rank() || rm.last_rank() < gen.first_rank()) return RewardPlacement::kApart;
+  return RewardPlacement::kPartly;
+}
+
+// The tokenizer a role reads, loaded here on ranks outside it (checks run on every rank alike).
+std::shared_ptr<io::Tokenizer> tokenizer_of(const Role& role) {
+  if (role.tokenizer) return role.tokenizer;
+  return std::shared_ptr<io::Tokenizer>(io::load_tokenizer(io::configured_tokenizer_spec(role.config->tokenizer)));
+}
+
+}  // namespace
+
+RewardModel::RewardModel(StageEnv& env, const std::string& reward_name, const Role& generator, int64_t micro_batch,
+                         const std::string& stage_name)
     : name_(reward_name), role_(env.role(env.pipeline->find_reward(reward_name)->model)), micro_batch_(micro_batch) {
   const config::PipelineConfig& pipeline = *env.pipeline;
-  const std::string& rm = role_.name;
-  const std::string& pol = policy.name;
   const std::string where = pipeline.pos("rewards." + reward_name).str() + ": rewards." + reward_name + ": ";
-  const config::ModelConfig& mc = *role_.config;
-  const config::ParallelConfig& pp = policy.config->parallel;
-
   // What the config alone decides: the same on every rank, so every rank stops here alike.
   // (A pipelined reward role never gets here: the runner refuses it before building models.)
-  HPCRL_CHECK_INPUT(mc.head == config::Head::value,
-                    where << "role '" << rm << "' has head: " << config::to_string(mc.head)
-                          << ", but a reward model needs a value head; give models." << rm << " head: value");
-  HPCRL_CHECK_INPUT(role_.mesh.dp() == policy.mesh.dp(),
-                    where << "the reward model '" << rm << "' has dp = " << role_.mesh.dp() << " but the policy '" << pol
-                          << "' has dp = " << policy.mesh.dp() << "; each rank scores the samples it generated, so "
-                          << "their data-parallel sizes must match: give models." << rm << " tp·sp = "
-                          << pp.tp * pp.sp * pp.pp << " (the policy's tp·sp·pp), e.g. parallel: {tp: "
-                          << pp.tp * pp.sp * pp.pp << "}");
-
-  // Where each rank stands: [holds the reward model, its dp coordinate, the policy's (-1 outside the policy)].
+  HPCRL_CHECK_INPUT(role_.config->head == config::Head::value,
+                    where << "role '" << role_.name << "' has head: " << config::to_string(role_.config->head)
+                          << ", but a reward model needs a value head; give models." << role_.name << " head: value");
   HPCRL_CHECK(env.world, "a model reward needs the world communicator");
+  switch (placement_of(role_.mesh, generator.mesh)) {
+    case RewardPlacement::kBeside: check_beside(env, generator, where); break;
+    case RewardPlacement::kApart:
+      remote_ = std::make_unique<RemoteRewardModel>(role_, generator, env.world->size(), micro_batch, stage_name);
+      break;
+    case RewardPlacement::kPartly:
+      HPCRL_CHECK_INPUT(false, where << "the reward model '" << role_.name << "' has ranks " << role_.mesh.first_rank() << "-"
+                              << role_.mesh.last_rank() << " and the generating role '" << generator.name << "' "
+                              << generator.mesh.first_rank() << "-" << generator.mesh.last_rank()
+                              << "; give the reward model exactly the generating ranks or ranks of its own");
+  }
+  check_vocabulary(generator, where);
+}
+
+RewardModel::RewardModel(RewardModel&&) noexcept = default;
+RewardModel::~RewardModel() = default;
+
+void RewardModel::check_beside(StageEnv& env, const Role& generator, const std::string& where) {
+  const std::string &rm = role_.name, &gen = generator.name;
+  const int model_ranks = generator.mesh.tp() * generator.mesh.sp() * generator.mesh.pp();
+  HPCRL_CHECK_INPUT(role_.mesh.dp() == generator.mesh.dp(),
+                    where << "the reward model '" << rm << "' has dp = " << role_.mesh.dp() << " but the policy '" << gen
+                          << "' has dp = " << generator.mesh.dp() << "; each rank scores the samples it generated, so "
+                          << "their data-parallel sizes must match: give models." << rm << " tp·sp = "
+                          << model_ranks << " (the policy's tp·sp·pp), e.g. parallel: {tp: " << model_ranks << "}");
+  // Where each rank stands: [holds the reward model, its dp coordinate, the generator's (-1 outside it)].
   at::Tensor mine = at::tensor({int64_t(role_.member()), int64_t(role_.ctx.dp_rank()),
-                                int64_t(policy.member() ? policy.ctx.dp_rank() : -1)}, at::kLong);
+                                int64_t(generator.member() ? generator.ctx.dp_rank() : -1)}, at::kLong);
   at::Tensor all = env.world->size() > 1 ? env.world->all_gather(mine, 0) : mine;
   auto a = all.accessor<int64_t, 1>();
   for (int r = 0; r < env.world->size(); ++r)
-    HPCRL_CHECK_INPUT(a[3 * r] == 1, where << "rank " << r << " does not hold the reward model '" << rm
-                      << "'; every rank scores its own samples, so the reward model must be on every rank "
-                      << "(placement.mode: colocated, or give models." << rm << " the policy's ranks)");
-  // A role on every rank leaves no ranks for a disaggregated policy: placements are colocated here.
-  HPCRL_CHECK(policy.member(), "the policy '" << pol << "' is not on this rank, but the reward model is on every rank");
+    HPCRL_CHECK_INPUT(a[3 * r] == 1 || a[3 * r + 2] < 0,
+                      where << "rank " << r << " does not hold the reward model '" << rm << "'; every rank scores "
+                            << "the samples it generates, so the reward model must be on every generating rank "
+                            << "(placement.mode: colocated, or give models." << rm << " the ranks of '" << gen
+                            << "', or ranks of its own)");
   for (int r = 0; r < env.world->size(); ++r)
-    HPCRL_CHECK_INPUT(a[3 * r + 1] == a[3 * r + 2],
+    HPCRL_CHECK_INPUT(a[3 * r + 2] < 0 || a[3 * r + 1] == a[3 * r + 2],
                       where << "rank " << r << " holds data-parallel replica " << a[3 * r + 2] << " of the policy '"
-                            << pol << "' but replica " << a[3 * r + 1] << " of the reward model '" << rm
+                            << gen << "' but replica " << a[3 * r + 1] << " of the reward model '" << rm
                             << "', so it would score samples it did not generate; the ranks of each reward-model "
                             << "replica must be those of one policy replica (a pipelined policy spreads its replicas "
                             << "over the pp stages: use a policy with pp: 1, or dp = 1)");
+}
 
-  // Every rank holds both roles now; their vocabularies are the same on every rank.
-  const int64_t v_rm = role_.model->arch().vocab_size, v_pol = policy.model->arch().vocab_size;
+void RewardModel::check_vocabulary(const Role& generator, const std::string& where) {
+  // From the configs (architectures are resolved on every rank) and tokenizers loaded where a role is absent.
+  const std::string &rm = role_.name, &pol = generator.config->name;
+  const int64_t v_rm = role_.config->arch->vocab_size, v_pol = generator.config->arch->vocab_size;
   const std::string fix = "a reward model scores the policy's token ids, so it must share the policy's tokenizer and "
                           "vocabulary: use a reward model trained from the policy's base model (e.g. models." + rm +
                           ": {init: {from: " + pol + "}, head: value}, then trained)";
   HPCRL_CHECK_INPUT(v_rm == v_pol, where << "the reward model '" << rm << "' has a vocabulary of " << v_rm
                                          << " tokens but the policy '" << pol << "' has " << v_pol << "; " << fix);
-  const std::string diff = tokenizer_difference(*role_.tokenizer, *policy.tokenizer);
-  HPCRL_CHECK_INPUT(diff.empty(), where << "the reward model '" << rm << "' uses tokenizer "
-                                        << role_.tokenizer->source() << " but the policy '" << pol << "' uses "
-                                        << policy.tokenizer->source() << " (" << diff << "); " << fix
-                                        << ", or set models." << rm << ".tokenizer to the policy's");
+  const auto t_rm = tokenizer_of(role_), t_pol = tokenizer_of(generator);
+  const std::string diff = tokenizer_difference(*t_rm, *t_pol);
+  HPCRL_CHECK_INPUT(diff.empty(), where << "the reward model '" << rm << "' uses tokenizer " << t_rm->source()
+                                        << " but the policy '" << pol << "' uses " << t_pol->source() << " (" << diff
+                                        << "); " << fix << ", or set models." << rm << ".tokenizer to the policy's");
 }
 
 std::vector<double> RewardModel::score(const std::vector<SampleIds>& samples) {
-  return last_token_values(role_, samples, micro_batch_);
+  return remote_ ? remote_->score(samples) : last_token_values(role_, samples, micro_batch_);
+}
+
+void RewardModel::end_iteration() {
+  if (remote_ && !role_.member()) remote_->end_iteration();
+}
+
+void RewardModel::serve_iteration() {
+  if (remote_ && role_.member()) remote_->serve_iteration();
 }
 
 }  // namespace hpcrl::algo

@@ -151,8 +151,9 @@ struct StageChecker {
   }
 
   // Where a GRPO/PPO stage's roles may run (docs/placement.md): generation on
-  // its own ranks (`<policy>.rollout`) beside the trainer, the reference,
-  // critic and a model reward sharing the trainer's ranks exactly.
+  // its own ranks (`<policy>.rollout`) beside the trainer, the reference and
+  // critic sharing the trainer's ranks exactly or on ranks of their own, a
+  // model reward on the generation's ranks exactly or on ranks of its own.
   void rl_placement(const RlStage& s, const std::string& p, const ModelConfig* policy, const std::string& critic) {
     if (policy && generation_placement(s, p, *policy)) trainer_placement(s, p, *policy, critic);
   }
@@ -193,27 +194,47 @@ struct StageChecker {
   }
 
   void trainer_placement(const RlStage& s, const std::string& p, const ModelConfig& policy, const std::string& critic) {
-    // The trainer, its generation, and a reference or critic on ranks of their own (algo/remote_*.h): distinct
-    // ranges (exact shares count once; partial overlaps are reported with the ranges) must cover the world.
+    // The trainer, its generation, and a reference, critic or reward model on ranks of their own (algo/remote_*.h):
+    // distinct ranges (exact shares count once; partial overlaps are reported with the ranges) must cover the world.
     std::set<std::pair<int64_t, int64_t>> ranges;
     for (const std::string& role : {policy.name, policy.name + ".rollout", s.reference, critic}) {
       if (role.empty()) continue;
       const RankSpan r = ranks_of(c, role, opt.world);
       ranges.insert({r.first, r.count});
     }
+    for (const auto& r : s.rewards)
+      if (const RewardConfig* rc = c.find_reward(r); rc && rc->type == RewardType::model)
+        if (const RankSpan span = reward_model_placement(s, p, policy, critic, *rc); span.count > 0)
+          ranges.insert({span.first, span.count});
     int64_t used = 0;
     for (const auto& r : ranges) used += r.second;
     if (opt.world > 0 && used != opt.world)
       diag.error(c.pos("placement.ranges"), "placement.ranges",
                  p + " uses " + std::to_string(used) + " of " + std::to_string(opt.world) +
-                     " ranks (trainer, generation, reference, critic); every rank takes part in its weight syncs",
+                     " ranks (trainer, generation, reference, critic, reward models); every rank takes part in its "
+                     "weight syncs",
                  "run with " + std::to_string(used) + " ranks or widen the ranges");
-    for (const auto& r : s.rewards)
-      if (const RewardConfig* rc = c.find_reward(r); rc && rc->type == RewardType::model)
-        diag.error(c.pos(p + ".reward"), p + ".reward",
-                   "reward '" + r + "' is a type: model reward; with generation on its own ranks, responses are scored "
-                   "there, and a reward model beside the generation engine is not built yet",
-                   "use a verifiable or command reward, or generate on the policy's ranks");
+  }
+
+  // A model reward scores where responses are generated, round by round (algo/remote_reward.h): on the
+  // generation's ranks exactly, or on ranks no other role of the stage uses. Returns its ranks.
+  RankSpan reward_model_placement(const RlStage& s, const std::string& p, const ModelConfig& policy,
+                                  const std::string& critic, const RewardConfig& rc) {
+    const RankSpan mine = ranks_of(c, rc.model, opt.world), gen = ranks_of(c, policy.name + ".rollout", opt.world);
+    if (mine.count == 0 || (mine.first == gen.first && mine.count == gen.count)) return mine;
+    for (const std::string& role : {policy.name, policy.name + ".rollout", s.reference, critic}) {
+      if (role.empty() || role == rc.model) continue;
+      const RankSpan other = ranks_of(c, role, opt.world);
+      if (other.count == 0 || mine.first + mine.count <= other.first || other.first + other.count <= mine.first) continue;
+      const std::string range = "[" + std::to_string(gen.first) + ", " + std::to_string(gen.first + gen.count - 1) + "]";
+      diag.error(c.pos("placement.ranges." + rc.model), "placement.ranges." + rc.model,
+                 "reward '" + rc.name + "' scores responses where they are generated, round by round, so its model '" +
+                     rc.model + "' needs the generation's ranks exactly or ranks of its own; it shares ranks with '" +
+                     role + "'",
+                 "give " + rc.model + " the range " + range + " (beside generation) or ranks no other role uses");
+      return {0, 0};
+    }
+    return mine;
   }
 
   void stage(const StageConfig& st) {

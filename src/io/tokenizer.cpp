@@ -16,6 +16,10 @@ std::vector<std::string> Tokenizer::pieces(const std::vector<int32_t>& ids) cons
   return out;
 }
 
+std::string configured_tokenizer_spec(const std::string& configured) {
+  return configured == "byte" || configured.empty() ? "builtin" : configured;
+}
+
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& spec) {
   namespace stdfs = std::filesystem;
   if (spec == "builtin") return std::make_unique<ByteTokenizer>();

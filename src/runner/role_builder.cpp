@@ -15,7 +15,6 @@
 namespace hpcrl::runner {
 
 namespace {
-std::string tokenizer_spec(const std::string& t) { return t == "byte" || t.empty() ? "builtin" : t; }
 
 // Whether the policy of a grpo/ppo stage generates on a copy of its own: on
 // ranks of its own (placement.ranges.<name>.rollout apart from <name>'s) or in
@@ -97,7 +96,7 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, 
         initialised_.insert(n);
       }
       role.model->to(device, dtype);
-      role.tokenizer = std::shared_ptr<io::Tokenizer>(io::load_tokenizer(tokenizer_spec(mc.tokenizer)));
+      role.tokenizer = std::shared_ptr<io::Tokenizer>(io::load_tokenizer(io::configured_tokenizer_spec(mc.tokenizer)));
       spdlog::info("role {}: {} layers, d={}, {}, {} {}", n, mc.arch->num_layers, mc.arch->hidden_size,
                    role.mesh.describe(), device.str(), config::to_string(cfg.run.dtype));
       if (role.mesh.pp() > 1) spdlog::info("role {}: pipeline {}", n, role.model->pipeline_layout().describe());
@@ -124,7 +123,7 @@ algo::Role Roles::build_rollout_role(const config::ModelConfig& mc, int world_ra
   opts.init = false;  // the first weight sync fills it
   role.model = std::make_shared<model::DecoderModel>(*mc.arch, role.ctx, opts);
   role.model->to(device, dtype);
-  role.tokenizer = std::shared_ptr<io::Tokenizer>(io::load_tokenizer(tokenizer_spec(mc.tokenizer)));
+  role.tokenizer = std::shared_ptr<io::Tokenizer>(io::load_tokenizer(io::configured_tokenizer_spec(mc.tokenizer)));
   spdlog::info("role {}: generation copy, {}, {}", role.name, role.mesh.describe(), device.str());
   return role;
 }

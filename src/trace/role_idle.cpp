@@ -35,7 +35,10 @@ std::vector<RoleIdleStats> role_idle(const std::vector<TraceFile>& files) {
     }
     for (const Event* r : rounds) {
       const std::string stage = split(r->name).first;
-      const char* role = arg_value(*r, "generates") != 0 ? "generation" : arg_value(*r, "scores") != 0 ? "reference/critic" : "trainer";
+      const char* role = arg_value(*r, "generates") != 0 ? "generation"
+                         : arg_value(*r, "scores") != 0  ? "reference/critic"
+                         : arg_value(*r, "rewards") != 0 ? "reward model"
+                                                         : "trainer";
       Acc& a = acc[{stage, role}];
       a.ranks.insert(r->pid);
       a.rounds_us += r->dur_us;

@@ -84,7 +84,7 @@ void format_roles(std::ostream& os, const std::vector<RoleIdleStats>& roles) {
        << fmt("%.1f %%", 100 * r.busy) << " | " << fmt("%.1f %%", 100 * r.waiting_data) << " | "
        << fmt("%.1f %%", 100 * r.waiting_weights) << " |\n";
   os << "\nseconds: the role's <stage>/rounds spans summed over its ranks; waiting for data: receiving samples "
-        "(a reference: requests); waiting for weights: in a weight sync, the transfer included.\n";
+        "(a reference: requests; a reward model: scoring rounds); waiting for weights: in a weight sync, the transfer included.\n";
 }
 }  // namespace
 

@@ -4,7 +4,10 @@
 // and with dp > 1 each rank scores its own samples (those of its policy
 // replica). Layouts the reward model cannot run in are InputErrors, the same
 // message on every rank: a pipelined reward role, one missing on some ranks, a
-// dp size or a dp coordinate other than the policy's.
+// dp size or a dp coordinate other than the policy's. With generation on ranks
+// of its own, a reward model on those ranks scores there, and one on ranks of
+// its own answers every scoring round of every generating replica with the
+// scores a single-rank copy computes.
 #include <gtest/gtest.h>
 
 #include "reward_model_setup.h"
@@ -104,6 +107,94 @@ TEST(RewardModelMpi, ADataParallelCoordinateOtherThanThePolicysIsRefused) {
   EXPECT_NE(err.find("rank 1 holds data-parallel replica 1 of the policy 'policy' but replica 0 of the reward "
                      "model 'rm', so it would score samples it did not generate"),
             std::string::npos) << err;
+}
+
+TEST(RewardModelMpi, BesideGenerationOnRanksOfItsOwnEachGeneratingRankScoresItsSamples) {
+  // Trainer on rank 0; generation and the reward model share ranks 1..W-1 (dp = W - 1).
+  const int W = world_size();
+  auto p = make_rm_pipeline(rm_pipeline_yaml(
+      "{init: {preset: tiny-2l}}", "{init: {preset: tiny-2l}, head: value}",
+      "placement: {mode: disaggregated, ranges: {policy: [0, 0], policy.rollout: [1, " + n(W - 1) + "], rm: [1, " +
+          n(W - 1) + "]}}\n"));
+  algo::RewardFunction f(p->env, {"rm"}, p->generator(), 0, "grpo");
+  EXPECT_FALSE(f.serves_apart());
+  if (!p->generator().member()) return;
+  auto reference = single_rank_copy(p->rm());
+  Samples s = random_samples(4, 200 + p->generator().ctx.dp_rank());
+  std::vector<reward::RewardSample> text(4, reward::RewardSample{"", "", ""});
+  auto got = f.score_batch(text, s.ids());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i].score, value_alone(*reference, s.prompts[i], s.responses[i]), 1e-5) << "sample " << i;
+}
+
+// Generation on `gen`, the reward model (`rm_role`) on `rm` of its own, trainer on rank 0 (np 4):
+// two iterations of two scoring rounds of 5 samples per generating replica.
+void check_reward_model_apart(const std::string& gen, const std::string& rm, const std::string& rm_role) {
+  if (world_size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  auto p = make_rm_pipeline(rm_pipeline_yaml("{init: {preset: tiny-2l}}", rm_role,
+                                             "placement: {mode: disaggregated, ranges: {policy: [0, 0], "
+                                             "policy.rollout: " + gen + ", rm: " + rm + "}}\n"));
+  algo::Role& generator = p->generator();
+  algo::RewardFunction f(p->env, {"rm"}, generator, 2, "grpo");
+  EXPECT_EQ(f.serves_apart(), p->rm().member());
+  const int replicas = generator.mesh.dp(), iterations = 2, rounds = 2, per_round = 5;
+  auto samples = [&](int j, int it, int r) { return random_samples(per_round, 300 + 100 * j + 10 * it + r); };
+  // The reward ranks' single-rank scores of every replica's samples, [replica][iteration][round][sample].
+  at::Tensor expected = at::zeros({replicas * iterations * rounds * per_round}, at::kDouble);
+  if (p->rm().member()) {
+    auto reference = single_rank_copy(p->rm());
+    auto e = expected.accessor<double, 1>();
+    int64_t k = 0;
+    for (int j = 0; j < replicas; ++j)
+      for (int it = 0; it < iterations; ++it)
+        for (int r = 0; r < rounds; ++r) {
+          Samples s = samples(j, it, r);
+          for (int i = 0; i < per_round; ++i) e[k++] = value_alone(*reference, s.prompts[size_t(i)], s.responses[size_t(i)]);
+        }
+  }
+  at::Tensor all = p->env.world->all_gather(expected, 0).view({4, -1})[p->rm().mesh.first_rank()];
+  for (int it = 0; it < iterations; ++it) {
+    if (p->rm().member()) f.serve_iteration();
+    if (!generator.member()) continue;
+    const int j = generator.ctx.dp_rank();
+    for (int r = 0; r < rounds; ++r) {
+      Samples s = samples(j, it, r);
+      std::vector<reward::RewardSample> text(size_t(per_round), reward::RewardSample{"", "", ""});
+      auto got = f.score_batch(text, s.ids());
+      ASSERT_EQ(got.size(), size_t(per_round));
+      for (int i = 0; i < per_round; ++i) {
+        const double want = all[((j * iterations + it) * rounds + r) * per_round + i].item<double>();
+        EXPECT_NEAR(got[size_t(i)].score, want, 1e-5) << "replica " << j << " iteration " << it << " round " << r
+                                                      << " sample " << i;
+      }
+    }
+    f.end_iteration();
+  }
+}
+
+TEST(RewardModelMpi, OnARankOfItsOwnItAnswersEveryRoundOfTwoGeneratingReplicas) {
+  check_reward_model_apart("[1, 2]", "[3, 3]", "{init: {preset: tiny-2l}, head: value}");
+}
+
+TEST(RewardModelMpi, OnTwoRanksOfItsOwnAtTp2ItAnswersTheGeneratorsRounds) {
+  check_reward_model_apart("[1, 1]", "[2, 3]", "{init: {preset: tiny-2l}, head: value, parallel: {tp: 2}}");
+}
+
+TEST(RewardModelMpi, SharingSomeOfTheGenerationsRanksIsRefusedAtValidation) {
+  const int W = world_size();
+  if (W != 4) GTEST_SKIP() << "needs 4 ranks";
+  const std::string yaml = rm_pipeline_yaml(
+      "{init: {preset: tiny-2l}}", "{init: {preset: tiny-2l}, head: value}",
+      "placement: {mode: disaggregated, ranges: {policy: [0, 0], policy.rollout: [1, 2], rm: [2, 3]}}\n");
+  auto loaded = config::check_pipeline_text(yaml, "rm.yaml", {}, {W, false});
+  ASSERT_FALSE(loaded.ok());
+  std::string all;
+  for (const auto& e : loaded.diagnostics.errors) all += e.str() + "\n";
+  EXPECT_NE(all.find("reward 'rm' scores responses where they are generated, round by round, so its model 'rm' needs "
+                     "the generation's ranks exactly or ranks of its own; it shares ranks with 'policy.rollout'"),
+            std::string::npos) << all;
+  EXPECT_NE(all.find("give rm the range [1, 2] (beside generation) or ranks no other role uses"), std::string::npos)
+      << all;
 }
 
 }  // namespace

@@ -47,8 +47,10 @@ struct RmPipeline {
 
   algo::Role& policy() { return roles->get("policy"); }
   algo::Role& rm() { return roles->get("rm"); }
+  // The generation copy of a policy that generates on ranks of its own.
+  algo::Role& generator() { return *roles->rollout_of("policy"); }
   algo::RewardFunction rewards(const std::vector<std::string>& names, int64_t micro_batch = 0) {
-    return algo::RewardFunction(env, names, policy(), micro_batch);
+    return algo::RewardFunction(env, names, policy(), micro_batch, "grpo");
   }
 };
 

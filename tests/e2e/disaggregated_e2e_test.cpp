@@ -2,7 +2,8 @@
 // follow the colocated run on the same seed exactly (same samples, losses, KL
 // and grad norms), a generation layout of tp = 2 follows tp = 1, the
 // asynchronous k = 1 run starts as the synchronous one and then trains one
-// version behind, and a stop signal to a generating or a training rank ends
+// version behind, a model reward on its own rank or beside generation gives
+// the colocated run, and a stop signal to a generating or a training rank ends
 // every rank with exit 75 and a resume that repeats the uninterrupted run.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -216,6 +217,31 @@ TEST(DisaggregatedE2E, AsyncOneStepStartsSynchronousThenTrainsOneVersionBehind) 
   // Later iterations sample weights one update older than the trainer's: the two policies differ.
   EXPECT_GT(a[1].at("offpolicy/kl_behaviour_old").get<double>(), 0.0);
   EXPECT_NE(a[1].at("reward/mean"), s[1].at("reward/mean"));
+}
+
+TEST(DisaggregatedE2E, AModelRewardOnItsOwnRankOrBesideGenerationGivesTheColocatedRun) {
+  // The judge plus a reward model snapshotted from the policy (a score that varies from response to response).
+  const std::string rm = " --set 'models.rm={init: {from: policy}, head: value}'"
+                         " --set 'rewards.rm={type: model, model: rm}' --set 'stages[0].grpo.reward=[judge, rm]'";
+  std::string dir = scratch_dir("disagg-rm");
+  // Trainer and reference on rank 0, generation on rank 1, the reward model on rank 2 of its own.
+  ASSERT_TRUE(run_colocated_and_placed(kGrpo + rm, " --set placement.mode=disaggregated --set 'placement.ranges={"
+                                       "policy: [0, 0], reference: [0, 0], policy.rollout: [1, 1], rm: [2, 2]}'",
+                                       3, dir));
+  const auto colo = stage_lines(dir + "/colo", "grpo");
+  expect_same_rollouts(colo, stage_lines(dir + "/dis", "grpo"), kTrainingMetrics);
+  // The reward model beside generation on rank 1.
+  Proc beside = run_placed("{policy: [0, 0], reference: [0, 0], policy.rollout: [1, 1], rm: [1, 1]}", 2,
+                           dir + "/beside", rm);
+  ASSERT_EQ(beside.exit_code, 0) << beside.output;
+  expect_same_rollouts(colo, stage_lines(dir + "/beside", "grpo"), kTrainingMetrics);
+  // Its scores were added: the judge alone gives another reward.
+  Proc judge = run_hpcrl("run " + kGrpo + " --out " + dir + "/judge");
+  ASSERT_EQ(judge.exit_code, 0) << judge.output;
+  EXPECT_NE(stage_lines(dir + "/judge", "grpo")[0].at("reward/mean"), colo[0].at("reward/mean"));
+  // The trace gives the reward model's ranks a row of their own.
+  Proc summary = run_hpcrl("trace summarize " + dir + "/dis");
+  EXPECT_NE(summary.output.find("| grpo | reward model | 1 |"), std::string::npos) << summary.output;
 }
 
 // `config` (grpo_judge.yaml, ppo_judge.yaml) with its judge leaving out the

@@ -109,6 +109,9 @@ class PolicyStage {
   // On the ranks of a reference of its own: answers one update's log-prob requests.
   void serve_reference();
   bool scores_reference() const { return remote_reference_ && reference_->member(); }
+  // On the ranks of a reward model of its own: answers one iteration's scoring rounds.
+  void serve_rewards();
+  bool scores_rewards() const { return rewards_.serves_apart(); }
   io::DataSampler& sampler() { return *sampler_; }
 
   int64_t minibatches_per_epoch() const;

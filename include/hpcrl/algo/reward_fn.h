@@ -30,10 +30,12 @@ class RewardFunction {
   // Text rewards only (verifiable, command): InputError naming a `model`
   // reward, which needs a stage's roles.
   RewardFunction(const config::PipelineConfig& pipeline, const std::vector<std::string>& names);
-  // The rewards of a stage whose samples `policy` generates; model rewards
-  // score in micro-batches of `micro_batch` rows (0 = all at once). Collective
-  // over env.world when there are model rewards (RewardModel's checks).
-  RewardFunction(StageEnv& env, const std::vector<std::string>& names, const Role& policy, int64_t micro_batch);
+  // The rewards of stage `stage_name` whose samples `generator` generates;
+  // model rewards score in micro-batches of `micro_batch` rows (0 = all at
+  // once). Collective over env.world when there are model rewards
+  // (RewardModel's checks; a model reward on ranks of its own).
+  RewardFunction(StageEnv& env, const std::vector<std::string>& names, const Role& generator, int64_t micro_batch,
+                 const std::string& stage_name);
 
   // All samples of a rollout round at once: each command program gets the
   // whole batch streamed (one start, no round trip per sample). Errors from a
@@ -44,6 +46,14 @@ class RewardFunction {
                                           const std::vector<SampleIds>& ids = {});
   // One sample by its text: for functions without model rewards (they need ids).
   ScoredResponse score(const std::string& prompt, const std::string& response, const std::string& answer);
+
+  // Model rewards on ranks of their own (algo/remote_reward.h): on generating
+  // ranks, after an iteration's last score_batch(); on a reward model's ranks,
+  // answering that iteration's requests. Nothing for rewards beside the generator.
+  void end_iteration();
+  void serve_iteration();
+  // This rank holds a model reward that has ranks of its own.
+  bool serves_apart() const;
 
   // The verifier used for accuracy (the first verifiable reward, default extractors otherwise).
   const reward::VerifiableReward& verifier() const { return *verifier_; }

@@ -13,14 +13,19 @@
 // vocabulary. Rows are right-padded with causal attention, so a score does not
 // depend on what else is in its micro-batch.
 //
-// Layout: every rank holds the reward role and scores its own samples, so its
-// data-parallel size and coordinates must be the policy's; tp and sp may differ
-// (sp splits the sequence; the last-token values are summed over the sp group).
+// Layout: beside the generating role (the same ranks: every rank when
+// colocated, the generation's own ranks when disaggregated) each rank scores
+// its own samples, so its data-parallel size and coordinates must be the
+// generator's; tp and sp may differ (sp splits the sequence; the last-token
+// values are summed over the sp group). On ranks of its own (disaggregated,
+// disjoint from the generation's) it answers the generating ranks' requests
+// round by round (algo/remote_reward.h), in any tp/sp/dp layout.
 // A pipelined reward role (pp > 1) is refused for now, by the runner before
 // any model is built (runner/role_builder.cpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,24 +52,42 @@ std::vector<SampleIds> sample_ids(const std::vector<std::vector<int32_t>>& promp
 std::vector<double> last_token_values(Role& rm, const std::vector<SampleIds>& samples, int64_t micro_batch = 0);
 
 // A `type: model` reward of a stage, checked when the stage starts.
+class RemoteRewardModel;
+
 class RewardModel {
  public:
   // InputError naming the reward's file:line:col and the fix, thrown on every
   // rank alike (collective over env.world), when: the role has no value head;
-  // it is not on every rank, or its dp size or this rank's dp coordinate
-  // differs from the policy's; its vocabulary or tokenizer differs from the
+  // it shares only some of the generator's ranks; beside the generator, it
+  // misses a generating rank, or its dp size or a rank's dp coordinate differs
+  // from the generator's; its vocabulary or tokenizer differs from the
   // policy's. Needs a whole (pp = 1) role, as the runner builds them.
-  RewardModel(StageEnv& env, const std::string& reward_name, const Role& policy, int64_t micro_batch);
+  // `generator`: the role the stage samples on (the policy, or its generation copy).
+  RewardModel(StageEnv& env, const std::string& reward_name, const Role& generator, int64_t micro_batch,
+              const std::string& stage_name);
+  RewardModel(RewardModel&&) noexcept;
+  ~RewardModel();
 
-  // One score per sample (collective over the reward role's tp and sp groups).
+  // On generating ranks: one score per sample (collective over the reward
+  // role's tp and sp groups beside it; a request to its own ranks otherwise).
   std::vector<double> score(const std::vector<SampleIds>& samples);
+  // Apart: on generating ranks after an iteration's last score(), and on the
+  // reward role's ranks to answer that iteration's requests. Beside: nothing.
+  void end_iteration();
+  void serve_iteration();
+  bool apart() const { return remote_ != nullptr; }
+  bool member() const { return role_.member(); }
 
   const std::string& name() const { return name_; }
 
  private:
+  void check_beside(StageEnv& env, const Role& generator, const std::string& where);
+  void check_vocabulary(const Role& generator, const std::string& where);
+
   std::string name_;
   Role& role_;
   int64_t micro_batch_;
+  std::unique_ptr<RemoteRewardModel> remote_;  // the reward role has ranks of its own
 };
 
 }  // namespace hpcrl::algo

@@ -55,5 +55,7 @@ class Tokenizer {
 // tokenizer_config.json), or a tokenizer.json path. InputError naming the path
 // and the fix when it is missing or malformed.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& spec);
+// The spec of a model's `tokenizer:` key ("" and "byte" are the built-in byte tokenizer).
+std::string configured_tokenizer_spec(const std::string& configured);
 
 }  // namespace hpcrl::io

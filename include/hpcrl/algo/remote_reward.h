@@ -1,0 +1,55 @@
+// A `type: model` reward on ranks of its own beside a disaggregated stage's
+// generation (placement.ranges.<reward model> disjoint from every other
+// role's). Responses are scored where they are generated, round by round —
+// dynamic sampling draws a number of rounds per iteration known only when the
+// rounds' scores are in — so the reward ranks follow the generator: each
+// scoring round, every generating replica's leader sends its samples' ids to
+// reward replica j mod dp_rm (to every rank of it: the forward is collective
+// over the reward role's tp and sp groups), whose leader sends the scores back
+// to every rank of the generating replica; after the iteration's last round
+// each leader sends an end marker. Generating replicas decide their rounds
+// together (the kept-group count is summed over them), so a reward replica
+// serving several of them answers their rounds in turn without deadlock.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hpcrl/algo/role.h"
+#include "hpcrl/dist/communicator.h"
+
+namespace hpcrl::algo {
+
+struct SampleIds;
+
+class RemoteRewardModel {
+ public:
+  // Collective over the world (creates the reward's communicator); spans are named "<stage_name>/...".
+  RemoteRewardModel(Role& reward_model, const Role& generator, int world_size, int64_t micro_batch,
+                    std::string stage_name);
+
+  // On generating ranks (every rank of a replica passes the same samples): one score per sample.
+  std::vector<double> score(const std::vector<SampleIds>& samples);
+  // On generating ranks, after an iteration's last scoring round.
+  void end_iteration();
+  // On the reward model's ranks: answers every scoring round of one iteration, for each replica it serves.
+  void serve_iteration();
+
+ private:
+  int served_replica() const;  // the reward replica that serves this generating rank's replica
+
+  Role& reward_model_;
+  const Role& generator_;
+  dist::CommPtr comm_;  // every rank; group rank = world rank
+  int64_t micro_batch_;
+  std::string stage_;
+};
+
+// Scoring requests as bytes: the rows' prompt and response ids, or the end marker.
+std::vector<uint8_t> encode_score_request(const std::vector<SampleIds>& samples);
+std::vector<uint8_t> encode_end_of_iteration();
+// false for the end marker; else the rows into `prompts`/`responses`. InternalError on a cut-short message.
+bool decode_score_request(const std::vector<uint8_t>& bytes, std::vector<std::vector<int32_t>>& prompts,
+                          std::vector<std::vector<int32_t>>& responses);
+
+}  // namespace hpcrl::algo

@@ -12,6 +12,7 @@ packages=(
   libpcre2-dev libutf8proc-dev
   libgtest-dev
   procps                        # pgrep: the preemption end-to-end test signals one rank
+  python3 python3-protobuf      # tests/trace/read_tfevents.py: TensorBoard files read back independently
 )
 
 missing=()

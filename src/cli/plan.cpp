@@ -1,13 +1,17 @@
-// `hpcrl plan PIPELINE.yaml --world N [--gpus-per-node G] [--json] [--set k=v]`:
+// `hpcrl plan PIPELINE.yaml --world N [--gpus-per-node G] [--json] [--set k=v]
+//  [--estimate --hardware PROFILE [--prompt-len S] [--response-len T] [--sequence-len L] [--from-run DIR]]`:
 // the rank map a run would use — every role's mesh, each rank's node and local
 // device, every group's members, warnings for tp/sp groups that cross nodes,
-// and a per-rank memory estimate. Pure computation: no launcher, no MPI.
-// The pipeline is validated first, exactly as `validate --world N` does.
+// and a per-rank memory estimate; with --estimate, the predicted seconds of
+// every stage's spans on the profile's hardware (cost/stage_estimate.h).
+// Pure computation: no launcher, no MPI. The pipeline is validated first,
+// exactly as `validate --world N` does.
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
 #include "hpcrl/config/loader.h"
+#include "hpcrl/cost/stage_estimate.h"
 #include "hpcrl/dist/plan.h"
 #include "hpcrl/util/error.h"
 
@@ -19,6 +23,9 @@ struct PlanArgs {
   long long gpus_per_node = 4;
   bool json = false;
   std::vector<std::string> sets;
+  bool estimate = false, gpus_per_node_given = false;
+  std::string hardware, from_run;
+  hpcrl::cost::Shapes shapes;
 };
 
 int run_plan(const PlanArgs& a) {
@@ -33,11 +40,23 @@ int run_plan(const PlanArgs& a) {
     std::fprintf(stderr, "%zu error%s in %s\n", n, n == 1 ? "" : "s", a.file.c_str());
     return kExitBadInput;
   }
-  dist::Plan plan = dist::make_plan(res.config, static_cast<int>(a.world), static_cast<int>(a.gpus_per_node));
+  cost::HardwareProfile hw;
+  std::vector<cost::StageEstimate> estimates;
+  if (a.estimate) {
+    hw = cost::load_profile(a.hardware);
+    if (a.gpus_per_node_given) hw.gpus_per_node = static_cast<int>(a.gpus_per_node);
+    const auto measured = a.from_run.empty() ? std::map<int, cost::Shapes>{} : cost::measured_shapes(a.from_run, res.config);
+    estimates = cost::estimate_pipeline(res.config, a.world, hw, a.shapes, measured);
+  }
+  const int per_node = a.estimate && !a.gpus_per_node_given ? hw.gpus_per_node : static_cast<int>(a.gpus_per_node);
+  dist::Plan plan = dist::make_plan(res.config, static_cast<int>(a.world), per_node);
   if (a.json) {
-    std::printf("%s\n", dist::plan_json(plan).dump().c_str());  // one line: thousands of ranks stay greppable
+    nlohmann::json j = dist::plan_json(plan);
+    if (a.estimate) j["estimate"] = cost::estimate_json(estimates, hw);
+    std::printf("%s\n", j.dump().c_str());  // one line: thousands of ranks stay greppable
   } else {
     std::fputs(dist::plan_text(plan).c_str(), stdout);
+    if (a.estimate) std::fputs(("\n" + cost::estimate_text(estimates, hw)).c_str(), stdout);
   }
   return kExitOk;
 }
@@ -53,7 +72,22 @@ hpcrl::cli::Registration reg{"plan", 25, [](CLI::App& app) {
   sub->add_flag("--json", args->json, "Print one JSON document (DESIGN §10) on stdout");
   sub->add_option("--set", args->sets, "Override a key: --set a.b.c=value (repeatable; value is YAML)")
       ->allow_extra_args(false);
-  return [args] { return run_plan(*args); };
+  auto* est = sub->add_flag("--estimate", args->estimate, "Predict each stage's seconds per step/iteration, span by span");
+  sub->add_option("--hardware", args->hardware, "Hardware profile: a shipped name (a100-40gb, h100-sxm, ...) or a "
+                                                "YAML file from `hpcrl calibrate`")->needs(est);
+  est->needs(sub->get_option("--hardware"));
+  sub->add_option("--prompt-len", args->shapes.prompt, "Mean prompt tokens (RL; default: --from-run, else 64)")
+      ->check(CLI::PositiveNumber)->needs(est);
+  sub->add_option("--response-len", args->shapes.response,
+                  "Mean response tokens (RL; default: --from-run, else max_new_tokens)")->check(CLI::PositiveNumber)->needs(est);
+  sub->add_option("--sequence-len", args->shapes.sequence,
+                  "Mean tokens per SFT/distillation sequence (default: --from-run, else 256)")->check(CLI::PositiveNumber)->needs(est);
+  sub->add_option("--from-run", args->from_run, "Take the mean lengths a finished run measured (its metrics.jsonl)")
+      ->needs(est);
+  return [args, sub] {
+    args->gpus_per_node_given = sub->count("--gpus-per-node") > 0;
+    return run_plan(*args);
+  };
 }};
 
 }  // namespace

@@ -1,0 +1,51 @@
+// What a device and its links can do, for the cost model (work_depth.h,
+// stage_estimate.h): peak numbers from the vendor's datasheet and the share of
+// each that real kernels reach (efficiency factors), as data files under
+// profiles/ (each value with its source in a comment) or written by
+// `hpcrl calibrate` from measurements on the machine it runs on.
+//
+//   name: a100-40gb
+//   compute: {peak_flops: 312e12, efficiency: 0.45}         # bf16 dense, achieved share
+//   memory: {bandwidth: 1.555e12, efficiency: 0.75, capacity: 40e9}
+//   kernel_overhead_s: 1.0e-5                                # per launched op
+//   gpus_per_node: 4
+//   intra_node: {bandwidth: 300e9, latency_s: 8e-6}          # per direction, per device
+//   inter_node: {bandwidth: 25e9, latency_s: 1.5e-5}
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hpcrl::cost {
+
+struct Link {
+  double bandwidth = 0;   // bytes/s per direction, per device
+  double latency_s = 0;   // per message
+};
+
+struct HardwareProfile {
+  std::string name, path;
+  double peak_flops = 0, compute_efficiency = 1;  // at the run's dtype
+  double memory_bandwidth = 0, memory_efficiency = 1;
+  double memory_capacity = 0;                     // bytes per device
+  double kernel_overhead_s = 0;
+  int gpus_per_node = 1;
+  Link intra_node, inter_node;
+
+  double flops() const { return peak_flops * compute_efficiency; }            // achievable FLOP/s
+  double bandwidth() const { return memory_bandwidth * memory_efficiency; }   // achievable bytes/s
+  // The link between ranks a and b when `per_node` ranks share a node.
+  const Link& link(bool crosses_nodes) const { return crosses_nodes ? inter_node : intra_node; }
+};
+
+// `spec`: a profile file path, or the name of a shipped one (profiles/NAME.yaml).
+// InputError naming the file, line and key when a value is missing or not a
+// positive number, or listing the shipped names when `spec` is neither.
+HardwareProfile load_profile(const std::string& spec);
+HardwareProfile parse_profile(const std::string& yaml_text, const std::string& path);
+// The shipped profiles' names, sorted.
+std::vector<std::string> shipped_profiles();
+// YAML text of `p` (what `hpcrl calibrate` writes), `comment` above it.
+std::string profile_yaml(const HardwareProfile& p, const std::string& comment);
+
+}  // namespace hpcrl::cost

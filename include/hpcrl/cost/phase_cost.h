@@ -1,0 +1,68 @@
+// The seconds of one phase on one rank of a role (a forward pass, a training
+// step, a rollout), from the work–depth counts (work_depth.h), a roofline per
+// phase and the layout's communication (comm_cost.h): compute-bound work runs
+// at the profile's achievable FLOP/s, bandwidth-bound work (decode: the
+// weights / tp and the KV cache read every step) at its achievable bytes/s,
+// whichever takes longer, plus a fixed overhead per launched op; each parallel
+// dimension adds its collectives (tp: two all-reduces of the activations per
+// layer and pass; sp: four all-to-alls; ep: dispatch and combine per MoE layer;
+// pp: the activations between stages and the bubble (p−1)/(m+p−1)).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hpcrl/config/model_arch.h"
+#include "hpcrl/cost/hardware_profile.h"
+
+namespace hpcrl::cost {
+
+// A role's layout over its ranks (dp derived from the rank count, as the mesh does).
+struct Layout {
+  int64_t tp = 1, sp = 1, pp = 1, ep = 1, ranks = 1;
+  int64_t dp() const { return ranks / (tp * sp * pp); }
+  int64_t model_ranks() const { return tp * sp * pp; }
+};
+
+// What a phase costs and which bound decided it.
+// Pieces (a decode step, a micro-batch) are added up each at its own bound:
+// roofline_s = Σ max(compute, memory) over them.
+struct PhaseCost {
+  double compute_s = 0, memory_s = 0;  // Σ of each bound alone (which one decided: bound())
+  double roofline_s = 0, overhead_s = 0, comm_s = 0, bubble_s = 0;
+  double flops = 0, bytes = 0, comm_bytes = 0;  // per rank
+  double seconds() const { return roofline_s + overhead_s + comm_s + bubble_s; }
+  const char* bound() const;  // "compute" | "memory" | "overhead" | "communication"
+  // One piece of `flops` and `bytes` at the profile's rates.
+  void add_work(double piece_flops, double piece_bytes, const HardwareProfile& hw);
+  PhaseCost& operator+=(const PhaseCost& o);
+};
+
+// Ops launched per layer and forward pass (norms, projections, rope, attention, activations, residuals).
+constexpr int kOpsPerLayer = 14;
+
+// A no-grad forward over `sequences` sequences of `tokens` tokens each, per rank of `layout` (the role's dp
+// share of them), computing logits at every position (log-probs, values) in micro-batches of `micro` rows.
+PhaseCost forward_pass(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int64_t sequences,
+                       int64_t tokens, int64_t micro, int bytes_per_value);
+
+// Forward + backward of `sequences` × `tokens` on `layout` (per rank), in `steps` optimizer steps of
+// `micro`-row micro-batches: compute, tp/sp/ep/pp communication and the pipeline bubble.
+PhaseCost training_pass(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int64_t sequences,
+                        int64_t tokens, int64_t micro, bool checkpointing, int bytes_per_value);
+
+// The dp (× sp) gradient all-reduce of one optimizer step and the AdamW update of this rank's parameters.
+PhaseCost gradient_sync(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int bytes_per_value);
+PhaseCost optimizer_step(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, bool zero1);
+
+// Generation of `sequences` responses (mean `response` tokens, the longest `max_response`) after prompts
+// of `prompt` tokens on one generation layout (pp = 1), with `max_batch` continuous-batching slots per
+// replica: finished sequences free their slot for the next, so the full slots decode Σ tokens / slots
+// steps, then the longest responses' tail (max − mean steps) runs alone. Prefill and decode apart.
+struct RolloutCost {
+  PhaseCost prefill, decode;
+};
+RolloutCost rollout(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int64_t sequences,
+                    int64_t prompt, int64_t response, int64_t max_response, int64_t max_batch, int bytes_per_value);
+
+}  // namespace hpcrl::cost

@@ -1,0 +1,67 @@
+// `hpcrl plan --estimate`: predicted seconds per step (SFT, distillation) or
+// iteration (GRPO, PPO) of every stage of a pipeline, span by span and role by
+// role, from the work–depth model (work_depth.h, phase_cost.h), the roles'
+// layouts on their placement ranges and a hardware profile; composed per
+// placement (docs/placement.md, docs/estimates.md):
+//   colocated            G + A + T
+//   disaggregated        G + max A + max T     (A on the roles' own ranks run side by side)
+//   asynchronous (k ≥ 1) max(G, A + T)          (hpcrl scores beside generation, so the reward is
+//                                                in G, and the trainer computes old/reference log-probs)
+// plus the weight sync to a generation copy. G = rollout + reward, A = old /
+// reference log-probs and critic values, T = the actor's (and critic's) update.
+// Sequence lengths are assumptions (Shapes), printed with the estimate.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hpcrl/config/pipeline_config.h"
+#include "hpcrl/cost/hardware_profile.h"
+#include "hpcrl/cost/phase_cost.h"
+
+namespace hpcrl::cost {
+
+// Token lengths the estimate assumes (mean per sequence).
+struct Shapes {
+  double prompt = 0;     // RL prompts (and distillation prompts when generating)
+  double response = 0;   // RL responses (mean); 0 = the stage's max_new_tokens
+  double max_response = 0;  // the longest response of a batch (its padded length); 0 = max_new_tokens
+  double sequence = 0;   // SFT / distillation sequence (prompt + answer)
+  std::string source;    // where they come from, for the printout
+};
+
+struct SpanEstimate {
+  std::string name;    // "rollout/decode", "actor_update", ...
+  std::string role;    // the role whose ranks run it
+  std::string part;    // "G" | "A" | "T" | "sync" | "step"
+  PhaseCost cost;
+};
+
+struct StageEstimate {
+  std::string stage;            // "grpo"
+  std::string unit;             // "iteration" | "step"
+  std::string composition;      // the formula used
+  std::vector<SpanEstimate> spans;
+  double generation_s = 0, aux_s = 0, train_s = 0, sync_s = 0;  // G, max A, max T, weight sync
+  double seconds = 0;           // per step / iteration
+  double steps = 0;             // steps / iterations the stage runs
+  int64_t prompt = 0, response = 0, sequence = 0;  // the lengths used (means)
+  int64_t row = 0;              // tokens per training row (padded to the batch's longest unless packed)
+};
+
+// Lengths a run measured (by stage index) fill in what `shapes` leaves at 0.
+std::vector<StageEstimate> estimate_pipeline(const config::PipelineConfig& cfg, int64_t world,
+                                             const HardwareProfile& hw, const Shapes& shapes,
+                                             const std::map<int, Shapes>& measured = {});
+
+// Mean lengths a finished run measured, per stage index, from RUN_DIR/metrics.jsonl
+// (response_len/mean and /max, and tokens per sequence from tokens_per_s · seconds).
+std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::PipelineConfig& cfg);
+
+std::string estimate_text(const std::vector<StageEstimate>& e, const HardwareProfile& hw);
+nlohmann::json estimate_json(const std::vector<StageEstimate>& e, const HardwareProfile& hw);
+
+}  // namespace hpcrl::cost

@@ -1,0 +1,170 @@
+// `hpcrl calibrate [--device cpu|cuda] [--dtype float32|bfloat16] [--out FILE] [--name NAME]`
+// (under mpirun/srun for links): measures this machine for the cost model
+// (cost/hardware_profile.h) and writes a profile `plan --estimate --hardware
+// FILE` accepts:
+//   compute     matmuls at a few shapes: peak = the fastest, efficiency = the mean
+//               rate over the shapes / the fastest (the models' matrices are not all large);
+//   memory      a 256 MB tensor copy (bytes read + written per second), efficiency 1;
+//   overhead    seconds per small op (a 4-element add), the per-launch cost;
+//   links       with ≥ 2 ranks, all-reduces over every rank: latency from 8 bytes,
+//               bandwidth from 64 MB (ring: 2(n−1)/n of the bytes per rank);
+//               with one rank nothing is measured and the profile says so.
+// Each value is the best of repeated timings (this machine is shared).
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "cli/command.h"
+#include "hpcrl/cost/hardware_profile.h"
+#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/dist/communicator.h"
+#include "hpcrl/util/error.h"
+#include "hpcrl/util/fs.h"
+#include "hpcrl/util/log.h"
+
+namespace {
+
+struct CalibrateArgs {
+  std::string device = "cpu", dtype = "float32", out = "profiles/calibrated.yaml", name;
+  double memory_capacity = 0;
+};
+
+// Best seconds of `fn` over repeats lasting at least `budget_s` in all (and ≥ 3 repeats).
+template <class Fn>
+double best_seconds(Fn&& fn, double budget_s = 0.5) {
+  using clock = std::chrono::steady_clock;
+  double best = 1e30, spent = 0;
+  for (int rep = 0; rep < 3 || spent < budget_s; ++rep) {
+    const auto t0 = clock::now();
+    fn();
+    const double s = std::chrono::duration<double>(clock::now() - t0).count();
+    best = std::min(best, s);
+    spent += s;
+    if (rep > 1000) break;
+  }
+  return best;
+}
+
+// The fastest matmul rate and the mean rate over the shapes.
+std::pair<double, double> gemm_rates(const at::TensorOptions& o) {
+  const int64_t shapes[][3] = {{256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {64, 2048, 512}, {16, 1024, 4096}};
+  double best = 0, sum = 0;
+  for (const auto& s : shapes) {
+    at::Tensor a = at::randn({s[0], s[1]}, o), b = at::randn({s[1], s[2]}, o);
+    const double sec = best_seconds([&] { at::mm(a, b).sum().item<float>(); });
+    const double rate = 2.0 * double(s[0] * s[1] * s[2]) / sec;
+    best = std::max(best, rate);
+    sum += rate;
+  }
+  return {best, sum / double(std::size(shapes))};
+}
+
+double copy_bandwidth(const at::TensorOptions& o) {
+  const int64_t n = 64 << 20;  // 64 Mi fp32 elements = 256 MB
+  at::Tensor src = at::ones({n}, o.dtype(at::kFloat)), dst = at::empty({n}, o.dtype(at::kFloat));
+  const double sec = best_seconds([&] {
+    dst.copy_(src);
+    dst[0].item<float>();
+  });
+  return 2.0 * double(n) * 4 / sec;  // read + write
+}
+
+double op_overhead(const at::TensorOptions& o) {
+  at::Tensor t = at::ones({4}, o);
+  const int ops = 2000;
+  const double sec = best_seconds([&] {
+    for (int i = 0; i < ops; ++i) t.add_(1.0);
+    t[0].item<float>();
+  }, 0.2);
+  return sec / ops;
+}
+
+struct LinkMeasure {
+  bool measured = false;
+  hpcrl::cost::Link link;
+};
+
+LinkMeasure all_reduce_link(hpcrl::dist::Communicator& world, const at::TensorOptions& o) {
+  LinkMeasure m;
+  const int n = world.size();
+  if (n < 2) return m;
+  at::Tensor small = at::ones({2}, o.dtype(at::kFloat)), big = at::ones({16 << 20}, o.dtype(at::kFloat));
+  auto timed = [&](at::Tensor& t) {
+    world.barrier();
+    return best_seconds([&] { world.all_reduce(t); }, 0.3);
+  };
+  // Every rank must agree on the numbers it writes: the slowest rank's view.
+  at::Tensor times = at::tensor({timed(small), timed(big)}, at::kDouble);
+  world.all_reduce(times, hpcrl::dist::ReduceOp::kMax);
+  const double steps = 2.0 * (n - 1);
+  m.link.latency_s = times[0].item<double>() / steps;
+  const double bytes = 2.0 * (n - 1) / n * double(big.numel()) * 4;
+  m.link.bandwidth = bytes / std::max(1e-9, times[1].item<double>() - steps * m.link.latency_s);
+  m.measured = true;
+  return m;
+}
+
+double physical_memory() { return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE)); }
+
+int run_calibrate(const CalibrateArgs& a) {
+  using namespace hpcrl;
+  const auto& w = dist::init(nullptr, nullptr);
+  if (a.device != "cpu" && a.memory_capacity <= 0)
+    throw InputError("--memory-capacity is needed for --device " + a.device + " (the device's bytes, e.g. 80e9)");
+  dist::bind_device(a.device);
+  const at::ScalarType dtype = a.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
+  const at::TensorOptions o = at::TensorOptions().dtype(dtype).device(a.device == "cpu" ? at::Device(at::kCPU)
+                                                                                        : at::Device(at::kCUDA));
+  torch::NoGradGuard no_grad;
+  cost::HardwareProfile p;
+  p.name = a.name.empty() ? a.device + "-calibrated" : a.name;
+  const auto [best, mean] = gemm_rates(o);
+  p.peak_flops = best;
+  p.compute_efficiency = mean / best;
+  p.memory_bandwidth = copy_bandwidth(o);
+  p.memory_efficiency = 1;
+  p.memory_capacity = a.memory_capacity > 0 ? a.memory_capacity : physical_memory();
+  p.kernel_overhead_s = op_overhead(o);
+  p.gpus_per_node = w.size;
+  const LinkMeasure links = all_reduce_link(*dist::world_comm(), o);
+  p.intra_node = p.inter_node = links.measured ? links.link : cost::Link{p.memory_bandwidth, p.kernel_overhead_s};
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  std::string comment = "measured by `hpcrl calibrate --device " + a.device + " --dtype " + a.dtype + "` on " + host +
+                        " with " + std::to_string(w.size) + " rank(s), OMP threads " +
+                        std::to_string(at::get_num_threads()) + ".\n"
+                        "compute: best matmul rate over 5 shapes; efficiency = their mean rate / the best.\n"
+                        "memory: a 256 MB copy; kernel_overhead_s: one 4-element add.\n";
+  comment += links.measured ? "links: all-reduce over the ranks of this launch (8 B latency, 64 MB bandwidth); "
+                              "inter_node = intra_node (one node).\n"
+                            : "links: NOT measured (one rank; run under mpirun -np 2): the copy bandwidth and the op "
+                              "overhead stand in, so multi-rank estimates on this profile are unreliable.\n";
+  if (w.rank == 0) {
+    fs::write_file_atomic(a.out, cost::profile_yaml(p, comment));
+    std::printf("%s", cost::profile_yaml(p, comment).c_str());
+    std::printf("wrote %s\n", a.out.c_str());
+  }
+  dist::finalize();
+  return 0;
+}
+
+hpcrl::cli::Registration reg{"calibrate", 27, [](CLI::App& app) {
+  auto args = std::make_shared<CalibrateArgs>();
+  auto* sub = app.add_subcommand("calibrate", "Measure this machine (matmul FLOP/s, memory bandwidth, op overhead, "
+                                              "all-reduce over the launched ranks) into a hardware profile");
+  sub->add_option("--device", args->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  sub->add_option("--dtype", args->dtype, "Matmul dtype (the run's)")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();
+  sub->add_option("--out", args->out, "Profile file to write")->capture_default_str();
+  sub->add_option("--name", args->name, "Profile name (default: DEVICE-calibrated)");
+  sub->add_option("--memory-capacity", args->memory_capacity, "Device memory in bytes (default on cpu: physical RAM)")
+      ->check(CLI::PositiveNumber);
+  return [args] { return hpcrl::dist::run_or_abort([&] { return run_calibrate(*args); }); };
+}};
+
+}  // namespace

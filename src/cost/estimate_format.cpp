@@ -1,0 +1,119 @@
+// Lengths from a finished run, and the printed forms of an estimate (stage_estimate.h).
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "hpcrl/cost/stage_estimate.h"
+#include "hpcrl/util/error.h"
+
+namespace hpcrl::cost {
+
+namespace {
+double number(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+// Sequences a step / iteration of stage `st` processes.
+double sequences_of(const config::StageConfig& st) {
+  switch (st.kind) {
+    case config::StageKind::sft: return double(st.sft.batch);
+    case config::StageKind::distill: return double(st.distill.batch);
+    case config::StageKind::grpo: return double(st.grpo.prompts * st.grpo.group);
+    case config::StageKind::ppo: return double(st.ppo.prompts * st.ppo.group);
+  }
+  return 1;
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+}  // namespace
+
+std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::PipelineConfig& cfg) {
+  const std::string path = run_dir + "/metrics.jsonl";
+  std::ifstream in(path);
+  if (!in) throw InputError("--from-run: no " + path + " (give the directory of a run that wrote metrics)");
+  struct Sums { double n = 0, tokens = 0, response = 0, max_response = 0; };
+  std::map<int, Sums> sums;
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      throw InputError(path + ":" + std::to_string(line_no) + ": not a metrics line (one JSON object per line)");
+    const int stage = j.value("stage_index", -1);
+    const double seconds = number(j, "seconds/iteration") + number(j, "seconds/step");
+    if (stage < 0 || stage >= int(cfg.stages.size()) || number(j, "tokens_per_s") <= 0 || seconds <= 0) continue;
+    Sums& s = sums[stage];
+    s.n += 1;
+    s.tokens += number(j, "tokens_per_s") * seconds / sequences_of(cfg.stages[size_t(stage)]);
+    s.response += number(j, "response_len/mean");
+    s.max_response += number(j, "response_len/max");
+  }
+  std::map<int, Shapes> out;
+  for (const auto& [stage, s] : sums) {
+    Shapes sh;
+    sh.source = path;
+    const double per_sequence = s.tokens / s.n, response = s.response / s.n;
+    if (response > 0) {
+      sh.response = response;
+      sh.max_response = s.max_response / s.n;
+      sh.prompt = std::max(1.0, per_sequence - response);
+    } else {
+      sh.sequence = per_sequence;
+    }
+    out[stage] = sh;
+  }
+  return out;
+}
+
+std::string estimate_text(const std::vector<StageEstimate>& est, const HardwareProfile& hw) {
+  std::ostringstream o;
+  o << "estimate on " << hw.name << " (" << hw.path << "): " << fmt("%.3g", hw.flops()) << " FLOP/s, "
+    << fmt("%.3g", hw.bandwidth()) << " B/s achievable; seconds per rank of each role\n";
+  for (const auto& e : est) {
+    o << "\n" << e.stage << ": " << fmt("%.4g", e.seconds) << " s per " << e.unit << " × " << e.steps << " = "
+      << fmt("%.4g", e.seconds * e.steps) << " s  [" << e.composition << "]\n";
+    if (e.response > 0)
+      o << "  lengths: prompt " << e.prompt << ", response " << e.response << " (mean) tokens; training rows of "
+        << e.row << " tokens\n";
+    else
+      o << "  lengths: sequence " << e.sequence << " tokens\n";
+    if (e.unit == "iteration")
+      o << "  G " << fmt("%.4g", e.generation_s) << " s, A " << fmt("%.4g", e.aux_s) << " s, T "
+        << fmt("%.4g", e.train_s) << " s, weight sync " << fmt("%.4g", e.sync_s) << " s\n";
+    o << "  | span | role | part | seconds | bound | GFLOP | GB | comm GB |\n";
+    for (const auto& s : e.spans)
+      o << "  | " << s.name << " | " << s.role << " | " << s.part << " | " << fmt("%.4g", s.cost.seconds()) << " | "
+        << s.cost.bound() << " | " << fmt("%.4g", s.cost.flops / 1e9) << " | " << fmt("%.4g", s.cost.bytes / 1e9)
+        << " | " << fmt("%.4g", s.cost.comm_bytes / 1e9) << " |\n";
+  }
+  return o.str();
+}
+
+nlohmann::json estimate_json(const std::vector<StageEstimate>& est, const HardwareProfile& hw) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& e : est) {
+    nlohmann::json spans = nlohmann::json::array();
+    for (const auto& s : e.spans)
+      spans.push_back({{"name", s.name}, {"role", s.role}, {"part", s.part}, {"seconds", s.cost.seconds()},
+                       {"bound", s.cost.bound()}, {"flops", s.cost.flops}, {"bytes", s.cost.bytes},
+                       {"comm_bytes", s.cost.comm_bytes}, {"compute_s", s.cost.compute_s},
+                       {"memory_s", s.cost.memory_s}, {"overhead_s", s.cost.overhead_s},
+                       {"comm_s", s.cost.comm_s}, {"bubble_s", s.cost.bubble_s}});
+    stages.push_back({{"stage", e.stage}, {"unit", e.unit}, {"seconds", e.seconds}, {"steps", e.steps},
+                      {"total_seconds", e.seconds * e.steps}, {"composition", e.composition},
+                      {"generation_s", e.generation_s}, {"aux_s", e.aux_s}, {"train_s", e.train_s},
+                      {"weight_sync_s", e.sync_s}, {"prompt_tokens", e.prompt}, {"response_tokens", e.response},
+                      {"sequence_tokens", e.sequence}, {"row_tokens", e.row}, {"spans", spans}});
+  }
+  return {{"profile", {{"name", hw.name}, {"path", hw.path}, {"flops", hw.flops()}, {"bandwidth", hw.bandwidth()}}},
+          {"stages", stages}};
+}
+
+}  // namespace hpcrl::cost

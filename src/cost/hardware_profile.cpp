@@ -1,0 +1,126 @@
+// Hardware profiles as YAML files (hardware_profile.h).
+#include "hpcrl/cost/hardware_profile.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "hpcrl/util/error.h"
+
+#ifndef HPCRL_PROFILE_DIR
+#define HPCRL_PROFILE_DIR "profiles"
+#endif
+
+namespace hpcrl::cost {
+
+namespace {
+namespace fs = std::filesystem;
+
+// Where shipped profiles are: $HPCRL_PROFILES, else the source tree's profiles/ the binary was built from.
+fs::path profile_dir() {
+  if (const char* env = std::getenv("HPCRL_PROFILES"); env && *env) return env;
+  return HPCRL_PROFILE_DIR;
+}
+
+// `section.key` of `parent` as a positive number; errors name path:line and the key.
+double positive(const YAML::Node& parent, const std::string& key, const std::string& path,
+                const std::string& section = "") {
+  const std::string name = section.empty() ? key : section + "." + key;
+  const YAML::Node n = parent[key];
+  if (!n) throw InputError(path + ": missing `" + name + "` (a positive number)");
+  const std::string at = path + ":" + std::to_string(n.Mark().line + 1) + ": `" + name + "`";
+  double v = 0;
+  try {
+    v = n.as<double>();
+  } catch (const YAML::Exception&) {
+    throw InputError(at + " must be a number, not " + (n.IsScalar() ? n.Scalar() : std::string("a collection")));
+  }
+  if (!(v > 0)) throw InputError(at + " must be positive, not " + n.Scalar());
+  return v;
+}
+
+YAML::Node section(const YAML::Node& root, const std::string& key, const std::string& path) {
+  const YAML::Node n = root[key];
+  if (!n || !n.IsMap()) throw InputError(path + ": missing mapping `" + key + "`");
+  return n;
+}
+
+Link parse_link(const YAML::Node& root, const std::string& key, const std::string& path) {
+  const YAML::Node n = section(root, key, path);
+  return {positive(n, "bandwidth", path, key), positive(n, "latency_s", path, key)};
+}
+}  // namespace
+
+HardwareProfile parse_profile(const std::string& yaml_text, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (!root.IsMap()) throw InputError(path + ": a hardware profile is a YAML mapping (see profiles/h100-sxm.yaml)");
+  HardwareProfile p;
+  p.path = path;
+  p.name = root["name"] ? root["name"].as<std::string>() : fs::path(path).stem().string();
+  const YAML::Node compute = section(root, "compute", path);
+  p.peak_flops = positive(compute, "peak_flops", path, "compute");
+  p.compute_efficiency = positive(compute, "efficiency", path, "compute");
+  const YAML::Node memory = section(root, "memory", path);
+  p.memory_bandwidth = positive(memory, "bandwidth", path, "memory");
+  p.memory_efficiency = positive(memory, "efficiency", path, "memory");
+  p.memory_capacity = positive(memory, "capacity", path, "memory");
+  p.kernel_overhead_s = positive(root, "kernel_overhead_s", path);
+  p.gpus_per_node = static_cast<int>(positive(root, "gpus_per_node", path));
+  p.intra_node = parse_link(root, "intra_node", path);
+  p.inter_node = parse_link(root, "inter_node", path);
+  if (p.compute_efficiency > 1 || p.memory_efficiency > 1)
+    throw InputError(path + ": efficiencies are shares of the peak, at most 1");
+  return p;
+}
+
+std::vector<std::string> shipped_profiles() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(profile_dir(), ec))
+    if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+HardwareProfile load_profile(const std::string& spec) {
+  fs::path path = spec;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) path = profile_dir() / (spec + ".yaml");
+  if (!fs::is_regular_file(path, ec)) {
+    std::string names;
+    for (const auto& n : shipped_profiles()) names += (names.empty() ? "" : ", ") + n;
+    throw InputError("hardware profile '" + spec + "' is neither a file nor a shipped profile (" +
+                     (names.empty() ? "none found in " + profile_dir().string() : names) +
+                     "); pass one of those names, a YAML file, or write one with `hpcrl calibrate --out FILE`");
+  }
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_profile(ss.str(), path.string());
+}
+
+std::string profile_yaml(const HardwareProfile& p, const std::string& comment) {
+  std::ostringstream o;
+  o.precision(6);
+  std::istringstream lines(comment);
+  for (std::string l; std::getline(lines, l);) o << "# " << l << "\n";
+  o << "name: " << p.name << "\n"
+    << "compute: {peak_flops: " << p.peak_flops << ", efficiency: " << p.compute_efficiency << "}\n"
+    << "memory: {bandwidth: " << p.memory_bandwidth << ", efficiency: " << p.memory_efficiency
+    << ", capacity: " << p.memory_capacity << "}\n"
+    << "kernel_overhead_s: " << p.kernel_overhead_s << "\n"
+    << "gpus_per_node: " << p.gpus_per_node << "\n"
+    << "intra_node: {bandwidth: " << p.intra_node.bandwidth << ", latency_s: " << p.intra_node.latency_s << "}\n"
+    << "inter_node: {bandwidth: " << p.inter_node.bandwidth << ", latency_s: " << p.inter_node.latency_s << "}\n";
+  return o.str();
+}
+
+}  // namespace hpcrl::cost

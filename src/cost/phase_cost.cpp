@@ -1,0 +1,179 @@
+// Per-rank seconds of forward, training and generation phases (phase_cost.h).
+#include "hpcrl/cost/phase_cost.h"
+
+#include <algorithm>
+
+#include "hpcrl/cost/comm_cost.h"
+#include "hpcrl/cost/work_depth.h"
+
+namespace hpcrl::cost {
+
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+// Ops of sampling one decode step (scale, softmax, draw, gather) on top of the layers.
+constexpr int kSamplingOps = 8;
+// AdamW reads parameter, gradient and both moments and writes parameter and moments, in fp32.
+constexpr double kAdamBytesPerParameter = 7 * 4;
+// Launched ops of one optimizer step per parameter tensor (the moments, the update, the clip's norm).
+constexpr int kOptimizerOpsPerTensor = 6;
+constexpr int kTensorsPerLayer = 9;
+
+// The per-layer collectives of `passes` passes (1: forward, 3: forward + backward) over `tokens`
+// tokens of one micro-batch on this rank (after the sp split).
+void add_layer_comm(PhaseCost& c, const ModelArch& a, const Layout& l, const HardwareProfile& hw, double tokens,
+                    int passes, int bytes_per_value) {
+  const double act = tokens * double(a.hidden_size) * bytes_per_value;  // [tokens, d] activations
+  const double layers = double(a.num_layers) / double(l.pp);
+  const int gpn = hw.gpus_per_node;
+  const int64_t backward = passes > 1 ? 2 : 1;  // the backward repeats the forward's collectives
+  auto add = [&](double seconds, double bytes) {
+    c.comm_s += seconds * layers * double(backward);
+    c.comm_bytes += bytes * layers * double(backward);
+  };
+  if (l.tp > 1) add(2 * all_reduce_seconds(act, l.tp, hw.link(crosses_nodes(l.tp, 1, gpn))), 2 * act);
+  if (l.sp > 1) add(4 * all_to_all_seconds(act, l.sp, hw.link(crosses_nodes(l.sp, l.tp, gpn))), 4 * act);
+  if (l.ep > 1 && a.num_experts > 0) {
+    const double routed = act * double(a.experts_per_token);
+    add(2 * all_to_all_seconds(routed, l.ep, hw.link(crosses_nodes(l.ep, l.tp, gpn))), 2 * routed);
+  }
+}
+
+// Activations between pipeline stages: one send per micro-batch and direction.
+void add_pipeline_comm(PhaseCost& c, const ModelArch& a, const Layout& l, const HardwareProfile& hw, double tokens,
+                       int64_t micro_batches, int directions, int bytes_per_value) {
+  if (l.pp <= 1) return;
+  const double act = tokens * double(a.hidden_size) * bytes_per_value;
+  const Link& link = hw.link(crosses_nodes(l.pp, l.tp * l.sp * l.dp(), hw.gpus_per_node));
+  c.comm_s += double(micro_batches * directions) * send_seconds(act, link);
+  c.comm_bytes += double(micro_batches * directions) * act;
+}
+}  // namespace
+
+void PhaseCost::add_work(double piece_flops, double piece_bytes, const HardwareProfile& hw) {
+  const double compute = piece_flops / hw.flops(), memory = piece_bytes / hw.bandwidth();
+  flops += piece_flops;
+  bytes += piece_bytes;
+  compute_s += compute;
+  memory_s += memory;
+  roofline_s += std::max(compute, memory);
+}
+
+const char* PhaseCost::bound() const {
+  const double work = std::max(compute_s, memory_s);
+  if (comm_s > work && comm_s > overhead_s) return "communication";
+  if (overhead_s > work) return "overhead";
+  return compute_s >= memory_s ? "compute" : "memory";
+}
+
+PhaseCost& PhaseCost::operator+=(const PhaseCost& o) {
+  compute_s += o.compute_s;
+  memory_s += o.memory_s;
+  roofline_s += o.roofline_s;
+  overhead_s += o.overhead_s;
+  comm_s += o.comm_s;
+  bubble_s += o.bubble_s;
+  flops += o.flops;
+  bytes += o.bytes;
+  comm_bytes += o.comm_bytes;
+  return *this;
+}
+
+PhaseCost forward_pass(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int64_t sequences,
+                       int64_t tokens, int64_t micro, int bytes_per_value) {
+  PhaseCost c;
+  const int64_t local = ceil_div(sequences, l.dp());
+  if (local == 0 || tokens == 0) return c;
+  const int64_t rows = micro > 0 ? std::min(micro, local) : local, n_micro = ceil_div(local, rows);
+  const double shard = double(l.model_ranks());
+  for (int64_t m = 0; m < n_micro; ++m) {
+    const int64_t b = std::min(rows, local - m * rows);
+    c.add_work(double(b) * sequence_forward_flops(a, tokens) / shard,
+               weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), hw);
+    add_layer_comm(c, a, l, hw, double(b * tokens) / double(l.sp), 1, bytes_per_value);
+  }
+  c.overhead_s = double(n_micro) * double(a.num_layers) / double(l.pp) * kOpsPerLayer * hw.kernel_overhead_s;
+  add_pipeline_comm(c, a, l, hw, double(rows * tokens) / double(l.sp), n_micro, 1, bytes_per_value);
+  c.bubble_s = double(l.pp - 1) / double(n_micro) * c.roofline_s;
+  return c;
+}
+
+PhaseCost training_pass(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int64_t sequences,
+                        int64_t tokens, int64_t micro, bool checkpointing, int bytes_per_value) {
+  PhaseCost c;
+  const int64_t local = ceil_div(sequences, l.dp());
+  if (local == 0 || tokens == 0) return c;
+  const int64_t rows = micro > 0 ? std::min(micro, local) : local, n_micro = ceil_div(local, rows);
+  const double shard = double(l.model_ranks()), passes = checkpointing ? 4 : 3;
+  for (int64_t m = 0; m < n_micro; ++m) {
+    const int64_t b = std::min(rows, local - m * rows);
+    // The weights are read by the forward and twice by the backward, and the gradients written.
+    c.add_work(training_flops(a, b * tokens, tokens, checkpointing) / shard,
+               (passes + 1) * weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), hw);
+    add_layer_comm(c, a, l, hw, double(b * tokens) / double(l.sp), checkpointing ? 4 : 3, bytes_per_value);
+  }
+  c.overhead_s = double(n_micro) * passes * double(a.num_layers) / double(l.pp) * kOpsPerLayer * hw.kernel_overhead_s;
+  add_pipeline_comm(c, a, l, hw, double(rows * tokens) / double(l.sp), n_micro, 2, bytes_per_value);
+  c.bubble_s = double(l.pp - 1) / double(n_micro) * c.roofline_s;  // 1F1B: (p−1) micro-batch slots idle
+  return c;
+}
+
+PhaseCost gradient_sync(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int bytes_per_value) {
+  PhaseCost c;
+  const int64_t group = l.dp() * l.sp;  // gradients are summed over the data and the sequence shards
+  const double grads = weight_bytes(a, bytes_per_value) / double(l.tp * l.pp);
+  c.comm_s = all_reduce_seconds(grads, group, hw.link(crosses_nodes(group, l.tp, hw.gpus_per_node)));
+  c.comm_bytes = group > 1 ? grads : 0;
+  return c;
+}
+
+PhaseCost optimizer_step(const ModelArch& a, const Layout& l, const HardwareProfile& hw, bool zero1) {
+  PhaseCost c;
+  const double params = double(a.num_parameters()) / double(l.tp * l.pp);
+  const double owned = zero1 ? params / double(l.dp()) : params;
+  c.add_work(owned * 12.0, owned * kAdamBytesPerParameter, hw);  // ~12 FLOPs per AdamW element
+  const double tensors = double(a.num_layers * kTensorsPerLayer) / double(l.pp) + 3;
+  c.overhead_s = tensors * kOptimizerOpsPerTensor * hw.kernel_overhead_s;
+  if (zero1 && l.dp() > 1) {  // the updated shards are gathered back
+    const Link& link = hw.link(crosses_nodes(l.dp(), l.tp * l.sp, hw.gpus_per_node));
+    c.comm_s = all_gather_seconds(params * 4, l.dp(), link);
+    c.comm_bytes = params * 4;
+  }
+  return c;
+}
+
+namespace {
+// One decode step of `batch` sequences at `context` tokens each.
+void add_decode_step(PhaseCost& c, const ModelArch& a, const Layout& l, const HardwareProfile& hw, int64_t batch,
+                     int64_t context, int bytes_per_value) {
+  const double weights = weight_bytes(a, bytes_per_value) / double(l.tp);
+  const double kv = double(batch) * kv_cache_bytes(a, context, bytes_per_value) / double(l.tp);
+  const double logits = double(batch) * double(a.vocab_size) * 4 * 3;  // written, then read twice to sample
+  c.add_work(decode_step_flops(a, batch, double(context)) / double(l.tp), weights + kv + logits, hw);
+  add_layer_comm(c, a, l, hw, double(batch), 1, bytes_per_value);
+  c.overhead_s += (double(a.num_layers) * kOpsPerLayer + kSamplingOps) * hw.kernel_overhead_s;
+}
+}  // namespace
+
+RolloutCost rollout(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int64_t sequences,
+                    int64_t prompt, int64_t response, int64_t max_response, int64_t max_batch, int bytes_per_value) {
+  RolloutCost r;
+  const int64_t local = ceil_div(sequences, l.dp());
+  if (local == 0) return r;
+  const int64_t slots = std::min(local, max_batch > 0 ? max_batch : local);
+  const double weights = weight_bytes(a, bytes_per_value) / double(l.tp);
+  for (int64_t done = 0; done < local; done += slots) {  // prompts are admitted a slot-full at a time
+    const int64_t b = std::min(slots, local - done);
+    r.prefill.add_work(double(b) * sequence_forward_flops(a, prompt, false) / double(l.tp), weights, hw);
+    add_layer_comm(r.prefill, a, l, hw, double(b * prompt), 1, bytes_per_value);
+    r.prefill.overhead_s += double(a.num_layers) * kOpsPerLayer * hw.kernel_overhead_s;
+  }
+  const int64_t full_steps = ceil_div(local * response, slots);
+  for (int64_t t = 0; t < full_steps; ++t)  // slots refilled: each sequence is on average half-way through
+    add_decode_step(r.decode, a, l, hw, slots, prompt + response / 2, bytes_per_value);
+  for (int64_t t = response; t < std::max(response, max_response); ++t)
+    add_decode_step(r.decode, a, l, hw, 1, prompt + t, bytes_per_value);
+  return r;
+}
+
+}  // namespace hpcrl::cost

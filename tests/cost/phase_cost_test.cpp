@@ -1,0 +1,77 @@
+// Phase costs: the communication bytes of a tp = 2 × pp = 2 training step by
+// hand, and estimates that move the right way with the layout.
+#include <gtest/gtest.h>
+
+#include "hpcrl/cost/phase_cost.h"
+#include "hpcrl/cost/work_depth.h"
+
+namespace hpcrl::cost {
+namespace {
+
+const ModelArch kTiny2l = model_arch_preset("tiny-2l");
+
+HardwareProfile test_gpu() {
+  HardwareProfile p;
+  p.name = "test";
+  p.peak_flops = 100e12;
+  p.memory_bandwidth = 2e12;
+  p.memory_capacity = 80e9;
+  p.kernel_overhead_s = 1e-5;
+  p.gpus_per_node = 4;
+  p.intra_node = {300e9, 8e-6};
+  p.inter_node = {25e9, 1.5e-5};
+  return p;
+}
+
+TEST(PhaseCost, Tp2Pp2TrainingStepMovesTheHandCountedBytes) {
+  // 4 sequences of 8 tokens, micro-batches of 2 rows (2 of them), fp32, L = 2 → 1 layer per pp stage.
+  // tp: a micro-batch's activations are 2·8 tokens · 128 · 4 B = 8192 B; 2 all-reduces per layer forward
+  //     and 2 backward → 4 · 8192 per micro-batch = 32768, × 2 micro-batches = 65536
+  // pp: one 8192 B send per micro-batch forward and one backward → 2 · 2 · 8192 = 32768
+  const Layout l{2, 1, 2, 1, 4};
+  const PhaseCost c = training_pass(kTiny2l, l, test_gpu(), 4, 8, 2, false, 4);
+  EXPECT_DOUBLE_EQ(c.comm_bytes, 65536.0 + 32768.0);
+}
+
+TEST(PhaseCost, DoublingTpHalvesTheWeightBytesEachDecodeStepReads) {
+  const HardwareProfile hw = test_gpu();
+  // One sequence, a one-token prompt, one decode step: weights/tp + KV/tp + the logits (not split).
+  const double logits = 272.0 * 4 * 3;
+  const RolloutCost tp1 = rollout(kTiny2l, Layout{1, 1, 1, 1, 1}, hw, 1, 1, 1, 1, 64, 4);
+  const RolloutCost tp2 = rollout(kTiny2l, Layout{2, 1, 1, 1, 2}, hw, 1, 1, 1, 1, 64, 4);
+  EXPECT_DOUBLE_EQ((tp1.decode.bytes - logits) / (tp2.decode.bytes - logits), 2.0);
+  EXPECT_GT(tp2.decode.comm_s, 0.0);  // and pays two all-reduces per layer for it
+  EXPECT_EQ(tp1.decode.comm_s, 0.0);
+}
+
+TEST(PhaseCost, MoreMicroBatchesShrinkThePipelineBubble) {
+  const HardwareProfile hw = test_gpu();
+  const Layout pp2{1, 1, 2, 1, 2};
+  const PhaseCost one = training_pass(kTiny2l, pp2, hw, 8, 64, 8, false, 4);  // 1 micro-batch
+  const PhaseCost four = training_pass(kTiny2l, pp2, hw, 8, 64, 2, false, 4); // 4 micro-batches
+  // (p − 1)/m of the work: 1/1 and 1/4
+  EXPECT_NEAR(one.bubble_s / one.roofline_s, 1.0, 1e-12);
+  EXPECT_NEAR(four.bubble_s / four.roofline_s, 0.25, 1e-12);
+  EXPECT_EQ(training_pass(kTiny2l, Layout{1, 1, 1, 1, 1}, hw, 8, 64, 2, false, 4).bubble_s, 0.0);
+}
+
+TEST(PhaseCost, SmallBatchDecodeIsMemoryBoundAndLargeBatchComputeBound) {
+  ModelArch big = model_arch_preset("base-100m");
+  const HardwareProfile hw = test_gpu();
+  const RolloutCost one = rollout(big, Layout{}, hw, 1, 16, 8, 8, 1, 2);
+  EXPECT_GT(one.decode.memory_s, one.decode.compute_s);
+  const RolloutCost many = rollout(big, Layout{}, hw, 4096, 16, 8, 8, 4096, 2);
+  EXPECT_GT(many.decode.compute_s, many.decode.memory_s);
+}
+
+TEST(PhaseCost, DataParallelismSplitsTheSequencesAndAddsTheGradientAllReduce) {
+  const HardwareProfile hw = test_gpu();
+  const PhaseCost dp1 = training_pass(kTiny2l, Layout{1, 1, 1, 1, 1}, hw, 8, 64, 0, false, 4);
+  const PhaseCost dp2 = training_pass(kTiny2l, Layout{1, 1, 1, 1, 2}, hw, 8, 64, 0, false, 4);
+  EXPECT_DOUBLE_EQ(dp1.flops, 2 * dp2.flops);
+  EXPECT_EQ(gradient_sync(kTiny2l, Layout{1, 1, 1, 1, 1}, hw, 4).comm_s, 0.0);
+  EXPECT_GT(gradient_sync(kTiny2l, Layout{1, 1, 1, 1, 2}, hw, 4).comm_s, 0.0);
+}
+
+}  // namespace
+}  // namespace hpcrl::cost

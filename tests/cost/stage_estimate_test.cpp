@@ -1,0 +1,131 @@
+// Stage estimates: how G, A and T compose per placement, lengths a run
+// measured, and that the shipped profiles load.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "hpcrl/config/loader.h"
+#include "hpcrl/cost/stage_estimate.h"
+
+namespace hpcrl::cost {
+namespace {
+
+// A GRPO stage on tiny-2l with a reference; `extra` adds placement or overrides.
+config::PipelineConfig grpo_config(int64_t world, const std::string& placement, const std::string& stage_extra = "") {
+  const std::string yaml =
+      "run: {name: est, seed: 1}\n"
+      "models:\n"
+      "  policy: {init: {preset: tiny-2l}}\n"
+      "  reference: {init: {from: policy}, frozen: true}\n"
+      "rewards: {math: {type: verifiable}}\n"
+      "data: {arith: {synthetic: {task: arithmetic, digits: 2, train: 64, eval: 8}}}\n" + placement +
+      "stages:\n"
+      "  - sft: {model: policy, data: arith, steps: 10, batch: 8}\n"
+      "  - grpo: {policy: policy, reference: reference, reward: math, data: arith, iterations: 5, prompts: 8,"
+      " group: 4, max_new_tokens: 32, recompute_old_logprobs: true" + stage_extra + "}\n";
+  auto r = config::check_pipeline_text(yaml, "est.yaml", {}, {world, false});
+  std::string errors;
+  for (const auto& e : r.diagnostics.errors) errors += e.str() + "\n";
+  EXPECT_TRUE(r.ok()) << errors;
+  return std::move(r.config);
+}
+
+HardwareProfile profile() { return load_profile("h100-sxm"); }
+
+const char* kOneAndOne = "placement: {mode: disaggregated, ranges: {policy: [0, 0], reference: [0, 0], "
+                         "policy.rollout: [1, 1]}}\n";
+
+TEST(StageEstimate, ColocatedIterationIsGenerationPlusAuxiliaryPlusTraining) {
+  const auto est = estimate_pipeline(grpo_config(1, ""), 1, profile(), {});
+  ASSERT_EQ(est.size(), 2u);
+  const StageEstimate& g = est[1];
+  EXPECT_EQ(g.unit, "iteration");
+  EXPECT_EQ(g.response, 32);  // max_new_tokens when nothing else is known
+  EXPECT_EQ(g.prompt, 64);
+  EXPECT_DOUBLE_EQ(g.seconds, g.generation_s + g.aux_s + g.train_s + g.sync_s);
+  EXPECT_EQ(g.sync_s, 0.0);  // the policy generates with its own weights
+  std::vector<std::string> names;
+  for (const auto& s : g.spans) names.push_back(s.name);
+  for (const char* n : {"rollout/prefill", "rollout/decode", "old_logprob", "ref_logprob",
+                        "actor_update/forward_backward", "actor_update/grad_sync", "actor_update/optimizer"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+}
+
+TEST(StageEstimate, AsynchronousIsTheLongerOfGenerationAndTrainingAndNeverSlower) {
+  const auto sync = estimate_pipeline(grpo_config(2, kOneAndOne), 2, profile(), {})[1];
+  const auto async =
+      estimate_pipeline(grpo_config(2, kOneAndOne, ", async: {max_staleness: 1}"), 2, profile(), {})[1];
+  EXPECT_GT(sync.sync_s, 0.0);  // weights cross to the generating rank
+  EXPECT_DOUBLE_EQ(sync.seconds, sync.generation_s + sync.aux_s + sync.train_s + sync.sync_s);
+  EXPECT_DOUBLE_EQ(async.seconds, std::max(async.generation_s, async.aux_s + async.train_s) + async.sync_s);
+  EXPECT_LT(async.seconds, sync.seconds);
+}
+
+TEST(StageEstimate, GivenLengthsWinOverARunsAndTheRunsOverDefaults) {
+  const auto cfg = grpo_config(1, "");
+  std::map<int, Shapes> measured;
+  measured[1].prompt = 20;
+  measured[1].response = 10;
+  Shapes given;
+  given.response = 16;
+  const auto e = estimate_pipeline(cfg, 1, profile(), given, measured)[1];
+  EXPECT_EQ(e.response, 16);
+  EXPECT_EQ(e.prompt, 20);
+}
+
+TEST(StageEstimate, MeasuredShapesComeFromTheRunsMetrics) {
+  const auto cfg = grpo_config(1, "");
+  const std::string dir = std::filesystem::temp_directory_path() / "hpcrl-cost-run";
+  std::filesystem::create_directories(dir);
+  // grpo: 8 prompts × 4 = 32 sequences; 960 tokens per iteration (tokens_per_s · seconds) → 30 per sequence,
+  // 10 of them response → prompt 20. sft: batch 8, 800 tokens per step → sequence 100.
+  std::ofstream(dir + "/metrics.jsonl")
+      << R"({"stage":"sft","stage_index":0,"step":1,"time":1,"tokens_per_s":400,"seconds/step":2})" "\n"
+      << R"({"stage":"grpo","stage_index":1,"step":1,"time":1,"tokens_per_s":480,"seconds/iteration":2,"response_len/mean":10})" "\n";
+  const auto m = measured_shapes(dir, cfg);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_DOUBLE_EQ(m.at(0).sequence, 100.0);
+  EXPECT_DOUBLE_EQ(m.at(1).response, 10.0);
+  EXPECT_DOUBLE_EQ(m.at(1).prompt, 20.0);
+}
+
+TEST(HardwareProfile, EveryShippedProfileLoads) {
+  const auto names = shipped_profiles();
+  for (const char* n : {"a100-40gb", "a100-80gb", "h100-sxm", "h200", "h20", "cpu"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  for (const auto& n : names) {
+    const HardwareProfile p = load_profile(n);
+    EXPECT_GT(p.flops(), 0) << n;
+    EXPECT_LE(p.compute_efficiency, 1.0) << n;
+  }
+}
+
+TEST(HardwareProfile, AMissingValueNamesTheFileAndKey) {
+  try {
+    parse_profile("name: x\ncompute: {peak_flops: 1e12}\n", "x.yaml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "x.yaml: missing `compute.efficiency` (a positive number)");
+  }
+  try {
+    parse_profile("name: x\ncompute: {peak_flops: -1, efficiency: 0.5}\n", "x.yaml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "x.yaml:2: `compute.peak_flops` must be positive, not -1");
+  }
+}
+
+TEST(HardwareProfile, AnUnknownNameListsTheShippedOnes) {
+  try {
+    load_profile("a99");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("hardware profile 'a99' is neither a file nor a shipped profile (a100-40gb"),
+              std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hpcrl::cost

@@ -96,6 +96,7 @@ Codec<TraceConfig> trace_codec() {
       field<S>("chrome", [](auto& s) -> auto& { return s.chrome; }, boolean()),
       field<S>("metrics", [](auto& s) -> auto& { return s.metrics; }, boolean()),
       field<S>("comm", [](auto& s) -> auto& { return s.comm; }, boolean()),
+      field<S>("tensorboard", [](auto& s) -> auto& { return s.tensorboard; }, boolean()),
   }});
 }
 

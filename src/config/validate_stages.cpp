@@ -436,6 +436,10 @@ void validate_stages(const PipelineConfig& c, const ValidateOptions& opt, Diagno
   k.data_files();
   k.order();
   k.unused();
+  if (c.trace.tensorboard && !c.trace.metrics)
+    diag.error(c.pos("trace.tensorboard"), "trace.tensorboard",
+               "the TensorBoard scalars mirror metrics.jsonl's lines, which trace.metrics: false turns off",
+               "set trace.metrics: true, or remove trace.tensorboard");
 }
 
 }  // namespace hpcrl::config

@@ -4,6 +4,8 @@
 // O_APPEND write, which is what makes a line either fully there or not at all.
 #include "hpcrl/trace/metrics.h"
 
+#include "hpcrl/trace/tensorboard.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -37,6 +39,8 @@ void MetricsWriter::open_append() {
                        " (check that the run directory is writable)");
 }
 
+void MetricsWriter::mirror_to(std::unique_ptr<TensorBoardWriter> tensorboard) { tensorboard_ = std::move(tensorboard); }
+
 void MetricsWriter::write(const std::string& stage, int stage_index, int64_t step, const Metrics& metrics) {
   if (fd_ < 0) return;
   nlohmann::ordered_json line;
@@ -57,6 +61,7 @@ void MetricsWriter::write(const std::string& stage, int stage_index, int64_t ste
   if (n != static_cast<ssize_t>(text.size()))
     throw RuntimeError("cannot append to " + path_ + ": " + (n < 0 ? std::strerror(errno) : "short write") +
                        " (disk full?)");
+  if (tensorboard_) tensorboard_->write(stage, step, metrics);
 }
 
 void MetricsWriter::truncate_after(int stage_index, int64_t step) {

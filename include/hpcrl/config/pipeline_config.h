@@ -285,6 +285,7 @@ struct TraceConfig {
   bool chrome = true;                  // trace/rank-NNNNN.json
   bool metrics = true;                 // metrics.jsonl
   bool comm = true;                    // time and bytes of every collective
+  bool tensorboard = false;            // tensorboard/events.out.tfevents.*: metrics.jsonl's values as scalars
 };
 
 // --- the pipeline ------------------------------------------------------------

@@ -7,11 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace hpcrl::trace {
+
+class TensorBoardWriter;
 
 using Metrics = std::vector<std::pair<std::string, double>>;
 
@@ -37,11 +40,15 @@ class MetricsWriter {
   // that is not a metrics object is an InputError naming path:line.
   void truncate_after(int stage_index, int64_t step);
 
+  // Every later line is also written as TensorBoard scalars "<stage>/<metric>" at its step.
+  void mirror_to(std::unique_ptr<TensorBoardWriter> tensorboard);
+
  private:
   void open_append();
 
   std::string path_;
   int fd_ = -1;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
 };
 
 }  // namespace hpcrl::trace

@@ -13,6 +13,7 @@ packages=(
   libgtest-dev
   procps                        # pgrep: the preemption end-to-end test signals one rank
   python3 python3-protobuf      # tests/trace/read_tfevents.py: TensorBoard files read back independently
+  chromium                      # tests/trace/report_render_check.sh: `hpcrl report`'s page rendered headless
 )
 
 missing=()

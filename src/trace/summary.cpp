@@ -171,7 +171,7 @@ Summary summarize(const std::vector<TraceFile>& files) {
   return s;
 }
 
-Summary summarize_run(const std::string& run_dir) {
+std::vector<TraceFile> read_run_traces(const std::string& run_dir) {
   namespace stdfs = std::filesystem;
   std::error_code ec;
   if (!stdfs::exists(run_dir, ec))
@@ -191,7 +191,11 @@ Summary summarize_run(const std::string& run_dir) {
   std::sort(paths.begin(), paths.end());
   std::vector<TraceFile> files;
   for (const auto& p : paths) files.push_back(read_trace_file(p));
-  Summary s = summarize(files);
+  return files;
+}
+
+Summary summarize_run(const std::string& run_dir) {
+  Summary s = summarize(read_run_traces(run_dir));
   s.run_dir = run_dir;
   return s;
 }

@@ -67,8 +67,10 @@ std::string comm_group_key(const std::string& group);
 
 // Statistics over already-read files.
 Summary summarize(const std::vector<TraceFile>& files);
-// Reads RUN_DIR/trace/rank-*.json. InputError when RUN_DIR or its trace files are
-// missing, or a file is malformed (naming the file).
+// Reads RUN_DIR/trace/rank-*.json in rank order. InputError when RUN_DIR or its
+// trace files are missing, or a file is malformed (naming the file).
+std::vector<TraceFile> read_run_traces(const std::string& run_dir);
+// summarize(read_run_traces(run_dir)).
 Summary summarize_run(const std::string& run_dir);
 
 std::string format_markdown(const Summary& s);

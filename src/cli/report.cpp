@@ -1,0 +1,46 @@
+// `hpcrl report RUN_DIR [--out FILE]`: one self-contained HTML page of where a
+// run's time went (observations, span shares, per-iteration time and tokens/s,
+// one step on every rank, communication, imbalance, roles), from the rank
+// traces and metrics.jsonl, written atomically to RUN_DIR/report.html or FILE.
+// The observations are printed too, so a terminal session sees the findings
+// without opening the page. No trace files is an InputError (exit 2).
+#include "hpcrl/trace/report.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+
+namespace {
+
+struct ReportArgs {
+  std::string run_dir;
+  std::string out;  // "" -> RUN_DIR/report.html
+};
+
+int report(const ReportArgs& args) {
+  using namespace hpcrl::trace;
+  ReportData data;
+  std::string path = write_report(args.run_dir, args.out, &data);
+  for (const auto& f : data.summary.files)
+    if (f.skipped)
+      spdlog::warn("{}: the last event was cut off mid-write (crashed run?); skipped {} event", f.path, f.skipped);
+  spdlog::info("wrote {} ({} observations)", path, data.observations.size());
+  for (const auto& o : data.observations) std::printf("- %s\n", o.text.c_str());
+  return 0;
+}
+
+hpcrl::cli::Registration reg{
+    "report", 42, [](CLI::App& app) {
+      auto* cmd = app.add_subcommand(
+          "report", "One self-contained HTML page of where a run's time went; writes RUN_DIR/report.html");
+      auto args = std::make_shared<ReportArgs>();
+      cmd->add_option("RUN_DIR", args->run_dir, "Run directory (holds trace/rank-NNNNN.json, metrics.jsonl)")
+          ->required();
+      cmd->add_option("--out", args->out, "Write the page here instead of RUN_DIR/report.html");
+      return [args] { return report(*args); };
+    }};
+
+}  // namespace

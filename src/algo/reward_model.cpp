@@ -10,6 +10,7 @@
 
 #include "hpcrl/algo/remote_reward.h"
 #include "hpcrl/algo/token_batch.h"
+#include "hpcrl/algo/value_pass.h"
 #include "hpcrl/util/check.h"
 
 namespace hpcrl::algo {
@@ -38,10 +39,32 @@ std::vector<SampleIds> sample_ids(const std::vector<std::vector<int32_t>>& promp
   return out;
 }
 
+namespace {
+// A pipelined reward role (pp > 1): the forward-only pipeline's per-token values
+// (forward_values, the same [B, T] on every rank of the role), read at each row's last token.
+std::vector<double> pipelined_last_token_values(Role& rm, const std::vector<SampleIds>& samples, int64_t micro_batch) {
+  torch::NoGradGuard no_grad;
+  std::vector<std::vector<int32_t>> prompts, responses;
+  for (const SampleIds& s : samples) {
+    prompts.push_back(*s.prompt);
+    responses.push_back(s.response ? *s.response : std::vector<int32_t>{});
+  }
+  const int sp = rm.ctx.sp_size();
+  const int32_t pad = rm.tokenizer ? std::max(0, rm.tokenizer->pad_id()) : 0;
+  const TokenBatch b = make_token_batch(prompts, responses, pad, sp, rm.device());
+  const at::Tensor v = forward_values(rm, b, MicroBatchOptions{micro_batch, 0, false, sp}).to(at::kCPU, at::kDouble);
+  auto acc = v.accessor<double, 2>();
+  std::vector<double> out(samples.size());
+  for (size_t i = 0; i < samples.size(); ++i)  // right-padded: a row's last token sits at its length − 1
+    out[i] = acc[int64_t(i)][int64_t(prompts[i].size() + responses[i].size()) - 1];
+  return out;
+}
+}  // namespace
+
 std::vector<double> last_token_values(Role& rm, const std::vector<SampleIds>& samples, int64_t micro_batch) {
-  HPCRL_CHECK(rm.member() && rm.model->score && rm.model->is_whole(),
-              "role " << rm.name << " cannot score here: it needs a whole (pp = 1) model with a value head "
-                      "on this rank");
+  HPCRL_CHECK(rm.member(), "role " << rm.name << " cannot score here: it is not on this rank");
+  if (!rm.model->is_whole()) return pipelined_last_token_values(rm, samples, micro_batch);  // head on the last stage
+  HPCRL_CHECK(rm.model->score, "role " << rm.name << " cannot score: it has no value head");
   torch::NoGradGuard no_grad;
   const int64_t B = static_cast<int64_t>(samples.size());
   std::vector<double> out(samples.size());
@@ -107,7 +130,6 @@ RewardModel::RewardModel(StageEnv& env, const std::string& reward_name, const Ro
   const config::PipelineConfig& pipeline = *env.pipeline;
   const std::string where = pipeline.pos("rewards." + reward_name).str() + ": rewards." + reward_name + ": ";
   // What the config alone decides: the same on every rank, so every rank stops here alike.
-  // (A pipelined reward role never gets here: the runner refuses it before building models.)
   HPCRL_CHECK_INPUT(role_.config->head == config::Head::value,
                     where << "role '" << role_.name << "' has head: " << config::to_string(role_.config->head)
                           << ", but a reward model needs a value head; give models." << role_.name << " head: value");

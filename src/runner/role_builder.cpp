@@ -36,31 +36,6 @@ bool needs_generation_copy(const config::PipelineConfig& cfg, const config::Mode
   return own && gen && (own->first != gen->first || own->last != gen->last);
 }
 
-// A pipelined role (pp > 1) holds only its stage's layers, so it can run only
-// where a stage drives it through the pipeline executor: every stage does for
-// the roles it trains and scores with (SFT's model; GRPO's and PPO's policy,
-// reference and critic; distillation's student and teacher), and generation
-// uses a pp = 1 copy (algo/rollout_copy.h). The model of a `type: model`
-// reward scores responses unpipelined, so a pipelined one is refused here,
-// before a model is built, naming the stage.
-void check_pipeline_uses(const config::PipelineConfig& cfg, const config::ModelConfig& mc) {
-  if (mc.parallel.pp == 1) return;
-  const std::string& n = mc.name;
-  for (const auto& st : cfg.stages) {
-    std::vector<std::string> rewards;
-    if (st.kind == config::StageKind::grpo) rewards = st.grpo.rewards;
-    if (st.kind == config::StageKind::ppo) rewards = st.ppo.rewards;
-    for (const auto& r : rewards) {
-      const config::RewardConfig* rc = cfg.find_reward(r);
-      HPCRL_CHECK_INPUT(!rc || rc->type != config::RewardType::model || rc->model != n,
-                        cfg.pos("models." + n + ".parallel.pp").str()
-                            << ": models." << n << ".parallel.pp = " << mc.parallel.pp << ", but stage " << st.path
-                            << " scores responses with role '" << n << "' (the model of reward '" << r
-                            << "'), and reward models run unpipelined so far; use pp: 1 for this role "
-                            << "(split it with tp/sp instead)");
-    }
-  }
-}
 }  // namespace
 
 Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, at::Device device) : cfg_(cfg) {
@@ -70,7 +45,6 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, 
     algo::Role role;
     role.name = mc.name;
     role.config = &mc;
-    check_pipeline_uses(cfg, mc);  // on every rank, so all of them stop with the message
     role.mesh = dist::role_mesh(cfg, mc, /*rollout=*/false, world_size);
     const dist::MeshComms comms = dist::create_mesh_comms(role.mesh);  // collective over the world
     role.ctx = parallel::ParallelContext::of(comms);

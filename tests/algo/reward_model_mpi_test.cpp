@@ -1,10 +1,11 @@
 // The `model` reward across ranks (mpirun -np 2 and 4): a reward role split
 // with tp = 2, sp = 2 or tp·sp = 4 gives every rank the scores a single-rank
-// copy of the same weights computes for that rank's samples (fp32 tolerance),
+// copy of the same weights computes for that rank's samples (fp32 tolerance), as
+// does a pipelined one (pp = 2),
 // and with dp > 1 each rank scores its own samples (those of its policy
 // replica). Layouts the reward model cannot run in are InputErrors, the same
-// message on every rank: a pipelined reward role, one missing on some ranks, a
-// dp size or a dp coordinate other than the policy's. With generation on ranks
+// message on every rank: one missing on some ranks, a dp size or a dp
+// coordinate other than the policy's. With generation on ranks
 // of its own, a reward model on those ranks scores there, and one on ranks of
 // its own answers every scoring round of every generating replica with the
 // scores a single-rank copy computes.
@@ -58,16 +59,25 @@ TEST(RewardModelMpi, TensorParallelMatchesOneRank) { check_layout(2, 1); }
 TEST(RewardModelMpi, SequenceParallelMatchesOneRank) { check_layout(1, 2); }
 TEST(RewardModelMpi, TensorAndSequenceParallelMatchesOneRank) { check_layout(2, 2); }
 
-TEST(RewardModelMpi, APipelinedRewardModelIsRefused) {
-  // The runner refuses it before building any model, on every rank.
-  std::string err = input_error([&] {
-    make_rm_pipeline(rm_pipeline_yaml("{init: {preset: tiny-2l}}",
-                                      "{init: {preset: tiny-2l}, head: value, parallel: {pp: 2}}"));
-  });
-  EXPECT_EQ(err.rfind("rm.yaml:4:", 0), 0u) << err;
-  EXPECT_NE(err.find("models.rm.parallel.pp = 2, but stage stages[0].grpo scores responses with role 'rm' (the "
-                     "model of reward 'rm'), and reward models run unpipelined so far; use pp: 1"),
-            std::string::npos) << err;
+TEST(RewardModelMpi, APipelinedRewardModelMatchesOneRank) {
+  // Policy and reward model both pp = 2, so they share dp (W/2) and each rank's replica coordinate.
+  const int W = world_size();
+  auto p = make_rm_pipeline(rm_pipeline_yaml("{init: {preset: tiny-2l}, parallel: {pp: 2}}",
+                                             "{init: {preset: tiny-2l}, head: value, parallel: {pp: 2}}"));
+  ASSERT_EQ(p->rm().mesh.pp(), 2);
+  ASSERT_EQ(p->rm().mesh.dp(), W / 2);
+  Samples s = random_samples(5, 100 + p->policy().ctx.dp_rank());
+  auto reference = single_rank_copy(p->rm());
+  for (int64_t micro : {0, 2}) {
+    SCOPED_TRACE("micro_batch " + n(micro));
+    auto f = p->rewards({"rm"}, micro);
+    std::vector<reward::RewardSample> text(5, reward::RewardSample{"", "", ""});
+    auto got = f.score_batch(text, s.ids());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double want = value_alone(*reference, s.prompts[i], s.responses[i]);
+      EXPECT_NEAR(got[i].score, want, 1e-5 * std::max(1.0, std::abs(want))) << "sample " << i;
+    }
+  }
 }
 
 TEST(RewardModelMpi, ADataParallelSizeOtherThanThePolicysIsRefused) {
@@ -178,6 +188,10 @@ TEST(RewardModelMpi, OnARankOfItsOwnItAnswersEveryRoundOfTwoGeneratingReplicas) 
 
 TEST(RewardModelMpi, OnTwoRanksOfItsOwnAtTp2ItAnswersTheGeneratorsRounds) {
   check_reward_model_apart("[1, 1]", "[2, 3]", "{init: {preset: tiny-2l}, head: value, parallel: {tp: 2}}");
+}
+
+TEST(RewardModelMpi, PipelinedOnTwoRanksOfItsOwnItAnswersTheGeneratorsRounds) {
+  check_reward_model_apart("[1, 1]", "[2, 3]", "{init: {preset: tiny-2l}, head: value, parallel: {pp: 2}}");
 }
 
 TEST(RewardModelMpi, SharingSomeOfTheGenerationsRanksIsRefusedAtValidation) {

@@ -314,29 +314,38 @@ TEST(PipelineParallelE2E, EvalPp2EqualsPp1) {
   }
 }
 
-TEST(PipelineParallelE2E, PipelinedRewardModelAndMismatchedRowsAreRefused) {
-  // A `type: model` reward scores unpipelined: refused when the run starts, naming the key.
-  std::string dir = scratch_dir("pp-refused");
+TEST(PipelineParallelE2E, APipelinedRewardModelScoresAsTheSameModelAtTp2) {
+  // Policy pp = 2 on 2 ranks (dp = 1); the reward model, snapshotted from it, at pp = 2 or at tp = 2.
+  std::string dir = scratch_dir("pp-rm");
   const std::string yaml = dir + "/rm.yaml";
-  std::ofstream(yaml) << R"(run: {name: pp-rm, seed: 3}
+  std::ofstream(yaml) << R"(run: {name: pp-rm, seed: 3, eval_before_train: false}
 models:
-  policy: {init: {preset: tiny-2l}}
-  rm:     {init: {preset: tiny-2l}, head: value, parallel: {pp: 2}}
+  policy: {init: {preset: tiny-2l}, parallel: {pp: 2}}
+  rm:     {init: {from: policy}, head: value, parallel: {pp: 2}}
 rewards:
   math: {type: verifiable}
   rm:   {type: model, model: rm}
 data:
   arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}
 stages:
-  - grpo: {policy: policy, reward: [math, rm], data: arith, iterations: 1, prompts: 4, group: 2}
+  - grpo: {policy: policy, reward: [math, rm], data: arith, iterations: 2, prompts: 4, group: 2, max_new_tokens: 12}
 )";
-  Proc rm = run_hpcrl("run " + yaml + " --out " + dir + "/rm", 2);
-  EXPECT_EQ(rm.exit_code, 2) << rm.output;
-  EXPECT_NE(rm.output.find(yaml + ":4:65: models.rm.parallel.pp = 2, but stage stages[0].grpo scores responses with "
-                           "role 'rm' (the model of reward 'rm'), and reward models run unpipelined so far; use pp: 1 "
-                           "for this role"),
-            std::string::npos)
-      << rm.output;
+  Proc pp = run_hpcrl("run " + yaml + " --out " + dir + "/pp", 2);
+  ASSERT_EQ(pp.exit_code, 0) << pp.output;
+  Proc tp = run_hpcrl("run " + yaml + " --set models.rm.parallel='{tp: 2}' --out " + dir + "/tp", 2);
+  ASSERT_EQ(tp.exit_code, 0) << tp.output;
+  const auto a = lines_with(read_metrics(dir + "/pp/metrics.jsonl"), "grpo", "reward/mean");
+  const auto b = lines_with(read_metrics(dir + "/tp/metrics.jsonl"), "grpo", "reward/mean");
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(a[i].at("reward/mean").get<double>(), b[i].at("reward/mean").get<double>(), 1e-5) << "iteration " << i;
+    EXPECT_NEAR(a[i].at("reward/std").get<double>(), b[i].at("reward/std").get<double>(), 1e-5) << "iteration " << i;
+  }
+}
+
+TEST(PipelineParallelE2E, MismatchedRowsAreRefused) {
+  std::string dir = scratch_dir("pp-refused");
   // A teacher with pp=2 over 4 ranks (dp=2) next to a student with pp=1, tp=2
   // (dp=2): the dp ranks interleave differently, so a teacher stage pair would
   // hold two different students' rows.

@@ -20,8 +20,8 @@
 // values are summed over the sp group). On ranks of its own (disaggregated,
 // disjoint from the generation's) it answers the generating ranks' requests
 // round by round (algo/remote_reward.h), in any tp/sp/dp layout.
-// A pipelined reward role (pp > 1) is refused for now, by the runner before
-// any model is built (runner/role_builder.cpp).
+// A pipelined reward role (pp > 1) scores through the forward-only pipeline
+// (algo/value_pass.h), whose values every rank of the role receives.
 #pragma once
 
 #include <cstdint>
@@ -47,8 +47,8 @@ std::vector<SampleIds> sample_ids(const std::vector<std::vector<int32_t>>& promp
 
 // Value-head output at the last token of each sample, under no_grad, in
 // micro-batches of `micro_batch` rows (0 = all at once; rows are grouped by
-// length to pad less). Collective over the role's tp and sp groups: their
-// ranks pass the same samples. Needs a whole (pp = 1) model with a value head.
+// length to pad less). Collective over the role's tp, sp and pp groups: their
+// ranks pass the same samples. Needs a model with a value head.
 std::vector<double> last_token_values(Role& rm, const std::vector<SampleIds>& samples, int64_t micro_batch = 0);
 
 // A `type: model` reward of a stage, checked when the stage starts.
@@ -61,7 +61,7 @@ class RewardModel {
   // it shares only some of the generator's ranks; beside the generator, it
   // misses a generating rank, or its dp size or a rank's dp coordinate differs
   // from the generator's; its vocabulary or tokenizer differs from the
-  // policy's. Needs a whole (pp = 1) role, as the runner builds them.
+  // policy's.
   // `generator`: the role the stage samples on (the policy, or its generation copy).
   RewardModel(StageEnv& env, const std::string& reward_name, const Role& generator, int64_t micro_batch,
               const std::string& stage_name);

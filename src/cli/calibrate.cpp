@@ -2,14 +2,17 @@
 // (under mpirun/srun for links): measures this machine for the cost model
 // (cost/hardware_profile.h) and writes a profile `plan --estimate --hardware
 // FILE` accepts:
-//   compute     matmuls at a few shapes: peak = the fastest, efficiency = the mean
-//               rate over the shapes / the fastest (the models' matrices are not all large);
+//   compute     matmuls [1024, w] × [w, 3w] at widths w = 128 … 2048 (by_width; the
+//               estimate interpolates a model's width), peak = the fastest, efficiency 1;
 //   memory      a 256 MB tensor copy (bytes read + written per second), efficiency 1;
 //   overhead    seconds per small op (a 4-element add), the per-launch cost;
 //   links       with ≥ 2 ranks, all-reduces over every rank: latency from 8 bytes,
 //               bandwidth from 64 MB (ring: 2(n−1)/n of the bytes per rank);
 //               with one rank nothing is measured and the profile says so.
-// Each value is the best of repeated timings (this machine is shared).
+// Each value is the best of repeated timings (this machine is shared), each
+// repeat started on every rank together: ranks that share a node share its
+// cores and memory, so the profile describes a run with as many ranks per node
+// as the calibration had (calibrate with the ranks per node your runs use).
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -34,34 +37,36 @@ struct CalibrateArgs {
   double memory_capacity = 0;
 };
 
-// Best seconds of `fn` over repeats lasting at least `budget_s` in all (and ≥ 3 repeats).
+// Best seconds of `fn` over repeats lasting at least `budget_s` in all (and ≥ 3 repeats), each
+// repeat started on every rank together; the same number of repeats on every rank.
 template <class Fn>
 double best_seconds(Fn&& fn, double budget_s = 0.5) {
   using clock = std::chrono::steady_clock;
+  hpcrl::dist::Communicator& world = *hpcrl::dist::world_comm();
   double best = 1e30, spent = 0;
-  for (int rep = 0; rep < 3 || spent < budget_s; ++rep) {
+  for (int rep = 0; rep < 1000; ++rep) {
+    at::Tensor more = at::full({1}, rep < 3 || spent < budget_s ? 1 : 0, at::kInt);
+    world.all_reduce(more, hpcrl::dist::ReduceOp::kMax);  // every rank repeats while any still needs to
+    if (more.item<int>() == 0) break;
+    world.barrier();
     const auto t0 = clock::now();
     fn();
     const double s = std::chrono::duration<double>(clock::now() - t0).count();
     best = std::min(best, s);
     spent += s;
-    if (rep > 1000) break;
   }
   return best;
 }
 
-// The fastest matmul rate and the mean rate over the shapes.
-std::pair<double, double> gemm_rates(const at::TensorOptions& o) {
-  const int64_t shapes[][3] = {{256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {64, 2048, 512}, {16, 1024, 4096}};
-  double best = 0, sum = 0;
-  for (const auto& s : shapes) {
-    at::Tensor a = at::randn({s[0], s[1]}, o), b = at::randn({s[1], s[2]}, o);
+// Matmul FLOP/s of [1024, w] × [w, 3w] (a layer's projections at width w, 1024 tokens) per width.
+std::vector<std::pair<double, double>> gemm_rates(const at::TensorOptions& o) {
+  std::vector<std::pair<double, double>> rates;
+  for (int64_t w : {128, 256, 512, 1024, 2048}) {
+    at::Tensor a = at::randn({1024, w}, o), b = at::randn({w, 3 * w}, o);
     const double sec = best_seconds([&] { at::mm(a, b).sum().item<float>(); });
-    const double rate = 2.0 * double(s[0] * s[1] * s[2]) / sec;
-    best = std::max(best, rate);
-    sum += rate;
+    rates.emplace_back(double(w), 2.0 * 1024.0 * double(w) * double(3 * w) / sec);
   }
-  return {best, sum / double(std::size(shapes))};
+  return rates;
 }
 
 double copy_bandwidth(const at::TensorOptions& o) {
@@ -94,10 +99,7 @@ LinkMeasure all_reduce_link(hpcrl::dist::Communicator& world, const at::TensorOp
   const int n = world.size();
   if (n < 2) return m;
   at::Tensor small = at::ones({2}, o.dtype(at::kFloat)), big = at::ones({16 << 20}, o.dtype(at::kFloat));
-  auto timed = [&](at::Tensor& t) {
-    world.barrier();
-    return best_seconds([&] { world.all_reduce(t); }, 0.3);
-  };
+  auto timed = [&](at::Tensor& t) { return best_seconds([&] { world.all_reduce(t); }, 0.3); };
   // Every rank must agree on the numbers it writes: the slowest rank's view.
   at::Tensor times = at::tensor({timed(small), timed(big)}, at::kDouble);
   world.all_reduce(times, hpcrl::dist::ReduceOp::kMax);
@@ -123,9 +125,9 @@ int run_calibrate(const CalibrateArgs& a) {
   torch::NoGradGuard no_grad;
   cost::HardwareProfile p;
   p.name = a.name.empty() ? a.device + "-calibrated" : a.name;
-  const auto [best, mean] = gemm_rates(o);
-  p.peak_flops = best;
-  p.compute_efficiency = mean / best;
+  p.width_rates = gemm_rates(o);
+  for (const auto& [w, rate] : p.width_rates) p.peak_flops = std::max(p.peak_flops, rate);
+  p.compute_efficiency = 1;  // the measured rates are achieved ones
   p.memory_bandwidth = copy_bandwidth(o);
   p.memory_efficiency = 1;
   p.memory_capacity = a.memory_capacity > 0 ? a.memory_capacity : physical_memory();
@@ -138,7 +140,7 @@ int run_calibrate(const CalibrateArgs& a) {
   std::string comment = "measured by `hpcrl calibrate --device " + a.device + " --dtype " + a.dtype + "` on " + host +
                         " with " + std::to_string(w.size) + " rank(s), OMP threads " +
                         std::to_string(at::get_num_threads()) + ".\n"
-                        "compute: best matmul rate over 5 shapes; efficiency = their mean rate / the best.\n"
+                        "compute: matmuls [1024, w] x [w, 3w] per width w (by_width); peak = the fastest.\n"
                         "memory: a 256 MB copy; kernel_overhead_s: one 4-element add.\n";
   comment += links.measured ? "links: all-reduce over the ranks of this launch (8 B latency, 64 MB bandwidth); "
                               "inter_node = intra_node (one node).\n"

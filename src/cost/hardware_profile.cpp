@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -54,6 +55,18 @@ Link parse_link(const YAML::Node& root, const std::string& key, const std::strin
 }
 }  // namespace
 
+double HardwareProfile::flops_at(double width) const {
+  if (width_rates.empty()) return flops();
+  if (width <= width_rates.front().first) return width_rates.front().second * compute_efficiency;
+  for (size_t i = 1; i < width_rates.size(); ++i) {
+    const auto &lo = width_rates[i - 1], &hi = width_rates[i];
+    if (width > hi.first) continue;
+    const double t = std::log(width / lo.first) / std::log(hi.first / lo.first);
+    return (lo.second + t * (hi.second - lo.second)) * compute_efficiency;
+  }
+  return width_rates.back().second * compute_efficiency;
+}
+
 HardwareProfile parse_profile(const std::string& yaml_text, const std::string& path) {
   YAML::Node root;
   try {
@@ -68,6 +81,13 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& p
   const YAML::Node compute = section(root, "compute", path);
   p.peak_flops = positive(compute, "peak_flops", path, "compute");
   p.compute_efficiency = positive(compute, "efficiency", path, "compute");
+  if (const YAML::Node w = compute["by_width"]) {
+    if (!w.IsMap()) throw InputError(path + ":" + std::to_string(w.Mark().line + 1) + ": `compute.by_width` maps a "
+                                     "model width to its measured FLOP/s, e.g. {128: 1.1e10, 512: 2.5e10}");
+    for (const auto& kv : w)
+      p.width_rates.emplace_back(kv.first.as<double>(), positive(w, kv.first.as<std::string>(), path, "compute.by_width"));
+    std::sort(p.width_rates.begin(), p.width_rates.end());
+  }
   const YAML::Node memory = section(root, "memory", path);
   p.memory_bandwidth = positive(memory, "bandwidth", path, "memory");
   p.memory_efficiency = positive(memory, "efficiency", path, "memory");
@@ -113,7 +133,14 @@ std::string profile_yaml(const HardwareProfile& p, const std::string& comment) {
   std::istringstream lines(comment);
   for (std::string l; std::getline(lines, l);) o << "# " << l << "\n";
   o << "name: " << p.name << "\n"
-    << "compute: {peak_flops: " << p.peak_flops << ", efficiency: " << p.compute_efficiency << "}\n"
+    << "compute: {peak_flops: " << p.peak_flops << ", efficiency: " << p.compute_efficiency;
+  if (!p.width_rates.empty()) {
+    o << ",\n          by_width: {";
+    for (size_t i = 0; i < p.width_rates.size(); ++i)
+      o << (i ? ", " : "") << p.width_rates[i].first << ": " << p.width_rates[i].second;
+    o << "}";
+  }
+  o << "}\n"
     << "memory: {bandwidth: " << p.memory_bandwidth << ", efficiency: " << p.memory_efficiency
     << ", capacity: " << p.memory_capacity << "}\n"
     << "kernel_overhead_s: " << p.kernel_overhead_s << "\n"

@@ -50,8 +50,8 @@ void add_pipeline_comm(PhaseCost& c, const ModelArch& a, const Layout& l, const 
 }
 }  // namespace
 
-void PhaseCost::add_work(double piece_flops, double piece_bytes, const HardwareProfile& hw) {
-  const double compute = piece_flops / hw.flops(), memory = piece_bytes / hw.bandwidth();
+void PhaseCost::add_work(double piece_flops, double piece_bytes, const HardwareProfile& hw, double width) {
+  const double compute = piece_flops / hw.flops_at(width), memory = piece_bytes / hw.bandwidth();
   flops += piece_flops;
   bytes += piece_bytes;
   compute_s += compute;
@@ -89,7 +89,7 @@ PhaseCost forward_pass(const ModelArch& a, const Layout& l, const HardwareProfil
   for (int64_t m = 0; m < n_micro; ++m) {
     const int64_t b = std::min(rows, local - m * rows);
     c.add_work(double(b) * sequence_forward_flops(a, tokens) / shard,
-               weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), hw);
+               weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), hw, double(a.hidden_size));
     add_layer_comm(c, a, l, hw, double(b * tokens) / double(l.sp), 1, bytes_per_value);
   }
   c.overhead_s = double(n_micro) * double(a.num_layers) / double(l.pp) * kOpsPerLayer * hw.kernel_overhead_s;
@@ -109,7 +109,7 @@ PhaseCost training_pass(const ModelArch& a, const Layout& l, const HardwareProfi
     const int64_t b = std::min(rows, local - m * rows);
     // The weights are read by the forward and twice by the backward, and the gradients written.
     c.add_work(training_flops(a, b * tokens, tokens, checkpointing) / shard,
-               (passes + 1) * weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), hw);
+               (passes + 1) * weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), hw, double(a.hidden_size));
     add_layer_comm(c, a, l, hw, double(b * tokens) / double(l.sp), checkpointing ? 4 : 3, bytes_per_value);
   }
   c.overhead_s = double(n_micro) * passes * double(a.num_layers) / double(l.pp) * kOpsPerLayer * hw.kernel_overhead_s;
@@ -131,7 +131,7 @@ PhaseCost optimizer_step(const ModelArch& a, const Layout& l, const HardwareProf
   PhaseCost c;
   const double params = double(a.num_parameters()) / double(l.tp * l.pp);
   const double owned = zero1 ? params / double(l.dp()) : params;
-  c.add_work(owned * 12.0, owned * kAdamBytesPerParameter, hw);  // ~12 FLOPs per AdamW element
+  c.add_work(owned * 12.0, owned * kAdamBytesPerParameter, hw, double(a.hidden_size));  // ~12 FLOPs per AdamW element
   const double tensors = double(a.num_layers * kTensorsPerLayer) / double(l.pp) + 3;
   c.overhead_s = tensors * kOptimizerOpsPerTensor * hw.kernel_overhead_s;
   if (zero1 && l.dp() > 1) {  // the updated shards are gathered back
@@ -149,7 +149,8 @@ void add_decode_step(PhaseCost& c, const ModelArch& a, const Layout& l, const Ha
   const double weights = weight_bytes(a, bytes_per_value) / double(l.tp);
   const double kv = double(batch) * kv_cache_bytes(a, context, bytes_per_value) / double(l.tp);
   const double logits = double(batch) * double(a.vocab_size) * 4 * 3;  // written, then read twice to sample
-  c.add_work(decode_step_flops(a, batch, double(context)) / double(l.tp), weights + kv + logits, hw);
+  c.add_work(decode_step_flops(a, batch, double(context)) / double(l.tp), weights + kv + logits, hw,
+             double(a.hidden_size));
   add_layer_comm(c, a, l, hw, double(batch), 1, bytes_per_value);
   c.overhead_s += (double(a.num_layers) * kOpsPerLayer + kSamplingOps) * hw.kernel_overhead_s;
 }
@@ -164,7 +165,8 @@ RolloutCost rollout(const ModelArch& a, const Layout& l, const HardwareProfile& 
   const double weights = weight_bytes(a, bytes_per_value) / double(l.tp);
   for (int64_t done = 0; done < local; done += slots) {  // prompts are admitted a slot-full at a time
     const int64_t b = std::min(slots, local - done);
-    r.prefill.add_work(double(b) * sequence_forward_flops(a, prompt, false) / double(l.tp), weights, hw);
+    r.prefill.add_work(double(b) * sequence_forward_flops(a, prompt, false) / double(l.tp), weights, hw,
+                       double(a.hidden_size));
     add_layer_comm(r.prefill, a, l, hw, double(b * prompt), 1, bytes_per_value);
     r.prefill.overhead_s += double(a.num_layers) * kOpsPerLayer * hw.kernel_overhead_s;
   }

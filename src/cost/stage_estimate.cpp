@@ -182,12 +182,18 @@ StageEstimate estimate_rl(const PipelineConfig& cfg, const config::RlStage& s, c
   return e;
 }
 
-StageEstimate estimate_sft(const PipelineConfig& cfg, const config::SftStage& s, int64_t world,
-                           const HardwareProfile& hw, const Shapes& shapes, int bytes) {
+// A stage counted in steps of sequences (SFT, distillation).
+StageEstimate per_step(int64_t steps, const Shapes& shapes) {
   StageEstimate e;
   e.unit = "step";
-  e.steps = double(s.steps);
+  e.steps = double(steps);
   e.sequence = int64_t(shapes.sequence > 0 ? shapes.sequence : kDefaultSequence);
+  return e;
+}
+
+StageEstimate estimate_sft(const PipelineConfig& cfg, const config::SftStage& s, int64_t world,
+                           const HardwareProfile& hw, const Shapes& shapes, int bytes) {
+  StageEstimate e = per_step(s.steps, shapes);
   const RoleOnRanks m = role_on_ranks(cfg, s.model, false, world);
   add_training(e, "train", m, hw, s.batch, e.sequence, 1, s.train.micro_batch, bytes);
   e.composition = "step: forward/backward + gradient sync + optimizer";
@@ -197,10 +203,7 @@ StageEstimate estimate_sft(const PipelineConfig& cfg, const config::SftStage& s,
 
 StageEstimate estimate_distill(const PipelineConfig& cfg, const config::DistillStage& s, int64_t world,
                                const HardwareProfile& hw, const Shapes& shapes, int bytes) {
-  StageEstimate e;
-  e.unit = "step";
-  e.steps = double(s.steps);
-  e.sequence = int64_t(shapes.sequence > 0 ? shapes.sequence : kDefaultSequence);
+  StageEstimate e = per_step(s.steps, shapes);
   const RoleOnRanks student = role_on_ranks(cfg, s.student, false, world);
   const RoleOnRanks teacher = role_on_ranks(cfg, s.teacher, false, world);
   if (s.on_policy || s.sequence_level) {

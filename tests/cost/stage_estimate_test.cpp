@@ -117,6 +117,23 @@ TEST(HardwareProfile, AMissingValueNamesTheFileAndKey) {
   }
 }
 
+TEST(HardwareProfile, MeasuredRatesByWidthAreInterpolatedInLogWidth) {
+  const HardwareProfile p = parse_profile(
+      "name: x\ncompute: {peak_flops: 3e10, efficiency: 0.5, by_width: {512: 3e10, 128: 1e10}}\n"
+      "memory: {bandwidth: 1e10, efficiency: 1, capacity: 1e9}\nkernel_overhead_s: 1e-6\ngpus_per_node: 1\n"
+      "intra_node: {bandwidth: 1e9, latency_s: 1e-6}\ninter_node: {bandwidth: 1e9, latency_s: 1e-6}\n",
+      "x.yaml");
+  ASSERT_EQ(p.width_rates.size(), 2u);
+  EXPECT_EQ(p.width_rates[0].first, 128.0);  // sorted
+  // 256 is half-way from 128 to 512 in log2: (1e10 + 3e10)/2 = 2e10, × efficiency 0.5
+  EXPECT_DOUBLE_EQ(p.flops_at(256), 1e10);
+  EXPECT_DOUBLE_EQ(p.flops_at(64), 0.5e10);    // clamped below
+  EXPECT_DOUBLE_EQ(p.flops_at(4096), 1.5e10);  // and above
+  HardwareProfile flat = p;
+  flat.width_rates.clear();
+  EXPECT_DOUBLE_EQ(flat.flops_at(256), 1.5e10);  // peak × efficiency
+}
+
 TEST(HardwareProfile, AnUnknownNameListsTheShippedOnes) {
   try {
     load_profile("a99");

@@ -82,3 +82,34 @@ TEST(PlanCli, TextModeAndALayoutThatDoesNotFitTheWorld) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(PlanCli, EstimatePredictsEveryStageOnAShippedProfile) {
+  Result r = run("plan configs/quickstart.yaml --world 1 --estimate --hardware a100-40gb --response-len 20 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& stages = j.at("estimate").at("stages");
+  ASSERT_EQ(stages.size(), 3u);  // sft, grpo, distill
+  EXPECT_EQ(stages[1].at("stage"), "grpo");
+  EXPECT_EQ(stages[1].at("response_tokens"), 20);
+  EXPECT_GT(stages[1].at("generation_s").get<double>(), 0.0);
+  // colocated: G + A + T + sync
+  EXPECT_DOUBLE_EQ(stages[1].at("seconds").get<double>(),
+                   stages[1].at("generation_s").get<double>() + stages[1].at("aux_s").get<double>() +
+                       stages[1].at("train_s").get<double>() + stages[1].at("weight_sync_s").get<double>());
+  EXPECT_EQ(j.at("estimate").at("profile").at("name"), "a100-40gb");
+}
+
+TEST(PlanCli, EstimateNeedsAKnownProfile) {
+  Result none = run("plan configs/quickstart.yaml --world 1 --estimate");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("--estimate requires --hardware"), std::string::npos) << none.err;
+  Result unknown = run("plan configs/quickstart.yaml --world 1 --estimate --hardware a99");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("hardware profile 'a99' is neither a file nor a shipped profile"), std::string::npos)
+      << unknown.err;
+  EXPECT_TRUE(unknown.out.empty());
+}
+
+}  // namespace

@@ -6,6 +6,8 @@
 //
 //   name: a100-40gb
 //   compute: {peak_flops: 312e12, efficiency: 0.45}         # bf16 dense, achieved share
+//   (calibrated profiles add by_width: {128: 1.1e10, ...}: measured matmul FLOP/s of
+//    [1024, w] × [w, 3w], since small models' matrices run far below the peak)
 //   memory: {bandwidth: 1.555e12, efficiency: 0.75, capacity: 40e9}
 //   kernel_overhead_s: 1.0e-5                                # per launched op
 //   gpus_per_node: 4
@@ -14,6 +16,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hpcrl::cost {
@@ -26,6 +29,7 @@ struct Link {
 struct HardwareProfile {
   std::string name, path;
   double peak_flops = 0, compute_efficiency = 1;  // at the run's dtype
+  std::vector<std::pair<double, double>> width_rates;  // (model width, measured matmul FLOP/s), ascending
   double memory_bandwidth = 0, memory_efficiency = 1;
   double memory_capacity = 0;                     // bytes per device
   double kernel_overhead_s = 0;
@@ -33,6 +37,9 @@ struct HardwareProfile {
   Link intra_node, inter_node;
 
   double flops() const { return peak_flops * compute_efficiency; }            // achievable FLOP/s
+  // Achievable FLOP/s for a model of hidden size `width`: the measured rates interpolated in
+  // log(width) (clamped at the ends) × compute_efficiency, or flops() without a table.
+  double flops_at(double width) const;
   double bandwidth() const { return memory_bandwidth * memory_efficiency; }   // achievable bytes/s
   // The link between ranks a and b when `per_node` ranks share a node.
   const Link& link(bool crosses_nodes) const { return crosses_nodes ? inter_node : intra_node; }

@@ -33,8 +33,8 @@ struct PhaseCost {
   double flops = 0, bytes = 0, comm_bytes = 0;  // per rank
   double seconds() const { return roofline_s + overhead_s + comm_s + bubble_s; }
   const char* bound() const;  // "compute" | "memory" | "overhead" | "communication"
-  // One piece of `flops` and `bytes` at the profile's rates.
-  void add_work(double piece_flops, double piece_bytes, const HardwareProfile& hw);
+  // One piece of `flops` and `bytes` at the profile's rates for a model of width `width`.
+  void add_work(double piece_flops, double piece_bytes, const HardwareProfile& hw, double width);
   PhaseCost& operator+=(const PhaseCost& o);
 };
 

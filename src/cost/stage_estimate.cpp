@@ -56,7 +56,7 @@ RlShapes rl_shapes(const config::RlStage& s, const Shapes& given) {
 }
 
 SpanEstimate span(std::string name, const RoleOnRanks& role, std::string part, const PhaseCost& c) {
-  return {std::move(name), role.model->name, std::move(part), c};
+  return {std::move(name), role.model->name, role.first, role.layout.ranks, std::move(part), c};
 }
 
 // A training phase with its gradient syncs and optimizer steps.
@@ -85,7 +85,7 @@ PhaseCost weight_sync(const RoleOnRanks& trainer, const RoleOnRanks& gen, const 
   const Link& link = hw.link(crosses_nodes(hi - lo, 1, hw.gpus_per_node));
   c.comm_s = apart ? broadcast_seconds(w, gen.layout.ranks + 1, link)
                    : all_gather_seconds(w, trainer.layout.model_ranks(), link);
-  c.comm_bytes = w;
+  c.comm_bytes = apart || trainer.layout.model_ranks() > 1 ? w : 0;  // an unsplit trainer reshards locally
   return c;
 }
 
@@ -140,10 +140,11 @@ void add_training_side(StageEstimate& e, const PipelineConfig& cfg, const config
 void compose_rl(StageEstimate& e, const config::RlStage& s, const RoleOnRanks& policy, const RoleOnRanks& gen) {
   e.generation_s = sum_part(e, "G");
   e.sync_s = sum_part(e, "sync");
-  std::map<std::string, double> aux_by_role, train_by_role;
+  // Roles on the same ranks take turns; roles on ranks of their own run side by side.
+  std::map<std::pair<int64_t, int64_t>, double> aux_by_role, train_by_role;
   for (const auto& sp : e.spans) {
-    if (sp.part == "A") aux_by_role[sp.role] += sp.cost.seconds();
-    if (sp.part == "T") train_by_role[sp.role] += sp.cost.seconds();
+    if (sp.part == "A") aux_by_role[{sp.first_rank, sp.ranks}] += sp.cost.seconds();
+    if (sp.part == "T") train_by_role[{sp.first_rank, sp.ranks}] += sp.cost.seconds();
   }
   const bool apart = !same_ranks(policy, gen);
   double aux_sum = 0, aux_max = 0, train_sum = 0, train_max = 0;

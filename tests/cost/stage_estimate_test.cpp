@@ -61,6 +61,25 @@ TEST(StageEstimate, AsynchronousIsTheLongerOfGenerationAndTrainingAndNeverSlower
   EXPECT_DOUBLE_EQ(sync.seconds, sync.generation_s + sync.aux_s + sync.train_s + sync.sync_s);
   EXPECT_DOUBLE_EQ(async.seconds, std::max(async.generation_s, async.aux_s + async.train_s) + async.sync_s);
   EXPECT_LT(async.seconds, sync.seconds);
+  // The reference shares the trainer's rank: its log-probs follow the old ones there (a sum, not a max).
+  double old_and_ref = 0;
+  for (const auto& s : sync.spans)
+    if (s.name == "old_logprob" || s.name == "ref_logprob") old_and_ref += s.cost.seconds();
+  EXPECT_DOUBLE_EQ(sync.aux_s, old_and_ref);
+}
+
+TEST(StageEstimate, AReferenceOnRanksOfItsOwnRunsBesideTheTrainer) {
+  const auto e = estimate_pipeline(
+      grpo_config(3, "placement: {mode: disaggregated, ranges: {policy: [0, 0], reference: [1, 1], "
+                     "policy.rollout: [2, 2]}}\n"),
+      3, profile(), {})[1];
+  double old_lp = 0, ref_lp = 0;
+  for (const auto& s : e.spans) {
+    if (s.name == "old_logprob") old_lp = s.cost.seconds();
+    if (s.name == "ref_logprob") ref_lp = s.cost.seconds();
+  }
+  EXPECT_GT(ref_lp, 0.0);
+  EXPECT_DOUBLE_EQ(e.aux_s, std::max(old_lp, ref_lp));
 }
 
 TEST(StageEstimate, GivenLengthsWinOverARunsAndTheRunsOverDefaults) {

@@ -36,6 +36,7 @@ struct Shapes {
 struct SpanEstimate {
   std::string name;    // "rollout/decode", "actor_update", ...
   std::string role;    // the role whose ranks run it
+  int64_t first_rank = 0, ranks = 1;  // those ranks (roles sharing a range exactly run one after another)
   std::string part;    // "G" | "A" | "T" | "sync" | "step"
   PhaseCost cost;
 };

@@ -19,6 +19,34 @@ namespace {
 int world_size() { return dist::init(nullptr, nullptr).size; }
 std::string n(int64_t v) { return std::to_string(v); }
 
+// Each rank's scores of its policy replica's samples against a single-rank copy of the reward role,
+// at micro-batches of all rows and of 2.
+void check_scores(RmPipeline& p) {
+  const int W = world_size();
+  const int replica = p.policy().ctx.dp_rank();
+  Samples s = random_samples(5, 100 + replica);
+  auto reference = single_rank_copy(p.rm());
+  for (int64_t micro : {0, 2}) {
+    SCOPED_TRACE("micro_batch " + n(micro));
+    auto f = p.rewards({"rm"}, micro);
+    std::vector<reward::RewardSample> text(5, reward::RewardSample{"", "", ""});
+    auto got = f.score_batch(text, s.ids());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double want = value_alone(*reference, s.prompts[i], s.responses[i]);
+      EXPECT_NEAR(got[i].score, want, 1e-5 * std::max(1.0, std::abs(want))) << "sample " << i;
+    }
+    // Ranks of one replica agree exactly; other replicas scored other samples.
+    at::Tensor mine = at::tensor({double(replica), got[0].score}, at::kDouble);
+    at::Tensor all = p.env.world->all_gather(mine, 0);
+    for (int r = 0; r < W; ++r) {
+      if (all[2 * r].item<double>() == replica)
+        EXPECT_EQ(all[2 * r + 1].item<double>(), got[0].score) << "rank " << r;
+      else
+        EXPECT_NE(all[2 * r + 1].item<double>(), got[0].score) << "rank " << r;
+    }
+  }
+}
+
 // The reward role split tp × sp, the policy tp·sp (so both have the same dp);
 // each rank's samples come from its policy replica.
 void check_layout(int tp, int sp) {
@@ -30,28 +58,7 @@ void check_layout(int tp, int sp) {
   ASSERT_EQ(p->rm().ctx.tp_size(), tp);
   ASSERT_EQ(p->rm().ctx.sp_size(), sp);
   ASSERT_EQ(p->rm().mesh.dp(), W / (tp * sp));
-  const int replica = p->policy().ctx.dp_rank();
-  Samples s = random_samples(5, 100 + replica);
-  auto reference = single_rank_copy(p->rm());
-  for (int64_t micro : {0, 2}) {
-    SCOPED_TRACE("micro_batch " + n(micro));
-    auto f = p->rewards({"rm"}, micro);
-    std::vector<reward::RewardSample> text(5, reward::RewardSample{"", "", ""});
-    auto got = f.score_batch(text, s.ids());
-    for (size_t i = 0; i < got.size(); ++i) {
-      const double want = value_alone(*reference, s.prompts[i], s.responses[i]);
-      EXPECT_NEAR(got[i].score, want, 1e-5 * std::max(1.0, std::abs(want))) << "sample " << i;
-    }
-    // Ranks of one replica agree exactly; other replicas scored other samples.
-    at::Tensor mine = at::tensor({double(replica), got[0].score}, at::kDouble);
-    at::Tensor all = p->env.world->all_gather(mine, 0);
-    for (int r = 0; r < W; ++r) {
-      if (all[2 * r].item<double>() == replica)
-        EXPECT_EQ(all[2 * r + 1].item<double>(), got[0].score) << "rank " << r;
-      else
-        EXPECT_NE(all[2 * r + 1].item<double>(), got[0].score) << "rank " << r;
-    }
-  }
+  check_scores(*p);
 }
 
 TEST(RewardModelMpi, DataParallelRanksScoreTheirOwnSamples) { check_layout(1, 1); }
@@ -66,18 +73,7 @@ TEST(RewardModelMpi, APipelinedRewardModelMatchesOneRank) {
                                              "{init: {preset: tiny-2l}, head: value, parallel: {pp: 2}}"));
   ASSERT_EQ(p->rm().mesh.pp(), 2);
   ASSERT_EQ(p->rm().mesh.dp(), W / 2);
-  Samples s = random_samples(5, 100 + p->policy().ctx.dp_rank());
-  auto reference = single_rank_copy(p->rm());
-  for (int64_t micro : {0, 2}) {
-    SCOPED_TRACE("micro_batch " + n(micro));
-    auto f = p->rewards({"rm"}, micro);
-    std::vector<reward::RewardSample> text(5, reward::RewardSample{"", "", ""});
-    auto got = f.score_batch(text, s.ids());
-    for (size_t i = 0; i < got.size(); ++i) {
-      const double want = value_alone(*reference, s.prompts[i], s.responses[i]);
-      EXPECT_NEAR(got[i].score, want, 1e-5 * std::max(1.0, std::abs(want))) << "sample " << i;
-    }
-  }
+  check_scores(*p);
 }
 
 TEST(RewardModelMpi, ADataParallelSizeOtherThanThePolicysIsRefused) {

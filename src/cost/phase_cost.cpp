@@ -143,10 +143,9 @@ PhaseCost optimizer_step(const ModelArch& a, const Layout& l, const HardwareProf
 }
 
 namespace {
-// One decode step of `batch` sequences at `context` tokens each.
+// One decode step of `batch` sequences at `context` tokens each, reading `weights` bytes of this rank's shard.
 void add_decode_step(PhaseCost& c, const ModelArch& a, const Layout& l, const HardwareProfile& hw, int64_t batch,
-                     int64_t context, int bytes_per_value) {
-  const double weights = weight_bytes(a, bytes_per_value) / double(l.tp);
+                     int64_t context, double weights, int bytes_per_value) {
   const double kv = double(batch) * kv_cache_bytes(a, context, bytes_per_value) / double(l.tp);
   const double logits = double(batch) * double(a.vocab_size) * 4 * 3;  // written, then read twice to sample
   c.add_work(decode_step_flops(a, batch, double(context)) / double(l.tp), weights + kv + logits, hw,
@@ -172,9 +171,9 @@ RolloutCost rollout(const ModelArch& a, const Layout& l, const HardwareProfile& 
   }
   const int64_t full_steps = ceil_div(local * response, slots);
   for (int64_t t = 0; t < full_steps; ++t)  // slots refilled: each sequence is on average half-way through
-    add_decode_step(r.decode, a, l, hw, slots, prompt + response / 2, bytes_per_value);
+    add_decode_step(r.decode, a, l, hw, slots, prompt + response / 2, weights, bytes_per_value);
   for (int64_t t = response; t < std::max(response, max_response); ++t)
-    add_decode_step(r.decode, a, l, hw, 1, prompt + t, bytes_per_value);
+    add_decode_step(r.decode, a, l, hw, 1, prompt + t, weights, bytes_per_value);
   return r;
 }
 

@@ -5,7 +5,8 @@
 // rounds' scores are in — so the reward ranks follow the generator: each
 // scoring round, every generating replica's leader sends its samples' ids to
 // reward replica j mod dp_rm (to every rank of it: the forward is collective
-// over the reward role's tp and sp groups), whose leader sends the scores back
+// over the reward role's tp and sp groups) as a SampleMessage (send_rows), whose
+// leader sends the scores back (encode_values)
 // to every rank of the generating replica; after the iteration's last round
 // each leader sends an end marker. Generating replicas decide their rounds
 // together (the kept-group count is summed over them), so a reward replica
@@ -44,12 +45,5 @@ class RemoteRewardModel {
   int64_t micro_batch_;
   std::string stage_;
 };
-
-// Scoring requests as bytes: the rows' prompt and response ids, or the end marker.
-std::vector<uint8_t> encode_score_request(const std::vector<SampleIds>& samples);
-std::vector<uint8_t> encode_end_of_iteration();
-// false for the end marker; else the rows into `prompts`/`responses`. InternalError on a cut-short message.
-bool decode_score_request(const std::vector<uint8_t>& bytes, std::vector<std::vector<int32_t>>& prompts,
-                          std::vector<std::vector<int32_t>>& responses);
 
 }  // namespace hpcrl::algo

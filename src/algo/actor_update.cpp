@@ -7,6 +7,7 @@
 #include "hpcrl/algo/micro_batches.h"
 #include "hpcrl/algo/policy_stage.h"
 #include "hpcrl/algo/role_sums.h"
+#include "hpcrl/algo/sequence_ratio.h"
 
 namespace hpcrl::algo {
 
@@ -24,7 +25,17 @@ at::Tensor actor_mask(const Experience& exp, bool overlong_filter) {
 // Every per-token input of one micro-batch in its layout (trimmed or packed), this sp rank's columns.
 struct ActorMicroBatch {
   at::Tensor old_logp, advantages, ref_logp, mask, weights, behaviour_logp;
+  at::Tensor rows;  // each token's row in the mini-batch (what GSPO's sequence ratio sums over)
 };
+
+bool sequence_ratio_loss(const PolicyLossConfig& pl) {
+  return pl.kind == PolicyLossKind::gspo || pl.kind == PolicyLossKind::gspo_token;
+}
+
+// [n, T] int64: row r holds r at every position.
+at::Tensor row_indices(int64_t n, int64_t T, const at::Tensor& like) {
+  return at::arange(n, like.options().dtype(at::kLong)).unsqueeze(1).expand({n, T}).contiguous();
+}
 }  // namespace
 
 void PolicyStage::update(const Experience& exp, Trainer& trainer, const PolicyLossConfig& pl, int64_t iteration,
@@ -56,6 +67,9 @@ double PolicyStage::actor_step(const Experience& exp, const at::Tensor& mask, in
   const double den = std::max(1.0, sum_over_dp(policy_, den_local));
   const double grad_group = policy_.ctx.grad ? policy_.ctx.grad->size() : 1;
   const at::Tensor weights = loss_weights(mk, pl.agg);  // on whole rows, before any cut
+  const bool seq_ratio = sequence_ratio_loss(pl);
+  const at::Tensor row_tokens = seq_ratio ? mk.sum(1) : at::Tensor();
+  const at::Tensor rows = seq_ratio ? row_indices(hi - lo, mk.size(1), mk) : at::Tensor();
   std::vector<TokenBatch> shards;
   std::vector<ActorMicroBatch> inputs;
   for (const MicroBatch& mb : plan_micro_batches(slice_rows(exp.batch, lo, hi),
@@ -63,7 +77,8 @@ double PolicyStage::actor_step(const Experience& exp, const at::Tensor& mask, in
     auto cut = [&](const at::Tensor& t) { return mb.gather_chunk(t.defined() ? t.slice(0, lo, hi) : t, policy_.ctx.sp); };
     shards.push_back(sequence_shard(mb.tokens, policy_.ctx.sp_rank(), policy_.ctx.sp_size()));
     inputs.push_back({cut(exp.old_logp), cut(exp.advantages), cut(exp.ref_logp), cut(mask),
-                      mb.gather_chunk(weights, policy_.ctx.sp), cut(exp.behaviour_logp)});
+                      mb.gather_chunk(weights, policy_.ctx.sp), cut(exp.behaviour_logp),
+                      mb.gather_chunk(rows, policy_.ctx.sp)});
   }
   // The micro-batch's loss and statistics from the policy's final hidden states
   // (with pp on the last stage only; sum_step_sums shares them after the update).
@@ -71,8 +86,10 @@ double PolicyStage::actor_step(const Experience& exp, const at::Tensor& mask, in
     const ActorMicroBatch& u = inputs[i];
     auto lp = policy_.model->token_logprobs(hidden / sampling_temperature(cfg_), shards[i].targets,
                                             /*with_entropy=*/true);
-    PolicyLossOutput po =
-        policy_loss({lp.logprobs, u.old_logp, u.advantages, u.mask, u.ref_logp, lp.entropy, u.behaviour_logp}, pl);
+    PolicyLossInputs in{lp.logprobs, u.old_logp, u.advantages, u.mask, u.ref_logp, lp.entropy, u.behaviour_logp};
+    if (seq_ratio)
+      in.seq_log_ratio = sequence_log_ratio(lp.logprobs - u.old_logp, u.mask, u.rows, row_tokens, policy_.ctx.sp);
+    PolicyLossOutput po = policy_loss(in, pl);
     at::Tensor loss = (po.per_token * u.weights).sum() * (grad_group / den);
     const double tok = u.mask.sum().item<double>();
     sums.clipped_tokens += po.clip_frac * tok;

@@ -4,6 +4,8 @@
 #include "hpcrl/algo/loss_agg.h"
 #include "hpcrl/util/check.h"
 
+#include <algorithm>
+
 namespace hpcrl::algo {
 
 at::Tensor group_advantages(const at::Tensor& scores, int64_t group, bool std_norm, double eps) {
@@ -47,9 +49,47 @@ at::Tensor kl_shaped_rewards(const at::Tensor& scores, const at::Tensor& kl, con
                              double kl_coef) {
   at::Tensor m = mask.to(at::kFloat);
   at::Tensor r = -kl_coef * kl.to(at::kFloat) * m;
-  at::Tensor last = (m.sum(1) - 1).clamp_min(0).to(at::kLong);  // index of the last response token
-  r.scatter_add_(1, last.unsqueeze(1), scores.to(at::kFloat).unsqueeze(1));
+  r.scatter_add_(1, last_response_position(m).unsqueeze(1), scores.to(at::kFloat).unsqueeze(1) * m.amax(1, true));
   return r;
+}
+
+at::Tensor last_response_position(const at::Tensor& mask) {
+  // The row's prompt comes first, so the response's last token is the largest
+  // masked position, not the count of masked ones.
+  const int64_t T = mask.size(1);
+  at::Tensor pos = at::arange(T, mask.options().dtype(at::kLong)).unsqueeze(0).expand({mask.size(0), T});
+  return (pos * (mask > 0).to(at::kLong)).amax(1);
+}
+
+at::Tensor rloo_advantages(const at::Tensor& scores, int64_t group) {
+  HPCRL_CHECK(scores.dim() == 1 && group > 1 && scores.size(0) % group == 0,
+              "scores " << scores.sizes() << " must be [N*G] with G=" << group << " ≥ 2");
+  at::Tensor s = scores.to(at::kFloat).view({-1, group});
+  at::Tensor others_mean = (s.sum(1, /*keepdim=*/true) - s) / double(group - 1);
+  return (s - others_mean).reshape({-1});
+}
+
+at::Tensor group_std(const at::Tensor& scores, int64_t group) {
+  at::Tensor s = scores.to(at::kFloat).view({-1, group});
+  return s.std(1, /*unbiased=*/true, /*keepdim=*/true).expand({-1, group}).reshape({-1});
+}
+
+at::Tensor reverse_cumsum_returns(const at::Tensor& token_rewards, const at::Tensor& mask) {
+  at::Tensor r = token_rewards.to(at::kFloat) * mask.to(at::kFloat);
+  return r.flip({1}).cumsum(1).flip({1}) * mask.to(at::kFloat);
+}
+
+Moments moments_of(const at::Tensor& values, const at::Tensor& mask) {
+  at::Tensor m = mask.to(at::kFloat);
+  at::Tensor v = values.to(at::kFloat) * m;
+  return {m.sum().item<double>(), v.sum().item<double>(), (v * v).sum().item<double>()};
+}
+
+double Moments::mean() const { return n > 0 ? sum / n : 0.0; }
+
+double Moments::variance(bool unbiased) const {
+  const double d = unbiased ? n - 1 : n;
+  return d > 0 ? std::max(0.0, (sum_sq - n * mean() * mean()) / d) : 0.0;
 }
 
 }  // namespace hpcrl::algo

@@ -5,27 +5,13 @@
 
 #include <optional>
 
-#include "hpcrl/algo/advantages.h"
+#include "hpcrl/algo/critic_free_advantages.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/policy_run.h"
 #include "hpcrl/algo/remote_reference.h"
 #include "hpcrl/trace/trace.h"
 
 namespace hpcrl::algo {
-
-namespace {
-// Group-relative advantages of the experience's sequence rewards, with the KL
-// to the reference folded into the reward when the stage says so.
-void grpo_advantages(const config::GrpoStage& cfg, const PolicyLossConfig& pl, Experience& exp) {
-  trace::ScopedSpan span("grpo/advantage");
-  if (exp.ref_logp.defined() && cfg.kl.in_reward && cfg.kl.coef != 0.0) {
-    at::Tensor kl = kl_estimate(exp.old_logp, exp.ref_logp, pl.kl_estimator);
-    exp.scores = exp.scores - cfg.kl.coef * (kl * exp.batch.loss_mask).sum(1);
-  }
-  at::Tensor seq_adv = group_advantages(exp.scores, cfg.group, cfg.std_norm);  // [B]
-  exp.advantages = seq_adv.unsqueeze(1) * exp.batch.loss_mask;               // [B, T]
-}
-}  // namespace
 
 StageResult run_grpo(StageEnv& env) {
   const config::GrpoStage& cfg = env.stage->grpo;
@@ -41,7 +27,7 @@ StageResult run_grpo(StageEnv& env) {
   training.saved = {{&policy, trainer ? &trainer->optimizer() : nullptr}};
   const PolicyLossConfig pl = policy_loss_config(cfg);
   training.train = [&](Experience& exp, RlMetrics& m, int64_t it) {
-    grpo_advantages(cfg, pl, exp);
+    critic_free_advantages(cfg, pl.kl_estimator, policy, exp);
     stage.update(exp, *trainer, pl, it, m);
   };
   training.lr = [&](int64_t it) { return trainer->lr(it * cfg.epochs * n_mini); };

@@ -126,6 +126,7 @@ double sampling_temperature(const config::RlStage& cfg) {
 
 PolicyLossConfig policy_loss_config(const config::RlStage& cfg) {
   PolicyLossConfig pl;
+  pl.kind = cfg.policy_loss;
   pl.clip_low = cfg.clip_low;
   pl.clip_high = cfg.clip_high;
   pl.agg = cfg.loss_agg;

@@ -47,23 +47,26 @@ Field<S> stop_at_accuracy_field() {
 // `clip: 0.2` (symmetric) or `clip: [low, high]` (DAPO clip-higher).
 template <class S>
 Field<S> clip_field() {
-  auto one = number(0, 1, Bound::kOpen, Bound::kOpen);
-  auto two = list_of(one, 2, 2);
+  // low in (0, 1]: 1 puts no floor under the ratio (CISPO); high > 0 without a
+  // ceiling: CISPO's weight cap and DAPO's clip-higher may exceed 1.
+  auto low = number(0, 1, Bound::kOpen, Bound::kClosed);
+  auto high = number(0, HUGE_VAL, Bound::kOpen);
+  auto two = list_of(number(0, HUGE_VAL, Bound::kOpen), 2, 2);
   Field<S> f;
   f.name = "clip";
-  f.type = "a number in (0, 1) or [low, high]";
+  f.type = "a number in (0, 1] or [low, high]";
   f.read = [=](S& s, const YNode& n, const std::string& p, Reading& reading) {
     if (n.is_scalar()) {
       double v = 0;
-      if (!one.read(n, p, reading, v)) return false;
+      if (!low.read(n, p, reading, v)) return false;
       s.clip_low = s.clip_high = v;
       return true;
     }
     std::vector<double> v;
     if (!two.read(n, p, reading, v)) return false;
-    if (v[1] < v[0]) {
-      reading.error(n.pos, p, "high clip " + format_number(v[1]) + " is below low clip " + format_number(v[0]),
-                "write [low, high] with low ≤ high, e.g. [0.2, 0.28]");
+    if (v[0] > 1) {
+      reading.error(n.pos, p, "low clip " + format_number(v[0]) + " is above 1, so the ratio's floor would be negative",
+                    "use a low clip in (0, 1]; 1 means no floor");
       return false;
     }
     s.clip_low = v[0];
@@ -130,7 +133,7 @@ std::vector<Field<S>> rl_fields() {
   f.push_back(clip_field<S>());
   f.push_back(field<S>("kl", [](auto& s) -> auto& { return s.kl; }, kl_codec()));
   f.push_back(field<S>("loss_agg", [](auto& s) -> auto& { return s.loss_agg; }, enumeration<LossAgg>()));
-  f.push_back(field<S>("std_norm", [](auto& s) -> auto& { return s.std_norm; }, boolean()));
+  f.push_back(field<S>("policy_loss", [](auto& s) -> auto& { return s.policy_loss; }, enumeration<PolicyLossKind>()));
   f.push_back(field<S>("epochs", [](auto& s) -> auto& { return s.epochs; }, integer(1)));
   f.push_back(field<S>("mini_batch", [](auto& s) -> auto& { return s.mini_batch; }, integer(0)));
   f.push_back(field<S>("dynamic_sampling", [](auto& s) -> auto& { return s.dynamic_sampling; }, boolean()));
@@ -144,8 +147,29 @@ std::vector<Field<S>> rl_fields() {
   return f;
 }
 
+bool given(const Reading& reading, const std::string& path, const std::string& key) {
+  return reading.key_positions.count(join_path(path, key)) > 0;
+}
+
+// The surrogate's own defaults where the file leaves them out: GSPO clips a
+// sequence-level ratio, which moves far less than a token's (the paper's
+// [3e-4, 4e-4]), and averages per sequence; CISPO caps the weight from above
+// only (MiniMax-M1 sets no floor).
+void resolve_policy_loss_defaults(RlStage& s, const Reading& reading, const std::string& path) {
+  const bool gspo = s.policy_loss == PolicyLossKind::gspo || s.policy_loss == PolicyLossKind::gspo_token;
+  if (gspo && !given(reading, path, "clip")) s.clip_low = 3e-4, s.clip_high = 4e-4;
+  if (gspo && !given(reading, path, "loss_agg")) s.loss_agg = LossAgg::seq_mean_token_mean;
+  if (s.policy_loss == PolicyLossKind::cispo && !given(reading, path, "clip")) s.clip_low = 1.0, s.clip_high = 0.28;
+}
+
 // Checks that GRPO and PPO share.
 void check_rl(RlStage& s, const YNode& n, const std::string& path, Reading& reading) {
+  resolve_policy_loss_defaults(s, reading, path);
+  // A swapped pair, unless CISPO, whose weight has no floor (low 1) and a cap above 1.
+  if (s.clip_high < s.clip_low && s.policy_loss != PolicyLossKind::cispo)
+    reading.error(reading.value_pos(join_path(path, "clip"), n.pos), join_path(path, "clip"),
+                  "high clip " + format_number(s.clip_high) + " is below low clip " + format_number(s.clip_low),
+                  "write [low, high] with low ≤ high, e.g. [0.2, 0.28]");
   int64_t batch = s.prompts * s.group;
   if (s.mini_batch > 0 && batch % s.mini_batch != 0)
     error_at_key(reading, n, path, "mini_batch",
@@ -177,14 +201,37 @@ void check_rl(RlStage& s, const YNode& n, const std::string& path, Reading& read
                      "is loaded but unused: kl.coef is 0", "remove `reference` or set kl.coef > 0");
 }
 
+// The estimator's normalisation when the file leaves it out, then the
+// combinations that cannot mean what they say.
+void check_advantage(GrpoStage& s, const YNode& n, const std::string& path, Reading& reading) {
+  using E = AdvantageEstimator;
+  const bool token_level = s.advantage == E::reinforce_pp || s.advantage == E::reinforce_pp_baseline;
+  if (!given(reading, path, "std_norm"))
+    s.std_norm = token_level ? StdNorm::batch : s.advantage == E::rloo ? StdNorm::none : StdNorm::group;
+  const bool needs_group = s.advantage != E::reinforce_pp;
+  if (needs_group && s.group < 2)
+    error_at_key(reading, n, path, "group",
+                 "advantage " + to_string(s.advantage) + " compares a sample with the others of its group, so group must be ≥ 2 (got " +
+                     std::to_string(s.group) + ")",
+                 "use group: 8, or advantage: reinforce_pp for one response per prompt");
+  if (token_level && s.std_norm == StdNorm::group)
+    error_at_key(reading, n, path, "std_norm",
+                 to_string(s.advantage) + " whitens token returns over the whole batch; a group std has no meaning for it",
+                 "use std_norm: batch (its definition) or none");
+  if (token_level && s.policy_loss == PolicyLossKind::gspo)
+    error_at_key(reading, n, path, "policy_loss",
+                 "gspo weights a sequence by one ratio and needs one advantage per sequence, but " +
+                     to_string(s.advantage) + " gives token-level advantages",
+                 "use policy_loss: gspo_token (the token-level variant) or a grpo/rloo advantage");
+}
+
 Codec<GrpoStage> grpo_codec() {
   using S = GrpoStage;
   StructSpec<S> spec{"a grpo stage", rl_fields<S>()};
+  spec.fields.push_back(field<S>("advantage", [](auto& s) -> auto& { return s.advantage; }, enumeration<AdvantageEstimator>()));
+  spec.fields.push_back(field<S>("std_norm", [](auto& s) -> auto& { return s.std_norm; }, enumeration<StdNorm>()));
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
-    if (s.group < 2)
-      error_at_key(reading, n, path, "group",
-                   "GRPO normalises rewards within a group, so group must be ≥ 2 (got " + std::to_string(s.group) + ")",
-                   "use group: 8 (or a ppo stage with a critic for one response per prompt)");
+    check_advantage(s, n, path, reading);
     check_rl(s, n, path, reading);
   };
   return structure<S>(std::move(spec));
@@ -206,6 +253,11 @@ Codec<PpoStage> ppo_codec() {
                    "critic warm-up (" + std::to_string(s.critic_warmup) + ") leaves no policy iterations of " +
                        std::to_string(s.iterations),
                    "use fewer warm-up iterations than `iterations`");
+    if (s.policy_loss == PolicyLossKind::gspo)
+      error_at_key(reading, n, path, "policy_loss",
+                   "gspo weights a sequence by one ratio and needs one advantage per sequence, but PPO's GAE gives "
+                   "one per token",
+                   "use policy_loss: gspo_token (the token-level variant)");
     check_rl(s, n, path, reading);
   };
   return structure<S>(std::move(spec));

@@ -120,7 +120,9 @@ TEST(Loader, DocumentedDefaultsAndInheritedValues) {
   EXPECT_DOUBLE_EQ(g.clip_high, 0.2);
   EXPECT_EQ(g.kl.estimator, KlEstimator::k3);
   EXPECT_EQ(g.loss_agg, LossAgg::token_mean);
-  EXPECT_TRUE(g.std_norm);
+  EXPECT_EQ(g.std_norm, StdNorm::group);
+  EXPECT_EQ(g.advantage, AdvantageEstimator::grpo);
+  EXPECT_EQ(g.policy_loss, PolicyLossKind::ppo_clip);
   EXPECT_EQ(g.epochs, 1);
   EXPECT_EQ(g.reference, "reference");
   const PpoStage& p = c.stages[2].ppo;

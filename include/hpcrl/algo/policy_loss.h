@@ -1,6 +1,7 @@
 // The RL losses as pure functions of per-token tensors, so they can be checked
-// against hand-computed values: PPO/GRPO clipped surrogate with asymmetric clip
-// (DAPO's clip-higher), KL-to-reference estimators, entropy bonus, clipped value loss.
+// against hand-computed values: the policy surrogates (PPO's clipped ratio with
+// asymmetric clip — DAPO's clip-higher —, GSPO's sequence-level ratio, CISPO's
+// clipped weight), KL-to-reference estimators, entropy bonus, clipped value loss.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -12,6 +13,7 @@
 namespace hpcrl::algo {
 
 using config::KlEstimator;  // k1 | k2 | k3, as the YAML spells it
+using config::PolicyLossKind;  // ppo_clip | gspo | gspo_token | cispo
 
 // Per-token KL(π‖π_ref) estimate from log-probs of the sampled tokens [B, T]:
 // k1 = logp - ref; k2 = ½(logp - ref)²; k3 = exp(ref - logp) - (ref - logp) - 1
@@ -28,9 +30,14 @@ struct PolicyLossInputs {
   // [B, T] optional: the generating engine's log-probs when old_logp is the
   // trainer's recomputation (the decoupled objective; undefined: old_logp is behaviour).
   at::Tensor behaviour_logp;
+  // [B, T] for gspo / gspo_token: at each token, its sequence's mean log-ratio
+  // (1/|y|) Σ_t (logp − old_logp), without gradient (sequence_ratio.h computes
+  // it across micro-batch layouts and sp ranks).
+  at::Tensor seq_log_ratio;
 };
 
 struct PolicyLossConfig {
+  PolicyLossKind kind = PolicyLossKind::ppo_clip;
   double clip_low = 0.2;    // ratio ≥ 1 - clip_low
   double clip_high = 0.2;   // ratio ≤ 1 + clip_high (DAPO: 0.28)
   LossAgg agg = LossAgg::token_mean;
@@ -50,8 +57,15 @@ struct PolicyLossOutput {
   double ratio_mean = 0;
 };
 
-// pg = max(-A·r, -A·clip(r, 1-ε_low, 1+ε_high)), r = exp(logp - old_logp);
-// with behaviour_logp (AReaL's decoupled PPO): pg · w, w = importance_weights(old, behaviour, tis_cap);
+// The surrogate pg per token, r = exp(logp - old_logp):
+//   ppo_clip    max(-A·r, -A·clip(r, 1-ε_low, 1+ε_high))
+//   gspo(_token) the same with r replaced by s·exp(logp - sg(logp)), s = exp(seq_log_ratio):
+//               the value is the sequence's ratio s and the gradient s·∇logp, which, with one
+//               A per sequence and any loss_agg (uniform weights within a sequence), is the
+//               gradient of GSPO's sequence-level max(-A·s, -A·clip(s)) (Zheng et al. 2025, §4.2)
+//   cispo       -A·sg(clip(r))·(1 + logp - sg(logp)): the value -A·clip(r), the gradient -A·clip(r)·∇logp —
+//               CISPO's stop-gradient clipped weight: no token loses its gradient
+// With behaviour_logp (AReaL's decoupled PPO): pg · w, w = importance_weights(old, behaviour, tis_cap);
 // loss = agg(pg) + kl_coef·agg(kl) - entropy_coef·agg(entropy).
 PolicyLossOutput policy_loss(const PolicyLossInputs& in, const PolicyLossConfig& cfg);
 

@@ -45,6 +45,9 @@ HPCRL_CONFIG_ENUM(StageKind, sft, grpo, ppo, distill)
 HPCRL_CONFIG_ENUM(LrSchedule, constant, linear, cosine)
 HPCRL_CONFIG_ENUM(KlEstimator, k1, k2, k3)
 HPCRL_CONFIG_ENUM(LossAgg, token_mean, seq_mean_token_sum, seq_mean_token_mean)
+HPCRL_CONFIG_ENUM(AdvantageEstimator, grpo, rloo, reinforce_pp, reinforce_pp_baseline)
+HPCRL_CONFIG_ENUM(StdNorm, group, batch, none)
+HPCRL_CONFIG_ENUM(PolicyLossKind, ppo_clip, gspo, gspo_token, cispo)
 HPCRL_CONFIG_ENUM(DistillLoss, forward_kl, reverse_kl, jsd)
 
 #undef HPCRL_CONFIG_ENUM

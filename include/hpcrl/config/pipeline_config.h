@@ -222,7 +222,7 @@ struct RlStage {
   double clip_low = 0.2, clip_high = 0.2;   // YAML: clip: 0.2 | [low, high]
   KlConfig kl;
   LossAgg loss_agg = LossAgg::token_mean;
-  bool std_norm = true;                // divide advantages by the group std (false = Dr.GRPO)
+  PolicyLossKind policy_loss = PolicyLossKind::ppo_clip;  // the surrogate (docs/config.md "RL objectives")
   int64_t epochs = 1;                  // passes over each rollout batch
   int64_t mini_batch = 0;              // sequences per optimizer step; 0 = prompts·group
   bool dynamic_sampling = false;       // drop groups with equal rewards and refill (DAPO)
@@ -238,8 +238,15 @@ struct RlStage {
   bool decoupled() const { return async.max_staleness > 0 || tis_cap > 0; }
 };
 
+// The critic-free advantage estimators: A from the G rewards of a prompt's
+// group (grpo, rloo) or from token-level returns whitened over the global batch
+// (reinforce_pp, reinforce_pp_baseline). docs/config.md "RL objectives" gives the formulas.
 struct GrpoStage : RlStage {
   GrpoStage() { group = 8; }
+  AdvantageEstimator advantage = AdvantageEstimator::grpo;
+  // What the centred rewards are divided by; resolved per estimator when not
+  // given: grpo → group (none = Dr.GRPO), rloo → none, reinforce_pp(_baseline) → batch.
+  StdNorm std_norm = StdNorm::group;
 };
 
 struct PpoStage : RlStage {

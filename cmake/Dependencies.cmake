@@ -9,6 +9,9 @@ find_package(nlohmann_json 3.9 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+# GiNaC (and its CLN): symbolic answer equivalence in the verifiable reward
+# (src/reward/math_*.cpp, docs/rewards.md §4).
+pkg_check_modules(GINAC REQUIRED IMPORTED_TARGET ginac)
 find_package(Threads REQUIRED)
 if(HPCRL_BUILD_TESTS)
   find_package(GTest REQUIRED)

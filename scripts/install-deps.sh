@@ -10,6 +10,7 @@ packages=(
   libopenmpi-dev openmpi-bin    # MPI (any standard MPI works on a cluster)
   libyaml-cpp-dev libcli11-dev libspdlog-dev nlohmann-json3-dev
   libpcre2-dev libutf8proc-dev
+  libginac-dev                  # GiNaC (+ CLN): symbolic answer equivalence in the verifiable reward
   libgtest-dev
   procps                        # pgrep: the preemption end-to-end test signals one rank
   python3 python3-protobuf      # tests/trace/read_tfevents.py: TensorBoard files read back independently

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "answer_braces.h"
+#include "hpcrl/reward/math_equivalence.h"
 
 namespace hpcrl::reward {
 namespace {
@@ -97,6 +98,11 @@ bool strip_outer(std::string& s) {
       return true;
     }
   }
+  // "{9}" → "9": a redundant group, as in \boxed{{9}} (an escaped "\{" set is not one).
+  if (t.size() >= 2 && t.front() == '{' && detail::brace_group_end(t, 0) == t.size() - 1) {
+    s = t.substr(1, t.size() - 2);
+    return true;
+  }
   // "(5)" → "5", but a tuple "(1, 2)" keeps its parentheses.
   if (t.size() >= 2 && t.front() == '(' && t.back() == ')' && t.find(',') == std::string::npos &&
       t.find(')') == t.size() - 1) {
@@ -158,9 +164,15 @@ std::string canonical_text(const std::string& s) {
   return out;
 }
 
-}  // namespace
+// "5x", "2n": one letter glued to the number is a variable times the number,
+// not a unit ("5 m", "5cm" stay units).
+bool glued_variable(const std::string& s, size_t number_end) {
+  return number_end + 1 == s.size() && is_alpha(s[number_end]);
+}
 
-std::string strip_answer_latex(const std::string& raw) {
+// Step 1; `drop_prefix` false keeps an "x = " prefix (math_equivalent wants
+// whole equations: "y = 2x+1" against "y - 2x = 1").
+std::string strip_latex(const std::string& raw, bool drop_prefix) {
   std::string s = raw;
   remove_calculator_annotations(s);
   replace_all(s, "\xE2\x88\x92", "-");  // U+2212 minus sign
@@ -180,29 +192,47 @@ std::string strip_answer_latex(const std::string& raw) {
   while (strip_outer(s)) {
   }
   replace_all(s, "$", "");
-  drop_variable_prefix(s);
+  if (drop_prefix) drop_variable_prefix(s);
   drop_leading_currency(s);
   while (strip_outer(s)) {
   }
   return s;
 }
 
+}  // namespace
+
+std::string strip_answer_latex(const std::string& raw) { return strip_latex(raw, true); }
+
 NormalizedAnswer normalize_answer(const std::string& raw) {
   NormalizedAnswer out;
   std::string s = strip_answer_latex(raw);
+  out.stripped = trim(strip_latex(raw, false));
   out.text = canonical_text(s);
-  if (auto tok = scan_number(s, 0)) {
+  if (auto mixed = parse_mixed_number(s)) {
+    out.number = mixed;
+  } else if (auto tok = scan_number(s, 0)) {
     std::string rest = trim(s.substr(tok->end));
-    if (!rest.empty() && rest[0] == '%') rest = trim(rest.substr(1));  // "50 %"
-    if (is_unit_words(rest)) out.number = tok->number;
+    bool spaced_percent = !rest.empty() && rest[0] == '%';  // "50 %"
+    if (spaced_percent) rest = trim(rest.substr(1));
+    if (is_unit_words(rest) && !glued_variable(s, tok->end)) {
+      out.number = tok->number;
+      out.number->percent = out.number->percent || spaced_percent;
+    }
   }
   return out;
 }
 
 bool answers_equivalent(const NormalizedAnswer& a, const NormalizedAnswer& b, double rel_tol) {
-  if (a.number && b.number) return numbers_equal(*a.number, *b.number, rel_tol);
-  if (a.number || b.number) return false;
-  return !a.text.empty() && a.text == b.text;
+  if (a.number && b.number) {
+    if (numbers_equal(*a.number, *b.number, rel_tol)) return true;
+    // Two plain numbers are settled exactly here (1000000 != 1000001, 0.333 !=
+    // 1/3); only a percentage has a second reading (25% = 0.25) for the math path.
+    if (!a.number->percent && !b.number->percent) return false;
+  } else if (!a.text.empty() && a.text == b.text) {
+    return true;
+  }
+  if (a.stripped.empty() || b.stripped.empty()) return false;
+  return math_equivalent(a.stripped, b.stripped);
 }
 
 bool answers_equivalent(const std::string& a, const std::string& b, double rel_tol) {

@@ -269,6 +269,38 @@ std::optional<Number> parse_number(const std::string& s) {
   return tok->number;
 }
 
+std::optional<Number> parse_mixed_number(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && is_space(s[b])) ++b;
+  while (e > b && is_space(s[e - 1])) --e;
+  std::string t = s.substr(b, e - b);
+  size_t q = 0;
+  bool negative = false;
+  if (q < t.size() && (t[q] == '-' || t[q] == '+')) negative = t[q++] == '-';
+  size_t whole_begin = q;
+  while (q < t.size() && is_digit(t[q])) ++q;
+  // At most 18 digits: whole * den + a below stays inside int64 checks below.
+  if (q == whole_begin || q - whole_begin > 18) return std::nullopt;
+  long long whole = std::stoll(t.substr(whole_begin, q - whole_begin));
+  size_t frac = q;
+  while (frac < t.size() && is_space(t[frac])) ++frac;
+  bool latex = t.compare(frac, 1, "\\") == 0;
+  // "3 1/2" needs the space; "31/2" is a plain fraction.
+  if (frac >= t.size() || (!latex && (frac == q || !is_digit(t[frac])))) return std::nullopt;
+  auto tok = scan_number(t, frac);
+  if (!tok || tok->end != t.size()) return std::nullopt;
+  const Number& f = tok->number;
+  if (!f.exact || f.decimal || f.percent || f.num <= 0 || f.num >= f.den) return std::nullopt;
+  if (!latex && t.find('/', frac) == std::string::npos) return std::nullopt;
+  if (whole > (LLONG_MAX - f.num) / f.den) return std::nullopt;
+  Number n;
+  n.exact = true;
+  n.den = f.den;
+  n.num = (whole * f.den + f.num) * (negative ? -1 : 1);
+  n.value = static_cast<double>(n.num) / static_cast<double>(n.den);
+  return n;
+}
+
 bool numbers_equal(const Number& a, const Number& b, double rel_tol) {
   if (a.exact && b.exact) {
     if (a.num == b.num && a.den == b.den) return true;

@@ -76,3 +76,35 @@ TEST(Normalize, StripsLatexAndUnits) {
   EXPECT_FALSE(normalize_answer("5 m^2").number.has_value());
   EXPECT_EQ(normalize_answer("  New   York ").text, "newyork");
 }
+
+TEST(ParseMixedNumber, WholeSpaceProperFraction) {
+  auto mixed = [](const std::string& s) {
+    auto n = parse_mixed_number(s);
+    return n ? to_string(*n) : std::string("none");
+  };
+  EXPECT_EQ(mixed("3 1/2"), "7/2");
+  EXPECT_EQ(mixed(" -3 1/2 "), "-7/2");
+  EXPECT_EQ(mixed("2 6/8"), "11/4");
+  EXPECT_EQ(mixed("3\\frac{1}{2}"), "7/2");
+  EXPECT_EQ(mixed("3 \\dfrac12"), "7/2");
+  EXPECT_EQ(mixed("31/2"), "none");     // a plain fraction
+  EXPECT_EQ(mixed("3 3/2"), "none");    // improper
+  EXPECT_EQ(mixed("3 5"), "none");      // two numbers
+  EXPECT_EQ(mixed("3 0.5"), "none");
+  EXPECT_EQ(mixed("3 -1/2"), "none");
+  EXPECT_EQ(mixed("1,000 1/2"), "none");  // the whole part is plain digits
+  EXPECT_EQ(mixed("3 1/2 cups"), "none");
+}
+
+TEST(Normalize, DoubledBracesMixedNumbersAndGluedLetters) {
+  EXPECT_EQ(strip_answer_latex("\\boxed{{9}}"), "9");
+  EXPECT_EQ(strip_answer_latex("{{x+1}}"), "x+1");
+  EXPECT_EQ(strip_answer_latex("\\{1,2\\}"), "\\{1,2\\}");  // a set, not a group
+  EXPECT_EQ(to_string(*normalize_answer("3 1/2").number), "7/2");
+  EXPECT_FALSE(normalize_answer("5x").number.has_value());  // 5·x, not 5 with a unit
+  EXPECT_TRUE(normalize_answer("5 m").number.has_value());
+  EXPECT_TRUE(normalize_answer("5cm").number.has_value());
+  EXPECT_TRUE(normalize_answer("50 %").number->percent);
+  EXPECT_EQ(normalize_answer("x = 5").stripped, "x = 5");  // kept whole for math_equivalent
+  EXPECT_EQ(normalize_answer("x = 5").text, "5");
+}

@@ -43,6 +43,13 @@ std::optional<NumberToken> scan_number(const std::string& s, size_t pos);
 // The whole of `s` (surrounding whitespace ignored) as one number, else nullopt.
 std::optional<Number> parse_number(const std::string& s);
 
+// A mixed number, the whole of `s`: an optional sign, a whole number (plain
+// digits), then a proper fraction a/b (0 < a < b, integers) written either
+// after a space ("3 1/2") or as \frac right after it ("3\frac{1}{2}",
+// "3 \dfrac12"). "-3 1/2" is -7/2. Anything else ("3 5", "3 3/2", "3 0.5/1",
+// "3/4") is nullopt, so a list of numbers never reads as one.
+std::optional<Number> parse_mixed_number(const std::string& s);
+
 // Exact when possible, otherwise relative tolerance `rel_tol` (see the rule above).
 bool numbers_equal(const Number& a, const Number& b, double rel_tol = 1e-6);
 

@@ -59,10 +59,47 @@ YNode YNode::seq_node() {
 
 namespace {
 
+// yaml-cpp shares an aliased node instead of copying it, so a file of a few
+// lines can stand for a cycle (`a: &x [*x]`) or for 10^9 values ("billion
+// laughs"); the conversion to YNode copies, and these bounds stop it with the
+// line instead of a stack overflow or the OOM killer. A pipeline file has a few
+// hundred values and is nested less than ten deep.
+constexpr int kMaxDepth = 64;
+constexpr size_t kMaxValues = 100000;
+
 struct Converter {
   const std::string& file;
   const std::string& set_arg;
   Diagnostics& diag;
+  size_t values = 0;
+  bool exceeded = false;  // a bound was hit: the result is incomplete
+
+  // The first `segments` parts of a path ("a.b[0]"): a cycle's path repeats forever.
+  static std::string path_head(const std::string& path, int segments) {
+    for (size_t i = 1; i < path.size(); ++i)
+      if ((path[i] == '.' || path[i] == '[') && --segments == 0) return path.substr(0, i) + "…";
+    return path;
+  }
+
+  // False (and one error) once `n` would go past a bound.
+  bool within_bounds(const YAML::Node& n, const std::string& path, int depth) {
+    if (exceeded) return false;
+    if (depth > kMaxDepth) {
+      diag.error(at(n.Mark()), path_head(path, 3),
+                 "is nested more than " + std::to_string(kMaxDepth) +
+                     " levels deep (an alias inside the node it names, such as `a: &x [*x]`, never ends)",
+                 "write the values out instead of an alias to an enclosing node");
+    } else if (++values > kMaxValues) {
+      diag.error(at(n.Mark()), path,
+                 "makes the file more than " + std::to_string(kMaxValues) +
+                     " values long (aliases of aliases multiply: the \"billion laughs\" pattern)",
+                 "write the values out; a pipeline file needs no nested aliases");
+    } else {
+      return true;
+    }
+    exceeded = true;
+    return false;
+  }
 
   SourcePos at(const YAML::Mark& m) const {
     SourcePos p;
@@ -78,9 +115,10 @@ struct Converter {
 
   // `fallback` positions values yaml-cpp marks badly (an empty value is marked
   // at the start of the next line; the key is where the user looks).
-  YNode convert(const YAML::Node& n, const std::string& path, const SourcePos* fallback) {
+  YNode convert(const YAML::Node& n, const std::string& path, const SourcePos* fallback, int depth = 0) {
     YNode out;
     out.pos = at(n.Mark());
+    if (!within_bounds(n, path, depth)) return out;
     switch (n.Type()) {
       case YAML::NodeType::Undefined:
       case YAML::NodeType::Null:
@@ -96,7 +134,7 @@ struct Converter {
         out.kind = YNode::Kind::kSeq;
         size_t i = 0;
         for (const auto& item : n) {
-          out.items.push_back(convert(item, path + "[" + std::to_string(i) + "]", nullptr));
+          out.items.push_back(convert(item, path + "[" + std::to_string(i) + "]", nullptr, depth + 1));
           ++i;
         }
         break;
@@ -119,7 +157,7 @@ struct Converter {
                        "remove one of the two; YAML keeps only one of them");
             continue;
           }
-          out.entries.push_back({key, key_pos, convert(it->second, key_path, &key_pos)});
+          out.entries.push_back({key, key_pos, convert(it->second, key_path, &key_pos, depth + 1)});
         }
         break;
       }
@@ -150,6 +188,34 @@ std::string syntax_fix(const std::string& text, int line0) {
   return "check the indentation, colons ('key: value' needs a space after ':'), quotes and brackets here";
 }
 
+bool has_document_marker(const std::string& text) {
+  std::istringstream in(text);
+  std::string l;
+  while (std::getline(in, l))
+    if (l.rfind("---", 0) == 0 || l.rfind("...", 0) == 0) return true;
+  return false;
+}
+
+// Several documents: written with `---`, or — without a marker — yaml-cpp
+// ending the first document where the indentation changes (a stray indented
+// line or item before the top-level keys), which the user has to be shown.
+void report_documents(const std::string& text, const std::vector<YAML::Node>& docs, const SourcePos& whole,
+                      Diagnostics& diag) {
+  if (has_document_marker(text)) {
+    diag.error(whole, "", "contains " + std::to_string(docs.size()) + " YAML documents (separated by ---)",
+               "keep one pipeline per file");
+    return;
+  }
+  SourcePos p = whole;
+  const YAML::Mark first = docs[0].Mark(), second = docs[1].Mark();
+  if (whole.set_arg.empty() && second.line >= 0) p.line = second.line + 1, p.col = second.column + 1;
+  diag.error(p, "",
+             "the top level ends before this line: the lines from line " + std::to_string(first.line + 1) +
+                 " are indented (or a '- ' item) where the pipeline's top-level keys begin",
+             "start every top-level key (run, models, rewards, data, placement, stages, trace) in column 1 and "
+             "remove or indent the stray line before them");
+}
+
 }  // namespace
 
 std::optional<YNode> parse_yaml_text(const std::string& text, const std::string& file, Diagnostics& diag,
@@ -170,8 +236,7 @@ std::optional<YNode> parse_yaml_text(const std::string& text, const std::string&
     return std::nullopt;
   }
   if (docs.size() > 1) {
-    diag.error(whole, "", "contains " + std::to_string(docs.size()) + " YAML documents (separated by ---)",
-               "keep one pipeline per file");
+    report_documents(text, docs, whole, diag);
     return std::nullopt;
   }
   if (docs.empty()) {  // empty text: a null document, the caller decides
@@ -180,7 +245,9 @@ std::optional<YNode> parse_yaml_text(const std::string& text, const std::string&
     return empty;
   }
   Converter conv{file, set_arg, diag};
-  return conv.convert(docs[0], "", nullptr);
+  YNode root = conv.convert(docs[0], "", nullptr);
+  if (conv.exceeded) return std::nullopt;
+  return root;
 }
 
 std::optional<YNode> parse_yaml_file(const std::string& path, Diagnostics& diag) {

@@ -1,6 +1,8 @@
 // Shared optimizer-step machinery (see train_step.h).
 #include "hpcrl/algo/train_step.h"
 
+#include <fmt/format.h>
+
 #include <torch/torch.h>
 
 #include <cmath>
@@ -79,9 +81,16 @@ double Trainer::finish_zero1_step(const std::string& stage, int64_t step, int wo
 }
 
 void Trainer::check_norm(double norm, const std::string& stage, int64_t step, int world_rank) const {
-  HPCRL_CHECK(std::isfinite(norm), "non-finite gradient norm (" << norm << ") in stage " << stage << " at step "
-              << step << " on rank " << world_rank << " (role " << role_.name
-              << "): lower the learning rate, enable grad_clip, or check the data for empty responses");
+  if (std::isfinite(norm)) return;
+  // Clipping rescales a finite norm; it cannot repair a NaN or an inf, so with
+  // grad_clip on the hint is about the step size and the data.
+  const std::string fix = grad_clip_ > 0
+                              ? "grad_clip (" + fmt::format("{}", grad_clip_) +
+                                    ") is on but cannot rescale a non-finite gradient: lower the learning rate "
+                                    "or check the data for empty or overlong rows"
+                              : "lower the learning rate, set grad_clip (e.g. 1.0), or check the data for empty rows";
+  throw RuntimeError(fmt::format("stage {} step {}: the gradient norm of role '{}' is {} on rank {}; {}", stage, step,
+                                 role_.name, norm, world_rank, fix));
 }
 
 }  // namespace hpcrl::algo

@@ -60,6 +60,8 @@ Codec<std::vector<RankRange>> ranges_codec() {
 
 }  // namespace
 
+constexpr size_t kMaxRunName = 128;
+
 bool valid_run_name(const std::string& name) {
   if (name.empty() || name[0] == '.') return false;
   for (char ch : name)
@@ -82,7 +84,12 @@ Codec<RunConfig> run_codec() {
       field<S>("eval_sampling", [](auto& s) -> auto& { return s.eval_sampling; }, eval_sampling_codec()),
   }};
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
-    if (n.find("name") && !s.name.empty() && !valid_run_name(s.name))
+    if (n.find("name") && s.name.size() > kMaxRunName)
+      reading.error(reading.value_pos(join_path(path, "name"), n.pos), join_path(path, "name"),
+                    "run name is " + std::to_string(s.name.size()) + " characters long; a directory name may have " +
+                        std::to_string(kMaxRunName) + " here (file systems allow 255, and checkpoints add to it)",
+                    "use a shorter name");
+    else if (n.find("name") && !s.name.empty() && !valid_run_name(s.name))
       reading.error(reading.value_pos(join_path(path, "name"), n.pos), join_path(path, "name"),
                 "run name '" + s.name + "' is not a plain directory name",
                 "use letters, digits, '.', '_' and '-' only (it names runs/<name>)");

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 namespace hpcrl {
@@ -19,8 +20,12 @@ Progress::~Progress() {
 
 std::string Progress::format_duration(double s) {
   char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", int(s / 3600), int(s / 60) % 60);
-  else if (s >= 60) std::snprintf(buf, sizeof buf, "%dm%02ds", int(s / 60), int(s) % 60);
+  // Beyond ~3 years (a run of 2^63 steps, a rate of ~0) the number says nothing.
+  if (!std::isfinite(s) || s >= 1e8) return ">1000d";
+  const long long t = static_cast<long long>(s);
+  if (s >= 86400) std::snprintf(buf, sizeof buf, "%lldd%02lldh", t / 86400, t / 3600 % 24);
+  else if (s >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, t / 60 % 60);
+  else if (s >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
   else std::snprintf(buf, sizeof buf, "%.1fs", s);
   return buf;
 }

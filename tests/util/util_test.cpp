@@ -1,10 +1,12 @@
-// util: CHECK messages, atomic writes, string helpers.
+// util: CHECK messages, atomic writes, string helpers, progress durations.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/fs.h"
+#include "hpcrl/util/progress.h"
 #include "hpcrl/util/strings.h"
 
 using namespace hpcrl;
@@ -59,4 +61,17 @@ TEST(Strings, ClosestSuggestsTypos) {
 TEST(Strings, ParseIntList) {
   EXPECT_EQ(str::parse_int_list("1, 2,3", "--ids"), (std::vector<long long>{1, 2, 3}));
   EXPECT_THROW(str::parse_int_list("1,x", "--ids"), InputError);
+}
+
+TEST(Progress, DurationsFromSecondsToDays) {
+  EXPECT_EQ(hpcrl::Progress::format_duration(12.34), "12.3s");
+  EXPECT_EQ(hpcrl::Progress::format_duration(125), "2m05s");
+  EXPECT_EQ(hpcrl::Progress::format_duration(3 * 3600 + 7 * 60), "3h07m");
+  EXPECT_EQ(hpcrl::Progress::format_duration(86400 + 3600 + 61), "1d01h");  // 90061 s
+}
+
+TEST(Progress, TheEtaOfAnEndlessRunIsNotANegativeNumber) {
+  // 2^63 - 1 steps at any rate: ~10^18 s left, which an int of hours would wrap to -2147483648h.
+  EXPECT_EQ(hpcrl::Progress::format_duration(9.2e18), ">1000d");
+  EXPECT_EQ(hpcrl::Progress::format_duration(std::numeric_limits<double>::infinity()), ">1000d");
 }

@@ -65,6 +65,7 @@ namespace {
 // line instead of a stack overflow or the OOM killer. A pipeline file has a few
 // hundred values and is nested less than ten deep.
 constexpr int kMaxDepth = 64;
+constexpr size_t kMaxPipelineBytes = size_t(1) << 20;  // 1 MiB: the largest shipped pipeline is ~3 KB
 constexpr size_t kMaxValues = 100000;
 
 struct Converter {
@@ -267,12 +268,19 @@ std::optional<YNode> parse_yaml_file(const std::string& path, Diagnostics& diag)
     diag.error(whole, "", std::string("cannot be read: ") + std::strerror(errno), "check the file's permissions");
     return std::nullopt;
   }
-  std::ostringstream os;
-  os << in.rdbuf();
-  std::string text = os.str();
+  // Read at most one byte past the bound: an endless device (/dev/zero) or a
+  // multi-GB file is refused from its first MiB, not read until std::bad_alloc.
+  std::string text(kMaxPipelineBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
   if (size_t nul = text.find('\0'); nul != std::string::npos) {
     diag.error(whole, "", "is not a text file (NUL byte at offset " + std::to_string(nul) + ")",
                "give a YAML pipeline file, not a binary");
+    return std::nullopt;
+  }
+  if (text.size() > kMaxPipelineBytes) {
+    diag.error(whole, "", "is larger than " + std::to_string(kMaxPipelineBytes >> 20) + " MiB, far more than a pipeline",
+               "give the pipeline's YAML file (data goes in a dataset file named under `data:`)");
     return std::nullopt;
   }
   auto root = parse_yaml_text(text, path, diag);

@@ -99,6 +99,15 @@ TEST(ValidateCli, FilesThatAreNotPipelines) {
   Result binary = hpcrl("validate '" + std::string(HPCRL_BINARY) + "'");
   EXPECT_EQ(binary.status, 2);
   EXPECT_TRUE(has(binary.err, "is not a text file (NUL byte at offset")) << binary.err;
+  // An endless device is read no further than the bound (it used to end in std::bad_alloc).
+  Result zeros = hpcrl("validate /dev/zero");
+  EXPECT_EQ(zeros.status, 2);
+  EXPECT_TRUE(has(zeros.err, "error: /dev/zero: is not a text file (NUL byte at offset 0)")) << zeros.err;
+  const std::string big = testing::TempDir() + "/big.yaml";
+  std::ofstream(big) << "# " << std::string(2 << 20, 'x') << "\n";
+  Result huge = hpcrl("validate " + big);
+  EXPECT_EQ(huge.status, 2);
+  EXPECT_TRUE(has(huge.err, "is larger than 1 MiB, far more than a pipeline")) << huge.err;
 }
 
 TEST(ValidateCli, UsageErrorsExitTwo) {

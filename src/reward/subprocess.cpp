@@ -143,15 +143,23 @@ void Subprocess::stop(double grace_s) {
   close_stdin();
   close_stdout();
   close_stderr();
-  if (exit_ || pid_ <= 0) return;
-  if (wait_exit(grace_s)) return;
-  ::kill(-pid_, SIGTERM);
-  if (wait_exit(2.0)) return;
-  ::kill(-pid_, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  if (pid_ <= 0 || group_killed_) return;
+  if (!exit_ && !wait_exit(grace_s)) {
+    ::kill(-pid_, SIGTERM);
+    if (!wait_exit(2.0)) {
+      ::kill(-pid_, SIGKILL);
+      int status = 0;
+      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      exit_ = describe_status(status);
+    }
   }
-  exit_ = describe_status(status);
+  // The leader is gone, but what it started in the background (`sh -c 'judge &
+  // …'`) is still in its process group and would outlive hpcrl, re-parented to
+  // init. Linux does not hand out a pid that is still a live group's id, so
+  // while a member lives the signal reaches only this group; once.
+  ::kill(-pid_, SIGKILL);
+  group_killed_ = true;
 }
 
 void StderrTail::append(const char* data, size_t n) {

@@ -58,6 +58,7 @@ class Subprocess {
   pid_t pid_ = -1;
   int in_ = -1, out_ = -1, err_ = -1;
   std::optional<std::string> exit_;  // set once reaped
+  bool group_killed_ = false;        // stop() has ended the whole process group
 };
 
 // The last bytes a child wrote to stderr, for error messages: keeps at most

@@ -13,7 +13,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hpcrl/reward/command_reward.h"
@@ -235,6 +237,36 @@ TEST(CommandReward, DestructionReapsTheProgram) {
     ASSERT_GT(pid, 0);
   }
   expect_reaped(pid);
+}
+
+namespace {
+// Running or sleeping, not gone or a zombie that nothing has reaped yet.
+bool process_runs(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z' && line[close + 2] != 'X';
+}
+}  // namespace
+
+TEST(CommandReward, WhatTheProgramStartedInTheBackgroundEndsWithIt) {
+  // sh starts a sleep in the background (in the program's process group), writes its pid, and
+  // becomes the judge; the judge exits at EOF, and the sleep must not outlive the reward.
+  const std::string pidfile = testing::TempDir() + "/background.pid";
+  std::vector<std::string> argv{"sh", "-c",
+                                "sleep 300 & echo $! > '" + pidfile + "'; exec '" + HPCRL_REWARD_HELPER + "' exact"};
+  {
+    CommandReward r({"judge", argv, 10});
+    Batch a(1, {true});
+    EXPECT_EQ(r.score(a.samples), std::vector<double>{1});
+  }
+  int background = 0;
+  std::ifstream(pidfile) >> background;
+  ASSERT_GT(background, 0);
+  for (int i = 0; i < 200 && process_runs(background); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(process_runs(background)) << "sleep " << background << " outlived the reward program";
+  ::kill(background, SIGKILL);  // leave nothing behind if the check failed
 }
 
 TEST(CommandReward, ProgramIgnoringEofIsTerminatedAfterTheGrace) {

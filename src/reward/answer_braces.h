@@ -1,6 +1,7 @@
 // Brace matching for the LaTeX that shows up in answers (\boxed{…}, \frac{…}{…},
-// \text{…}). Private to the reward module: the extractors and the number
-// parser both need "where does this {…} group end", nothing more of LaTeX.
+// \text{…}). Private to the reward module: the extractors, the number parser
+// and the normalisers need "where does this {…} group end" and "drop this
+// command", nothing more of LaTeX.
 #pragma once
 
 #include <cstddef>
@@ -27,5 +28,18 @@ inline size_t brace_group_end(const std::string& s, size_t open) {
 inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 inline bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+// Removes the LaTeX command `cmd` (e.g. "\\left") where it is a whole command,
+// i.e. not the prefix of a longer one ("\\leftarrow").
+inline void remove_command(std::string& s, const std::string& cmd) {
+  for (size_t p = s.find(cmd); p != std::string::npos; p = s.find(cmd, p)) {
+    size_t after = p + cmd.size();
+    if (after < s.size() && is_alpha(s[after])) {
+      p = after;
+      continue;
+    }
+    s.erase(p, cmd.size());
+  }
+}
 
 }  // namespace hpcrl::reward::detail

@@ -16,6 +16,7 @@ namespace {
 using detail::is_alpha;
 using detail::is_digit;
 using detail::is_space;
+using detail::remove_command;
 
 std::string trim(const std::string& s) {
   size_t b = 0, e = s.size();
@@ -27,19 +28,6 @@ std::string trim(const std::string& s) {
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
   for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
     s.replace(p, from.size(), to);
-  }
-}
-
-// Removes the LaTeX command `cmd` (e.g. "\\left") where it is a whole command,
-// i.e. not the prefix of a longer one ("\\leftarrow").
-void remove_command(std::string& s, const std::string& cmd) {
-  for (size_t p = s.find(cmd); p != std::string::npos; p = s.find(cmd, p)) {
-    size_t after = p + cmd.size();
-    if (after < s.size() && is_alpha(s[after])) {
-      p = after;
-      continue;
-    }
-    s.erase(p, cmd.size());
   }
 }
 

@@ -44,16 +44,8 @@ bool ends_with(const std::string& s, const std::string& p) {
 // Removes \left and \right (not \leftarrow) so that "\left[1,3\right)" has its
 // brackets at the ends; the parser skips the other spacing commands itself.
 std::string drop_sizing(std::string s) {
-  for (const std::string cmd : {"\\left", "\\right"}) {
-    for (size_t p = s.find(cmd); p != std::string::npos; p = s.find(cmd, p)) {
-      size_t after = p + cmd.size();
-      if (after < s.size() && is_alpha(s[after])) {
-        p = after;
-        continue;
-      }
-      s.erase(p, cmd.size());
-    }
-  }
+  detail::remove_command(s, "\\left");
+  detail::remove_command(s, "\\right");
   return s;
 }
 

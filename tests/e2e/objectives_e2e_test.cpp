@@ -29,6 +29,23 @@ void expect_dp2_follows_dp1(const std::string& name, const std::string& cfg) {
   expect_same_rollouts({a[0]}, {b[0]}, {{"grad_norm", 1e-5}, {"loss", 1e-5}, {"kl", 1e-4}});
 }
 
+// Two epochs of two mini-batches: after the first step the ratios differ from 1
+// and the clip acts (GSPO's narrow sequence-level one, CISPO's weight cap).
+void expect_sp2_packed_follows_sp1(const std::string& name, const std::string& sets) {
+  const std::string dir = scratch_dir(name);
+  const std::string yaml = grpo_judge(sets + " --set stages[0].grpo.epochs=2 --set stages[0].grpo.mini_batch=16");
+  Proc one = run_hpcrl("run " + yaml + " --out " + dir + "/sp1");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  Proc two = run_hpcrl("run " + yaml + " --set models.policy.parallel.sp=2 --set models.reference.parallel.sp=2"
+                       " --set stages[0].grpo.packing=true --out " + dir + "/sp2", 2);
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  auto a = lines_with(read_metrics(dir + "/sp1/metrics.jsonl"), "grpo", "reward/mean");
+  auto b = lines_with(read_metrics(dir + "/sp2/metrics.jsonl"), "grpo", "reward/mean");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_GT(a[0]["clip_frac"].get<double>(), 0.0);  // the clip was reached
+  expect_same_rollouts(a, b, {{"loss", 1e-4}, {"clip_frac", 1e-4}, {"grad_norm", 1e-4}});
+}
+
 }  // namespace
 
 TEST(ObjectivesE2E, ReinforcePpWhitensOverTheGlobalBatchAtDp2AsAtDp1) {
@@ -46,35 +63,10 @@ TEST(ObjectivesE2E, GrpoWithTheBatchStdAtDp2AsAtDp1) {
 }
 
 TEST(ObjectivesE2E, GspoSp2PackedFollowsSp1) {
-  // Two epochs: the second one's sequence ratios differ from 1 and GSPO's narrow clip acts.
-  const std::string dir = scratch_dir("objectives-gspo-sp");
-  const std::string yaml = "tests/e2e/data/grpo_judge.yaml --set stages[0].grpo.policy_loss=gspo"
-                           " --set stages[0].grpo.epochs=2 --set stages[0].grpo.mini_batch=16";
-  Proc one = run_hpcrl("run " + yaml + " --out " + dir + "/sp1");
-  ASSERT_EQ(one.exit_code, 0) << one.output;
-  Proc two = run_hpcrl("run " + yaml + " --set models.policy.parallel.sp=2 --set models.reference.parallel.sp=2"
-                       " --set stages[0].grpo.packing=true --out " + dir + "/sp2", 2);
-  ASSERT_EQ(two.exit_code, 0) << two.output;
-  auto a = lines_with(read_metrics(dir + "/sp1/metrics.jsonl"), "grpo", "reward/mean");
-  auto b = lines_with(read_metrics(dir + "/sp2/metrics.jsonl"), "grpo", "reward/mean");
-  ASSERT_EQ(a.size(), 2u);
-  EXPECT_GT(a[0]["clip_frac"].get<double>(), 0.0);  // the sequence-level clip was reached
-  expect_same_rollouts(a, b, {{"loss", 1e-4}, {"clip_frac", 1e-4}, {"grad_norm", 1e-4}});
+  expect_sp2_packed_follows_sp1("objectives-gspo-sp", "--set stages[0].grpo.policy_loss=gspo");
 }
 
 TEST(ObjectivesE2E, CispoSp2PackedFollowsSp1) {
-  const std::string dir = scratch_dir("objectives-cispo-sp");
-  const std::string yaml = "tests/e2e/data/grpo_judge.yaml --set stages[0].grpo.policy_loss=cispo"
-                           " --set stages[0].grpo.epochs=2 --set stages[0].grpo.mini_batch=16"
-                           " --set 'stages[0].grpo.clip=[1.0, 0.01]'";
-  Proc one = run_hpcrl("run " + yaml + " --out " + dir + "/sp1");
-  ASSERT_EQ(one.exit_code, 0) << one.output;
-  Proc two = run_hpcrl("run " + yaml + " --set models.policy.parallel.sp=2 --set models.reference.parallel.sp=2"
-                       " --set stages[0].grpo.packing=true --out " + dir + "/sp2", 2);
-  ASSERT_EQ(two.exit_code, 0) << two.output;
-  auto a = lines_with(read_metrics(dir + "/sp1/metrics.jsonl"), "grpo", "reward/mean");
-  auto b = lines_with(read_metrics(dir + "/sp2/metrics.jsonl"), "grpo", "reward/mean");
-  ASSERT_EQ(a.size(), 2u);
-  EXPECT_GT(a[0]["clip_frac"].get<double>(), 0.0);  // some weights were capped
-  expect_same_rollouts(a, b, {{"loss", 1e-4}, {"clip_frac", 1e-4}, {"grad_norm", 1e-4}});
+  expect_sp2_packed_follows_sp1("objectives-cispo-sp",
+                                "--set stages[0].grpo.policy_loss=cispo --set 'stages[0].grpo.clip=[1.0, 0.01]'");
 }

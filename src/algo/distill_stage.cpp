@@ -162,7 +162,9 @@ double DistillRun::train_step(int64_t step, const std::vector<size_t>& rows) {
   sum_step_values(student_, loss_sum);
   const double loss = loss_sum.item<double>() / global_tokens;
   const double seconds = step_span.elapsed_seconds();
-  write_step_metrics(env_, "distill", step, {loss, trainer_->lr(step), grad_norm, global_tokens / seconds, seconds});
+  write_step_metrics(env_, "distill", step,
+                     {loss, trainer_->lr(step), grad_norm, global_tokens / seconds, seconds, batch.mean_row_tokens(),
+                      double(batch.padded_row_tokens())});
   return loss;
 }
 

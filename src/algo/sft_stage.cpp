@@ -91,7 +91,9 @@ std::string SftRun::train_step(int64_t step, const std::vector<size_t>& rows) {
   sum_step_values(role_, nll);
   const double loss = nll.item<double>() / global_tokens;
   const double seconds = step_span.elapsed_seconds();
-  write_step_metrics(env_, "sft", step, {loss, trainer_->lr(step), grad_norm, global_tokens / seconds, seconds});
+  write_step_metrics(env_, "sft", step,
+                     {loss, trainer_->lr(step), grad_norm, global_tokens / seconds, seconds, batch.mean_row_tokens(),
+                      double(batch.padded_row_tokens())});
   return fmt::format("loss {:.4f}", loss);
 }
 

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "hpcrl/trace/metrics.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/progress.h"
 
@@ -50,9 +51,13 @@ void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result) {
 
 void write_step_metrics(const StageEnv& env, const std::string& name, int64_t step, const StepMetrics& m) {
   if (!env.metrics) return;
-  env.metrics->write(name, env.stage_index, step + 1,
-                     {{"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"tokens_per_s", m.tokens_per_s},
-                      {"seconds/step", m.seconds}});
+  trace::Metrics line = {{"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"tokens_per_s", m.tokens_per_s},
+                         {"seconds/step", m.seconds}};
+  if (m.seq_len_max > 0) {
+    line.emplace_back("seq_len/mean", m.seq_len_mean);
+    line.emplace_back("seq_len/max", m.seq_len_max);
+  }
+  env.metrics->write(name, env.stage_index, step + 1, line);
 }
 
 rollout::SamplingParams stage_sampling(const config::SamplingConfig& sampling, std::vector<int32_t> eos_ids) {

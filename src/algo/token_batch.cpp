@@ -13,6 +13,13 @@ int64_t TokenBatch::response_tokens() const {
   return n;
 }
 
+double TokenBatch::mean_row_tokens() const {
+  if (prompt_lens.empty()) return 0;
+  int64_t n = response_tokens();
+  for (auto p : prompt_lens) n += p;
+  return double(n) / double(prompt_lens.size());
+}
+
 TokenBatch make_token_batch(const std::vector<std::vector<int32_t>>& prompts,
                             const std::vector<std::vector<int32_t>>& responses, int32_t pad_id, int64_t multiple,
                             at::Device device) {

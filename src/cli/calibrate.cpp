@@ -5,6 +5,8 @@
 //   compute     matmuls [1024, w] × [w, 3w] at widths w = 128 … 2048 (by_width; the
 //               estimate interpolates a model's width), peak = the fastest, efficiency 1;
 //   memory      a 256 MB tensor copy (bytes read + written per second), efficiency 1;
+//               element-wise: adds into fresh outputs of 1, 4 and 16 MB (the sizes of
+//               a layer's activations), allocation included;
 //   overhead    seconds per small op (a 4-element add), the per-launch cost;
 //   links       with ≥ 2 ranks, all-reduces over every rank: latency from 8 bytes,
 //               bandwidth from 64 MB (ring: 2(n−1)/n of the bytes per rank);
@@ -79,6 +81,24 @@ double copy_bandwidth(const at::TensorOptions& o) {
   return 2.0 * double(n) * 4 / sec;  // read + write
 }
 
+// Element-wise ops as a model's layers run them: a fresh output each time (its allocation included), on
+// activation-sized tensors (1, 4 and 16 MB); bytes read + written per second, the mean over the sizes.
+double elementwise_bandwidth(const at::TensorOptions& o) {
+  double sum = 0;
+  const std::vector<int64_t> sizes = {256 << 10, 1 << 20, 4 << 20};  // fp32 elements
+  for (int64_t n : sizes) {
+    at::Tensor x = at::ones({n}, o.dtype(at::kFloat)), y = at::ones({n}, o.dtype(at::kFloat));
+    const int ops = 16;
+    const double sec = best_seconds([&] {
+      at::Tensor z;
+      for (int i = 0; i < ops; ++i) z = at::add(x, y);
+      z[0].item<float>();
+    }, 0.3);
+    sum += 3.0 * double(n) * 4 * ops / sec;  // two inputs read, one output written
+  }
+  return sum / double(sizes.size());
+}
+
 double op_overhead(const at::TensorOptions& o) {
   at::Tensor t = at::ones({4}, o);
   const int ops = 2000;
@@ -130,6 +150,8 @@ int run_calibrate(const CalibrateArgs& a) {
   p.compute_efficiency = 1;  // the measured rates are achieved ones
   p.memory_bandwidth = copy_bandwidth(o);
   p.memory_efficiency = 1;
+  p.elementwise_bandwidth_peak = elementwise_bandwidth(o);
+  p.async_launch = a.device == "cuda";
   p.memory_capacity = a.memory_capacity > 0 ? a.memory_capacity : physical_memory();
   p.kernel_overhead_s = op_overhead(o);
   p.gpus_per_node = w.size;
@@ -141,7 +163,8 @@ int run_calibrate(const CalibrateArgs& a) {
                         " with " + std::to_string(w.size) + " rank(s), OMP threads " +
                         std::to_string(at::get_num_threads()) + ".\n"
                         "compute: matmuls [1024, w] x [w, 3w] per width w (by_width); peak = the fastest.\n"
-                        "memory: a 256 MB copy; kernel_overhead_s: one 4-element add.\n";
+                        "memory: a 256 MB copy; elementwise_bandwidth: adds into fresh 1-16 MB outputs;\n"
+                        "kernel_overhead_s: one 4-element add.\n";
   comment += links.measured ? "links: all-reduce over the ranks of this launch (8 B latency, 64 MB bandwidth); "
                               "inter_node = intra_node (one node).\n"
                             : "links: NOT measured (one rank; run under mpirun -np 2): the copy bandwidth and the op "

@@ -50,13 +50,26 @@ int run_plan(const PlanArgs& a) {
   }
   const int per_node = a.estimate && !a.gpus_per_node_given ? hw.gpus_per_node : static_cast<int>(a.gpus_per_node);
   dist::Plan plan = dist::make_plan(res.config, static_cast<int>(a.world), per_node);
+  const std::vector<dist::RankMemory> peaks = dist::rank_memory(plan);
   if (a.json) {
     nlohmann::json j = dist::plan_json(plan);
-    if (a.estimate) j["estimate"] = cost::estimate_json(estimates, hw);
+    if (a.estimate) {
+      j["estimate"] = cost::estimate_json(estimates, hw);
+      j["estimate"]["memory"] = nlohmann::json::array();
+      for (const auto& m : peaks)
+        j["estimate"]["memory"].push_back({{"ranks", m.ranks}, {"peak", m.peak()}, {"capacity", hw.memory_capacity},
+                                           {"fits", double(m.peak()) <= hw.memory_capacity}});
+    }
     std::printf("%s\n", j.dump().c_str());  // one line: thousands of ranks stay greppable
   } else {
     std::fputs(dist::plan_text(plan).c_str(), stdout);
-    if (a.estimate) std::fputs(("\n" + cost::estimate_text(estimates, hw)).c_str(), stdout);
+    if (a.estimate) {
+      std::fputs(("\n" + cost::estimate_text(estimates, hw)).c_str(), stdout);
+      for (const auto& m : peaks)
+        std::printf("memory: ranks %d-%d peak %.3g GB of %s's %.3g GB per device%s\n", m.ranks.front(), m.ranks.back(),
+                    double(m.peak()) / 1e9, hw.name.c_str(), hw.memory_capacity / 1e9,
+                    double(m.peak()) <= hw.memory_capacity ? "" : ": DOES NOT FIT");
+    }
   }
   return kExitOk;
 }

@@ -12,18 +12,25 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "hpcrl/cost/run_comparison.h"
 
 namespace {
 
 struct ReportArgs {
   std::string run_dir;
   std::string out;  // "" -> RUN_DIR/report.html
+  std::string estimate;  // a hardware profile: the cost model beside each span
 };
 
 int report(const ReportArgs& args) {
   using namespace hpcrl::trace;
   ReportData data;
-  std::string path = write_report(args.run_dir, args.out, &data);
+  Estimator estimate;
+  if (!args.estimate.empty()) {
+    const hpcrl::cost::HardwareProfile hw = hpcrl::cost::load_profile(args.estimate);
+    estimate = [&, hw](const std::vector<TraceFile>& files) { return hpcrl::cost::compare_with_run(args.run_dir, files, hw); };
+  }
+  std::string path = write_report(args.run_dir, args.out, &data, estimate);
   for (const auto& f : data.summary.files)
     if (f.skipped)
       spdlog::warn("{}: the last event was cut off mid-write (crashed run?); skipped {} event", f.path, f.skipped);
@@ -40,6 +47,9 @@ hpcrl::cli::Registration reg{
       cmd->add_option("RUN_DIR", args->run_dir, "Run directory (holds trace/rank-NNNNN.json, metrics.jsonl)")
           ->required();
       cmd->add_option("--out", args->out, "Write the page here instead of RUN_DIR/report.html");
+      cmd->add_option("--estimate", args->estimate,
+                      "Hardware profile (a shipped name or a file from `hpcrl calibrate`): the cost model's "
+                      "prediction beside each span, MFU and decode bandwidth");
       return [args] { return report(*args); };
     }};
 

@@ -1,15 +1,22 @@
-// `hpcrl trace summarize RUN_DIR [--json]`: merges every rank's trace of a run
-// into one table (where the time went, per span and per collective, and how
-// unevenly across ranks), writes RUN_DIR/trace/summary.md and summary.csv, and
-// prints the table, or with --json exactly one JSON document on stdout (notes go
-// to stderr). A crashed run's traces are read up to their last complete event.
+// `hpcrl trace summarize RUN_DIR [--json] [--estimate PROFILE]`: merges every
+// rank's trace of a run into one table (where the time went, per span and per
+// collective, and how unevenly across ranks), writes RUN_DIR/trace/summary.md and
+// summary.csv, and prints the table, or with --json exactly one JSON document on
+// stdout (notes go to stderr). With a hardware profile, the cost model's
+// prediction beside each span (the table of `hpcrl report --estimate`): a section
+// after the table, or the document's "estimate" member. A crashed run's traces
+// are read up to their last complete event.
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
+#include "hpcrl/cost/run_comparison.h"
+#include "hpcrl/trace/estimate_comparison.h"
 #include "hpcrl/trace/summary.h"
 
 namespace {
@@ -17,18 +24,31 @@ namespace {
 struct SummarizeArgs {
   std::string run_dir;
   bool json = false;
+  std::string estimate;  // a hardware profile
 };
 
 int summarize(const SummarizeArgs& args) {
   using namespace hpcrl::trace;
-  Summary s = summarize_run(args.run_dir);
+  const std::vector<TraceFile> files = read_run_traces(args.run_dir);
+  Summary s = summarize(files);
+  s.run_dir = args.run_dir;
+  EstimateComparison comparison;
+  if (!args.estimate.empty())
+    comparison = hpcrl::cost::compare_with_run(args.run_dir, files, hpcrl::cost::load_profile(args.estimate));
   for (const auto& f : s.files)
     if (f.skipped)
       spdlog::warn("{}: the last event was cut off mid-write (crashed run?); skipped {} event", f.path, f.skipped);
   std::string trace_dir = (std::filesystem::path(args.run_dir) / "trace").string();
   write_summary(s, trace_dir);
   spdlog::info("wrote {}/summary.md and {}/summary.csv", trace_dir, trace_dir);
-  std::string out = args.json ? format_json(s) : format_markdown(s);
+  std::string out;
+  if (args.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(format_json(s));
+    if (!args.estimate.empty()) j["estimate"] = nlohmann::ordered_json::parse(comparison_json(comparison));
+    out = j.dump(2) + "\n";
+  } else {
+    out = format_markdown(s) + (args.estimate.empty() ? "" : comparison_markdown(comparison));
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
@@ -42,6 +62,8 @@ hpcrl::cli::Registration reg{"trace", 40, [](CLI::App& app) {
   sum->add_option("RUN_DIR", args->run_dir, "Run directory (holds trace/rank-NNNNN.json)")->required();
   sum->add_flag("--json", args->json, "Print one JSON document on stdout instead of the table")
       ->capture_default_str();
+  sum->add_option("--estimate", args->estimate,
+                  "Hardware profile (a shipped name or a file): the cost model's prediction beside each span");
   return [args] { return summarize(*args); };
 }};
 

@@ -37,7 +37,7 @@ std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::
   const std::string path = run_dir + "/metrics.jsonl";
   std::ifstream in(path);
   if (!in) throw InputError("--from-run: no " + path + " (give the directory of a run that wrote metrics)");
-  struct Sums { double n = 0, tokens = 0, response = 0, max_response = 0; };
+  struct Sums { double n = 0, tokens = 0, response = 0, max_response = 0, row = 0, max_row = 0, rows_n = 0; };
   std::map<int, Sums> sums;
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
@@ -54,6 +54,11 @@ std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::
     s.tokens += number(j, "tokens_per_s") * seconds / sequences_of(cfg.stages[size_t(stage)]);
     s.response += number(j, "response_len/mean");
     s.max_response += number(j, "response_len/max");
+    if (number(j, "seq_len/mean") > 0) {
+      s.rows_n += 1;
+      s.row += number(j, "seq_len/mean");
+      s.max_row += number(j, "seq_len/max");
+    }
   }
   std::map<int, Shapes> out;
   for (const auto& [stage, s] : sums) {
@@ -64,7 +69,10 @@ std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::
       sh.response = response;
       sh.max_response = s.max_response / s.n;
       sh.prompt = std::max(1.0, per_sequence - response);
-    } else {
+    } else if (s.rows_n > 0) {
+      sh.sequence = s.row / s.rows_n;
+      sh.max_sequence = s.max_row / s.rows_n;
+    } else {  // a run from before seq_len was recorded: tokens_per_s counts the response tokens only
       sh.sequence = per_sequence;
     }
     out[stage] = sh;
@@ -83,15 +91,18 @@ std::string estimate_text(const std::vector<StageEstimate>& est, const HardwareP
       o << "  lengths: prompt " << e.prompt << ", response " << e.response << " (mean) tokens; training rows of "
         << e.row << " tokens\n";
     else
-      o << "  lengths: sequence " << e.sequence << " tokens\n";
+      o << "  lengths: sequence " << e.sequence << " tokens (mean); rows padded to " << e.row << " tokens\n";
     if (e.unit == "iteration")
       o << "  G " << fmt("%.4g", e.generation_s) << " s, A " << fmt("%.4g", e.aux_s) << " s, T "
         << fmt("%.4g", e.train_s) << " s, weight sync " << fmt("%.4g", e.sync_s) << " s\n";
-    o << "  | span | role | part | seconds | bound | GFLOP | GB | comm GB |\n";
+    o << "  | span | role | part | seconds | bound | matmul s | element-wise s | launches s | GFLOP | GB | "
+         "element-wise GB | ops | comm GB |\n";
     for (const auto& s : e.spans)
       o << "  | " << s.name << " | " << s.role << " | " << s.part << " | " << fmt("%.4g", s.cost.seconds()) << " | "
-        << s.cost.bound() << " | " << fmt("%.4g", s.cost.flops / 1e9) << " | " << fmt("%.4g", s.cost.bytes / 1e9)
-        << " | " << fmt("%.4g", s.cost.comm_bytes / 1e9) << " |\n";
+        << s.cost.bound() << " | " << fmt("%.3g", s.cost.roofline_s) << " | " << fmt("%.3g", s.cost.elementwise_s)
+        << " | " << fmt("%.3g", s.cost.overhead_s) << " | " << fmt("%.4g", s.cost.flops / 1e9) << " | "
+        << fmt("%.4g", s.cost.bytes / 1e9) << " | " << fmt("%.4g", s.cost.elementwise_bytes / 1e9) << " | "
+        << fmt("%.0f", s.cost.ops) << " | " << fmt("%.4g", s.cost.comm_bytes / 1e9) << " |\n";
   }
   return o.str();
 }
@@ -104,15 +115,20 @@ nlohmann::json estimate_json(const std::vector<StageEstimate>& est, const Hardwa
       spans.push_back({{"name", s.name}, {"role", s.role}, {"part", s.part}, {"seconds", s.cost.seconds()},
                        {"bound", s.cost.bound()}, {"flops", s.cost.flops}, {"bytes", s.cost.bytes},
                        {"comm_bytes", s.cost.comm_bytes}, {"compute_s", s.cost.compute_s},
-                       {"memory_s", s.cost.memory_s}, {"overhead_s", s.cost.overhead_s},
-                       {"comm_s", s.cost.comm_s}, {"bubble_s", s.cost.bubble_s}});
+                       {"memory_s", s.cost.memory_s}, {"roofline_s", s.cost.roofline_s},
+                       {"elementwise_s", s.cost.elementwise_s}, {"elementwise_bytes", s.cost.elementwise_bytes},
+                       {"ops", s.cost.ops}, {"overhead_s", s.cost.overhead_s}, {"comm_s", s.cost.comm_s},
+                       {"bubble_s", s.cost.bubble_s}, {"first_rank", s.first_rank}, {"ranks", s.ranks}});
     stages.push_back({{"stage", e.stage}, {"unit", e.unit}, {"seconds", e.seconds}, {"steps", e.steps},
                       {"total_seconds", e.seconds * e.steps}, {"composition", e.composition},
                       {"generation_s", e.generation_s}, {"aux_s", e.aux_s}, {"train_s", e.train_s},
                       {"weight_sync_s", e.sync_s}, {"prompt_tokens", e.prompt}, {"response_tokens", e.response},
                       {"sequence_tokens", e.sequence}, {"row_tokens", e.row}, {"spans", spans}});
   }
-  return {{"profile", {{"name", hw.name}, {"path", hw.path}, {"flops", hw.flops()}, {"bandwidth", hw.bandwidth()}}},
+  return {{"profile", {{"name", hw.name}, {"path", hw.path}, {"flops", hw.flops()}, {"bandwidth", hw.bandwidth()},
+                       {"elementwise_bandwidth", hw.elementwise_bandwidth()}, {"kernel_overhead_s", hw.kernel_overhead_s},
+                       {"kernel_launch", hw.async_launch ? "asynchronous" : "synchronous"},
+                       {"memory_capacity", hw.memory_capacity}}},
           {"stages", stages}};
 }
 

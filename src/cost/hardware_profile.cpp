@@ -92,7 +92,16 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& p
   p.memory_bandwidth = positive(memory, "bandwidth", path, "memory");
   p.memory_efficiency = positive(memory, "efficiency", path, "memory");
   p.memory_capacity = positive(memory, "capacity", path, "memory");
+  if (memory["elementwise_bandwidth"]) p.elementwise_bandwidth_peak = positive(memory, "elementwise_bandwidth", path, "memory");
   p.kernel_overhead_s = positive(root, "kernel_overhead_s", path);
+  if (const YAML::Node launch = root["kernel_launch"]) {
+    const std::string v = launch.IsScalar() ? launch.Scalar() : "";
+    if (v != "asynchronous" && v != "synchronous")
+      throw InputError(path + ":" + std::to_string(launch.Mark().line + 1) +
+                       ": `kernel_launch` is asynchronous (a GPU: ops queue behind the work) or synchronous (a CPU), "
+                       "not " + (v.empty() ? std::string("a collection") : v));
+    p.async_launch = v == "asynchronous";
+  }
   p.gpus_per_node = static_cast<int>(positive(root, "gpus_per_node", path));
   p.intra_node = parse_link(root, "intra_node", path);
   p.inter_node = parse_link(root, "inter_node", path);
@@ -142,8 +151,11 @@ std::string profile_yaml(const HardwareProfile& p, const std::string& comment) {
   }
   o << "}\n"
     << "memory: {bandwidth: " << p.memory_bandwidth << ", efficiency: " << p.memory_efficiency
-    << ", capacity: " << p.memory_capacity << "}\n"
+    << ", capacity: " << p.memory_capacity;
+  if (p.elementwise_bandwidth_peak > 0) o << ", elementwise_bandwidth: " << p.elementwise_bandwidth_peak;
+  o << "}\n"
     << "kernel_overhead_s: " << p.kernel_overhead_s << "\n"
+    << "kernel_launch: " << (p.async_launch ? "asynchronous" : "synchronous") << "\n"
     << "gpus_per_node: " << p.gpus_per_node << "\n"
     << "intra_node: {bandwidth: " << p.intra_node.bandwidth << ", latency_s: " << p.intra_node.latency_s << "}\n"
     << "inter_node: {bandwidth: " << p.inter_node.bandwidth << ", latency_s: " << p.inter_node.latency_s << "}\n";

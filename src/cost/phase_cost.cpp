@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "hpcrl/cost/comm_cost.h"
+#include "hpcrl/cost/op_counts.h"
 #include "hpcrl/cost/work_depth.h"
 
 namespace hpcrl::cost {
@@ -11,12 +12,7 @@ namespace hpcrl::cost {
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 
-// Ops of sampling one decode step (scale, softmax, draw, gather) on top of the layers.
-constexpr int kSamplingOps = 8;
-// AdamW reads parameter, gradient and both moments and writes parameter and moments, in fp32.
-constexpr double kAdamBytesPerParameter = 7 * 4;
-// Launched ops of one optimizer step per parameter tensor (the moments, the update, the clip's norm).
-constexpr int kOptimizerOpsPerTensor = 6;
+// Parameter tensors per layer (four attention projections, three MLP matrices, two norms).
 constexpr int kTensorsPerLayer = 9;
 
 // The per-layer collectives of `passes` passes (1: forward, 3: forward + backward) over `tokens`
@@ -50,19 +46,28 @@ void add_pipeline_comm(PhaseCost& c, const ModelArch& a, const Layout& l, const 
 }
 }  // namespace
 
-void PhaseCost::add_work(double piece_flops, double piece_bytes, const HardwareProfile& hw, double width) {
+void PhaseCost::add_work(double piece_flops, double piece_bytes, const HardwareProfile& hw, double width,
+                         const OpWork& piece_ops) {
   const double compute = piece_flops / hw.flops_at(width), memory = piece_bytes / hw.bandwidth();
+  const double elementwise = piece_ops.bytes / hw.elementwise_bandwidth();
+  const double launches = piece_ops.ops * hw.kernel_overhead_s;
   flops += piece_flops;
   bytes += piece_bytes;
+  elementwise_bytes += piece_ops.bytes;
+  ops += piece_ops.ops;
   compute_s += compute;
   memory_s += memory;
   roofline_s += std::max(compute, memory);
+  elementwise_s += elementwise;
+  // Asynchronous launches hide behind the work they queue; only what exceeds it shows.
+  overhead_s += hw.async_launch ? std::max(0.0, launches - std::max(compute, memory) - elementwise) : launches;
 }
 
 const char* PhaseCost::bound() const {
   const double work = std::max(compute_s, memory_s);
-  if (comm_s > work && comm_s > overhead_s) return "communication";
-  if (overhead_s > work) return "overhead";
+  if (comm_s > work && comm_s > overhead_s && comm_s > elementwise_s) return "communication";
+  if (overhead_s > work && overhead_s > elementwise_s) return "overhead";
+  if (elementwise_s > work) return "elementwise";
   return compute_s >= memory_s ? "compute" : "memory";
 }
 
@@ -70,6 +75,9 @@ PhaseCost& PhaseCost::operator+=(const PhaseCost& o) {
   compute_s += o.compute_s;
   memory_s += o.memory_s;
   roofline_s += o.roofline_s;
+  elementwise_s += o.elementwise_s;
+  elementwise_bytes += o.elementwise_bytes;
+  ops += o.ops;
   overhead_s += o.overhead_s;
   comm_s += o.comm_s;
   bubble_s += o.bubble_s;
@@ -88,18 +96,20 @@ PhaseCost forward_pass(const ModelArch& a, const Layout& l, const HardwareProfil
   const double shard = double(l.model_ranks());
   for (int64_t m = 0; m < n_micro; ++m) {
     const int64_t b = std::min(rows, local - m * rows);
+    OpWork ops = layers_forward_ops(a, l, double(b), double(tokens), double(tokens), bytes_per_value);
+    ops += logprob_ops(a, l, double(b * tokens), false, false);
+    ops.ops += kOpsPerMicroBatch;
     c.add_work(double(b) * sequence_forward_flops(a, tokens) / shard,
-               weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), hw, double(a.hidden_size));
+               weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), hw, double(a.hidden_size), ops);
     add_layer_comm(c, a, l, hw, double(b * tokens) / double(l.sp), 1, bytes_per_value);
   }
-  c.overhead_s = double(n_micro) * double(a.num_layers) / double(l.pp) * kOpsPerLayer * hw.kernel_overhead_s;
   add_pipeline_comm(c, a, l, hw, double(rows * tokens) / double(l.sp), n_micro, 1, bytes_per_value);
-  c.bubble_s = double(l.pp - 1) / double(n_micro) * c.roofline_s;
+  c.bubble_s = double(l.pp - 1) / double(n_micro) * (c.roofline_s + c.elementwise_s + c.overhead_s);
   return c;
 }
 
 PhaseCost training_pass(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int64_t sequences,
-                        int64_t tokens, int64_t micro, bool checkpointing, int bytes_per_value) {
+                        int64_t tokens, int64_t micro, bool checkpointing, bool entropy, int bytes_per_value) {
   PhaseCost c;
   const int64_t local = ceil_div(sequences, l.dp());
   if (local == 0 || tokens == 0) return c;
@@ -107,14 +117,21 @@ PhaseCost training_pass(const ModelArch& a, const Layout& l, const HardwareProfi
   const double shard = double(l.model_ranks()), passes = checkpointing ? 4 : 3;
   for (int64_t m = 0; m < n_micro; ++m) {
     const int64_t b = std::min(rows, local - m * rows);
+    const OpWork layers = layers_forward_ops(a, l, double(b), double(tokens), double(tokens), bytes_per_value);
+    OpWork ops = layers;  // forward, (the recomputed forward,) backward
+    if (checkpointing) ops += layers;
+    ops += layers.scaled(kBackwardPerForward, kBackwardOpsPerForward);
+    ops += logprob_ops(a, l, double(b * tokens), entropy, true);
+    ops.ops += kOpsPerMicroBatch;
     // The weights are read by the forward and twice by the backward, and the gradients written.
     c.add_work(training_flops(a, b * tokens, tokens, checkpointing) / shard,
-               (passes + 1) * weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), hw, double(a.hidden_size));
+               (passes + 1) * weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), hw, double(a.hidden_size),
+               ops);
     add_layer_comm(c, a, l, hw, double(b * tokens) / double(l.sp), checkpointing ? 4 : 3, bytes_per_value);
   }
-  c.overhead_s = double(n_micro) * passes * double(a.num_layers) / double(l.pp) * kOpsPerLayer * hw.kernel_overhead_s;
   add_pipeline_comm(c, a, l, hw, double(rows * tokens) / double(l.sp), n_micro, 2, bytes_per_value);
-  c.bubble_s = double(l.pp - 1) / double(n_micro) * c.roofline_s;  // 1F1B: (p−1) micro-batch slots idle
+  // 1F1B: (p−1) micro-batch slots idle.
+  c.bubble_s = double(l.pp - 1) / double(n_micro) * (c.roofline_s + c.elementwise_s + c.overhead_s);
   return c;
 }
 
@@ -131,9 +148,8 @@ PhaseCost optimizer_step(const ModelArch& a, const Layout& l, const HardwareProf
   PhaseCost c;
   const double params = double(a.num_parameters()) / double(l.tp * l.pp);
   const double owned = zero1 ? params / double(l.dp()) : params;
-  c.add_work(owned * 12.0, owned * kAdamBytesPerParameter, hw, double(a.hidden_size));  // ~12 FLOPs per AdamW element
   const double tensors = double(a.num_layers * kTensorsPerLayer) / double(l.pp) + 3;
-  c.overhead_s = tensors * kOptimizerOpsPerTensor * hw.kernel_overhead_s;
+  c.add_work(owned * 12.0, 0, hw, double(a.hidden_size), optimizer_ops(owned, tensors));  // ~12 FLOPs an element
   if (zero1 && l.dp() > 1) {  // the updated shards are gathered back
     const Link& link = hw.link(crosses_nodes(l.dp(), l.tp * l.sp, hw.gpus_per_node));
     c.comm_s = all_gather_seconds(params * 4, l.dp(), link);
@@ -149,27 +165,31 @@ void add_decode_step(PhaseCost& c, const ModelArch& a, const Layout& l, const Ha
   const double kv = double(batch) * kv_cache_bytes(a, context, bytes_per_value) / double(l.tp);
   const double logits = double(batch) * double(a.vocab_size) * 4 * 3;  // written, then read twice to sample
   c.add_work(decode_step_flops(a, batch, double(context)) / double(l.tp), weights + kv + logits, hw,
-             double(a.hidden_size));
+             double(a.hidden_size), decode_step_ops(a, l, double(batch), double(context + 1), bytes_per_value));
   add_layer_comm(c, a, l, hw, double(batch), 1, bytes_per_value);
-  c.overhead_s += (double(a.num_layers) * kOpsPerLayer + kSamplingOps) * hw.kernel_overhead_s;
 }
 }  // namespace
 
 RolloutCost rollout(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int64_t sequences,
-                    int64_t prompt, int64_t response, int64_t max_response, int64_t max_batch, int bytes_per_value) {
+                    int64_t prompt, int64_t response, int64_t max_response, int64_t max_batch, int bytes_per_value,
+                    int64_t group) {
   RolloutCost r;
   const int64_t local = ceil_div(sequences, l.dp());
   if (local == 0) return r;
   const int64_t slots = std::min(local, max_batch > 0 ? max_batch : local);
   const double weights = weight_bytes(a, bytes_per_value) / double(l.tp);
-  for (int64_t done = 0; done < local; done += slots) {  // prompts are admitted a slot-full at a time
-    const int64_t b = std::min(slots, local - done);
-    r.prefill.add_work(double(b) * sequence_forward_flops(a, prompt, false) / double(l.tp), weights, hw,
-                       double(a.hidden_size));
-    add_layer_comm(r.prefill, a, l, hw, double(b * prompt), 1, bytes_per_value);
-    r.prefill.overhead_s += double(a.num_layers) * kOpsPerLayer * hw.kernel_overhead_s;
-  }
   const int64_t full_steps = ceil_div(local * response, slots);
+  // Prefill: one row per distinct prompt (a group's samples share it), the first slot-full at once,
+  // then a prefill call at each decode step that frees a slot while sequences wait: one per waiting
+  // sequence, or one per step when more than one finishes a step.
+  const int64_t waiting = local - slots;
+  const int64_t calls = 1 + (waiting > 0 ? std::min(waiting, ceil_div(waiting * std::max<int64_t>(response, 1), slots)) : 0);
+  const double rows = double(ceil_div(local, std::max<int64_t>(group, 1)));
+  OpWork ops = layers_forward_ops(a, l, rows, double(prompt), double(prompt), bytes_per_value);
+  ops.ops = double(calls) * (ops.ops + kOpsPerMicroBatch);
+  r.prefill.add_work(rows * sequence_forward_flops(a, prompt, false) / double(l.tp), double(calls) * weights, hw,
+                     double(a.hidden_size), ops);
+  add_layer_comm(r.prefill, a, l, hw, rows * double(prompt), 1, bytes_per_value);
   for (int64_t t = 0; t < full_steps; ++t)  // slots refilled: each sequence is on average half-way through
     add_decode_step(r.decode, a, l, hw, slots, prompt + response / 2, weights, bytes_per_value);
   for (int64_t t = response; t < std::max(response, max_response); ++t)

@@ -61,9 +61,10 @@ SpanEstimate span(std::string name, const RoleOnRanks& role, std::string part, c
 
 // A training phase with its gradient syncs and optimizer steps.
 void add_training(StageEstimate& e, const std::string& name, const RoleOnRanks& r, const HardwareProfile& hw,
-                  int64_t sequences, int64_t tokens, int64_t steps, int64_t micro, int bytes) {
+                  int64_t sequences, int64_t tokens, int64_t steps, int64_t micro, bool entropy, int bytes) {
   const ModelArch& a = *r.model->arch;
-  PhaseCost fb = training_pass(a, r.layout, hw, sequences, tokens, micro, r.model->activation_checkpointing, bytes);
+  PhaseCost fb =
+      training_pass(a, r.layout, hw, sequences, tokens, micro, r.model->activation_checkpointing, entropy, bytes);
   PhaseCost sync, opt;
   for (int64_t k = 0; k < steps; ++k) {
     sync += gradient_sync(a, r.layout, hw, bytes);
@@ -103,7 +104,7 @@ void add_generation(StageEstimate& e, const PipelineConfig& cfg, const config::R
                     int64_t world, const HardwareProfile& hw, const RlShapes& sh, int bytes) {
   const int64_t n = s.prompts * s.group;
   const RolloutCost r = rollout(*gen.model->arch, gen.layout, hw, n, sh.prompt, sh.response, sh.max_response,
-                                gen.model->rollout.max_batch, bytes);
+                                gen.model->rollout.max_batch, bytes, s.group);
   e.spans.push_back(span("rollout/prefill", gen, "G", r.prefill));
   e.spans.push_back(span("rollout/decode", gen, "G", r.decode));
   for (const auto& name : s.rewards) {
@@ -129,11 +130,11 @@ void add_training_side(StageEstimate& e, const PipelineConfig& cfg, const config
   }
   const int64_t mini = s.mini_batch > 0 ? s.mini_batch : n;
   const int64_t steps = std::max<int64_t>(1, n / mini) * s.epochs;
-  add_training(e, "actor_update", policy, hw, n * s.epochs, len, steps, micro, bytes);
+  add_training(e, "actor_update", policy, hw, n * s.epochs, len, steps, micro, true, bytes);
   if (critic.empty()) return;
   const RoleOnRanks cr = role_on_ranks(cfg, critic, false, world);
   e.spans.push_back(span("critic_values", cr, "A", forward_pass(*cr.model->arch, cr.layout, hw, n, len, micro, bytes)));
-  add_training(e, "critic_update", cr, hw, n * s.epochs, len, steps, micro, bytes);
+  add_training(e, "critic_update", cr, hw, n * s.epochs, len, steps, micro, false, bytes);
 }
 
 // How G, A and T add up for the stage's placement.
@@ -189,6 +190,8 @@ StageEstimate per_step(int64_t steps, const Shapes& shapes) {
   e.unit = "step";
   e.steps = double(steps);
   e.sequence = int64_t(shapes.sequence > 0 ? shapes.sequence : kDefaultSequence);
+  // Rows are right-padded to the batch's longest (unless the run measured it: as long as the mean).
+  e.row = std::max(e.sequence, int64_t(shapes.max_sequence));
   return e;
 }
 
@@ -196,7 +199,7 @@ StageEstimate estimate_sft(const PipelineConfig& cfg, const config::SftStage& s,
                            const HardwareProfile& hw, const Shapes& shapes, int bytes) {
   StageEstimate e = per_step(s.steps, shapes);
   const RoleOnRanks m = role_on_ranks(cfg, s.model, false, world);
-  add_training(e, "train", m, hw, s.batch, e.sequence, 1, s.train.micro_batch, bytes);
+  add_training(e, "train", m, hw, s.batch, e.row, 1, s.train.micro_batch, false, bytes);
   e.composition = "step: forward/backward + gradient sync + optimizer";
   e.train_s = e.seconds = sum_part(e, "step");
   return e;
@@ -217,11 +220,12 @@ StageEstimate estimate_distill(const PipelineConfig& cfg, const config::DistillS
     e.spans.push_back(span("rollout/prefill", gen, "step", r.prefill));
     e.spans.push_back(span("rollout/decode", gen, "step", r.decode));
     e.sequence = e.prompt + e.response;
+    e.row = std::max(int64_t(shapes.max_sequence), e.prompt + std::max(longest, e.response));
   }
   if (!s.sequence_level)
     e.spans.push_back(span("teacher_forward", teacher, "step", forward_pass(*teacher.model->arch, teacher.layout, hw,
-                                                                            s.batch, e.sequence, s.train.micro_batch, bytes)));
-  add_training(e, "train", student, hw, s.batch, e.sequence, 1, s.train.micro_batch, bytes);
+                                                                            s.batch, e.row, s.train.micro_batch, bytes)));
+  add_training(e, "train", student, hw, s.batch, e.row, 1, s.train.micro_batch, false, bytes);
   e.composition = "step: (generation) + teacher forward + student forward/backward + sync + optimizer";
   e.train_s = e.seconds = sum_part(e, "step");
   return e;
@@ -241,6 +245,7 @@ std::vector<StageEstimate> estimate_pipeline(const PipelineConfig& cfg, int64_t 
       if (sh.response <= 0) sh.response = it->second.response;
       if (sh.sequence <= 0) sh.sequence = it->second.sequence;
       if (sh.max_response <= 0) sh.max_response = it->second.max_response;
+      if (sh.max_sequence <= 0) sh.max_sequence = it->second.max_sequence;
     }
     StageEstimate e;
     switch (st.kind) {

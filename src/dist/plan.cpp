@@ -34,19 +34,21 @@ Placement placement_of(const config::PipelineConfig& cfg, int world) {
 // What the stages do with each role: train it, generate with it, the largest
 // micro-batch, and the longest sequence (0 = unknown: the model's context is used).
 struct RoleUse {
-  std::set<std::string> trained, generating;
+  std::set<std::string> trained, generating, logprobs;
   std::map<std::string, int64_t> micro_batch, seq_len;
   std::set<std::string> seq_unknown;
 };
 
 RoleUse role_use(const config::PipelineConfig& cfg) {
   RoleUse u;
-  auto note = [&](const std::string& role, int64_t mb, int64_t seq) {
+  // `logprobs`: the role's forward ends in log-probs over the vocabulary (not a critic's values).
+  auto note = [&](const std::string& role, int64_t mb, int64_t seq, bool logprobs = true) {
     int64_t& m = u.micro_batch[role];
     m = std::max<int64_t>({m, mb, 1});
     if (seq <= 0) u.seq_unknown.insert(role);
     int64_t& s = u.seq_len[role];
     s = std::max(s, seq);
+    if (logprobs) u.logprobs.insert(role);
   };
   // Prompt budget of a dataset plus `response` tokens; 0 when either is unknown.
   auto seq = [&](const std::string& data, int64_t response) -> int64_t {
@@ -73,7 +75,7 @@ RoleUse role_use(const config::PipelineConfig& cfg) {
         u.generating.insert(rl.policy);
         note(rl.policy, rl.train.micro_batch, s);
         if (!rl.reference.empty()) note(rl.reference, 1, s);
-        if (st.kind == config::StageKind::ppo) note(st.ppo.critic, rl.train.micro_batch, s);
+        if (st.kind == config::StageKind::ppo) note(st.ppo.critic, rl.train.micro_batch, s, false);
         break;
       }
       case config::StageKind::distill: {
@@ -139,15 +141,25 @@ Plan make_plan(const config::PipelineConfig& cfg, int world, int gpus_per_node) 
       std::optional<MemoryEstimate> memory;
       if (m.arch) {
         mesh.check_model(m.arch->dims());  // sequence length unknown here
-        const bool trained = !rollout && use.trained.count(m.name) && !m.frozen;
-        const int64_t mb = use.micro_batch.count(m.name) ? use.micro_batch[m.name] : 1;
+        RoleWork work;
+        work.trained = !rollout && use.trained.count(m.name) && !m.frozen;
+        work.logprobs = !rollout && use.logprobs.count(m.name);
+        work.generates = rollout;
+        work.micro_batch = use.micro_batch.count(m.name) ? use.micro_batch[m.name] : 1;
         const int64_t context = m.arch->max_position_embeddings;
-        const int64_t seq = use.seq_unknown.count(m.name) || !use.seq_len.count(m.name)
-                                ? context
-                                : std::min(use.seq_len[m.name], context);
-        memory = estimate_memory(*m.arch, m, mesh, cfg.run.dtype, trained, mb, seq, rollout, m.rollout.max_batch);
+        work.seq_len = use.seq_unknown.count(m.name) || !use.seq_len.count(m.name)
+                           ? context
+                           : std::min(use.seq_len[m.name], context);
+        work.kv_sequences = m.rollout.max_batch;
+        memory = estimate_memory(*m.arch, m, mesh, cfg.run.dtype, work);
       }
-      plan.roles.push_back({name, std::move(mesh), memory});
+      // Generation in the training layout on the same ranks uses the role's own weights (algo/rollout_copy.cpp).
+      const auto &t = m.parallel, &g = m.rollout.parallel;
+      const bool same_layout = t.tp == g.tp && t.sp == g.sp && t.ep == g.ep && t.pp == 1;
+      const bool shares = rollout && same_layout && placement.has(m.name) &&
+                          placement.range(name).first == placement.range(m.name).first &&
+                          placement.range(name).size() == placement.range(m.name).size();
+      plan.roles.push_back({name, std::move(mesh), memory, shares});
     }
   }
   for (const auto& rp : plan.roles) {
@@ -179,8 +191,17 @@ nlohmann::json plan_json(const Plan& plan) {
                  {"groups", groups}};
     if (rp.memory) {
       const MemoryEstimate& e = *rp.memory;
-      role["memory_bytes"] = {{"parameters", e.parameters}, {"weights", e.weights},     {"grads", e.grads},
-                              {"optimizer", e.optimizer},   {"activations", e.activations}, {"kv_cache", e.kv_cache},
+      role["memory_bytes"] = {{"parameters", e.parameters},
+                              {"weights", e.weights},
+                              {"grads", e.grads},
+                              {"optimizer", e.optimizer},
+                              {"activations", e.activations},
+                              {"activations_full", e.activations_full},
+                              {"activations_checkpointed", e.activations_checkpointed},
+                              {"logits", e.logits},
+                              {"kv_cache", e.kv_cache},
+                              {"resident", e.resident()},
+                              {"transient", e.transient()},
                               {"total", e.total()}};
       role["memory_assumptions"] = {{"seq_len", e.seq_len}, {"micro_batch", e.micro_batch}, {"kv_sequences", e.kv_sequences}};
     } else {
@@ -188,7 +209,12 @@ nlohmann::json plan_json(const Plan& plan) {
     }
     roles[rp.name] = role;
   }
-  return {{"world", plan.world}, {"gpus_per_node", plan.gpus_per_node}, {"roles", roles}, {"warnings", plan.warnings}};
+  json peaks = json::array();
+  for (const auto& m : rank_memory(plan))
+    peaks.push_back({{"ranks", m.ranks}, {"roles", m.roles}, {"resident", m.resident}, {"transient", m.transient},
+                     {"transient_role", m.transient_role}, {"peak", m.peak()}});
+  return {{"world", plan.world}, {"gpus_per_node", plan.gpus_per_node}, {"roles", roles}, {"rank_memory", peaks},
+          {"warnings", plan.warnings}};
 }
 
 namespace {
@@ -251,11 +277,22 @@ std::string plan_text(const Plan& plan) {
       const MemoryEstimate& e = *rp.memory;
       os << "  memory per rank (busiest pp stage, " << e.parameters << " parameters): weights "
          << human_bytes(e.weights) << ", grads " << human_bytes(e.grads) << ", optimizer " << human_bytes(e.optimizer)
-         << ", activations " << human_bytes(e.activations) << ", kv cache " << human_bytes(e.kv_cache) << " = "
-         << human_bytes(e.total()) << " (seq_len " << e.seq_len << ")\n";
+         << ", activations " << human_bytes(e.activations) << " (" << human_bytes(e.activations_full)
+         << " without checkpointing, " << human_bytes(e.activations_checkpointed) << " with), logits "
+         << human_bytes(e.logits) << ", kv cache " << human_bytes(e.kv_cache) << " = " << human_bytes(e.total())
+         << " (seq_len " << e.seq_len << ")\n";
     } else {
       os << "  memory: unknown (the architecture could not be read)\n";
     }
+  }
+  const auto peaks = rank_memory(plan);
+  if (!peaks.empty()) os << "\npeak memory per rank (each role's resident state + the largest transient one):\n";
+  for (const auto& m : peaks) {
+    std::string roles;
+    for (const auto& r : m.roles) roles += (roles.empty() ? "" : ", ") + r;
+    os << "  ranks " << m.ranks.front() << (m.ranks.size() > 1 ? "-" + std::to_string(m.ranks.back()) : "") << ": "
+       << human_bytes(m.peak()) << " = resident " << human_bytes(m.resident) << " (" << roles << ") + transient "
+       << human_bytes(m.transient) << (m.transient_role.empty() ? "" : " (" + m.transient_role + ")") << "\n";
   }
   for (const auto& w : plan.warnings) os << "\nwarning: " << w;
   if (!plan.warnings.empty()) os << "\n";

@@ -13,9 +13,16 @@
 //                       (memory-efficient SDPA): per layer (10 + 24/tp)·s·C bytes
 //                       at 16 bit, s = micro_batch·seq_len/sp tokens, scaled to the
 //                       dtype; with activation checkpointing each layer keeps only
-//                       its input (s·C values) and one layer is live in full
+//                       its input (s·C values) and one layer is live in full. Both
+//                       are reported (activations_full, activations_checkpointed);
+//                       `activations` is the one the role is configured for
+//   logits              s·V/tp values in the dtype (the LM head's output) plus three
+//                       fp32 tensors of that shape the vocab-parallel log-prob holds
+//                       at once (shifted logits, their exponentials, the log-probs it
+//                       saves for the backward; parallel/tensor/vocab_logprobs.cpp)
 //   kv_cache            2·layers·kv_heads_per_rank·head_dim·dtype bytes per token,
-//                       kv_sequences sequences of seq_len tokens
+//                       kv_sequences sequences of seq_len tokens (the engine's slots
+//                       are allocated at that size up front: rollout/kv_slots.cpp)
 // seq_len comes from the caller (plan.cpp: the longest sequence a stage allows).
 #include <algorithm>
 
@@ -24,8 +31,7 @@
 namespace hpcrl::dist {
 
 MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& role, const Mesh& mesh,
-                               config::DType dtype, bool trained, int64_t micro_batch, int64_t seq_len,
-                               bool generates, int64_t kv_sequences) {
+                               config::DType dtype, const RoleWork& work) {
   const int64_t tp = mesh.tp(), ep = mesh.ep(), pp = mesh.pp();
   const int64_t C = a.hidden_size, D = a.head_dim, H = a.num_heads, K = a.num_kv_heads, V = a.vocab_size;
   const int64_t kv_local = K % tp == 0 ? K / tp : 1;
@@ -62,10 +68,12 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
   MemoryEstimate e;
   const int64_t bytes = dtype == config::DType::float32 ? 4 : 2;
   e.parameters = params;
-  e.seq_len = seq_len;
+  e.seq_len = work.seq_len;
   e.weights = params * bytes;
-  if (trained) {
-    e.micro_batch = std::max<int64_t>(micro_batch, 1);
+  if (work.trained || work.logprobs) e.micro_batch = std::max<int64_t>(work.micro_batch, 1);
+  const int64_t tokens = e.micro_batch * e.seq_len / mesh.sp();
+  if (work.logprobs) e.logits = tokens * (V / tp) * (bytes + 3 * 4);
+  if (work.trained) {
     e.grads = params * bytes;
     const int64_t per_param = 8 + (bytes == 2 ? 4 : 0);
     const int64_t expert_params = stage_layers * experts;
@@ -73,16 +81,43 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
     e.optimizer = role.optim.zero1 ? sharded(params - expert_params, int64_t{mesh.dp()} * mesh.sp()) +
                                          sharded(expert_params, mesh.edp())
                                    : params * per_param;
-    const int64_t tokens = e.micro_batch * e.seq_len / mesh.sp();
     const int64_t full_layer = tokens * C * (10 * tp + 24) * bytes / (2 * tp);  // (10 + 24/tp)·s·C·bytes/2
-    e.activations = role.activation_checkpointing ? stage_layers * tokens * C * bytes + full_layer
-                                                  : stage_layers * full_layer;
+    e.activations_full = stage_layers * full_layer;
+    e.activations_checkpointed = stage_layers * tokens * C * bytes + full_layer;
+    e.activations = role.activation_checkpointing ? e.activations_checkpointed : e.activations_full;
   }
-  if (generates) {
-    e.kv_sequences = kv_sequences;
-    e.kv_cache = 2 * stage_layers * kv_local * D * bytes * kv_sequences * e.seq_len;
+  if (work.generates) {
+    e.kv_sequences = work.kv_sequences;
+    e.kv_cache = 2 * stage_layers * kv_local * D * bytes * work.kv_sequences * e.seq_len;
   }
   return e;
+}
+
+std::vector<RankMemory> rank_memory(const Plan& plan) {
+  std::vector<RankMemory> per_rank(plan.world);
+  for (int r = 0; r < plan.world; ++r) per_rank[r].ranks = {r};
+  for (const auto& rp : plan.roles) {
+    if (!rp.memory) continue;
+    const MemoryEstimate& e = *rp.memory;
+    for (int r = rp.mesh.first_rank(); r <= rp.mesh.last_rank(); ++r) {
+      RankMemory& m = per_rank[r];
+      m.roles.push_back(rp.name);
+      m.resident += rp.shares_weights_with_trainer ? 0 : e.resident();
+      if (e.transient() > m.transient) m.transient = e.transient(), m.transient_role = rp.name;
+    }
+  }
+  std::vector<RankMemory> grouped;  // consecutive ranks with the same roles and numbers share a row
+  for (const RankMemory& m : per_rank) {
+    if (m.roles.empty()) continue;
+    RankMemory* last = grouped.empty() ? nullptr : &grouped.back();
+    if (last && last->roles == m.roles && last->resident == m.resident && last->transient == m.transient &&
+        last->transient_role == m.transient_role) {
+      last->ranks.push_back(m.ranks.front());
+    } else {
+      grouped.push_back(m);
+    }
+  }
+  return grouped;
 }
 
 }  // namespace hpcrl::dist

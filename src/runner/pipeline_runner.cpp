@@ -23,7 +23,6 @@
 #include "hpcrl/runner/preemption.h"
 #include "hpcrl/runner/role_builder.h"
 #include "hpcrl/trace/metrics.h"
-#include "hpcrl/trace/tensorboard.h"
 #include "hpcrl/trace/summary.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/error.h"
@@ -150,7 +149,7 @@ PipelineRun::PipelineRun(const RunOptions& options)
   spdlog::info("run {} in {} on {} rank(s){}", cfg_.run.name, dir_.root(), w_.size, dir_.resumed() ? " (resuming)" : "");
   if (cfg_.trace.metrics) metrics_ = std::make_unique<trace::MetricsWriter>(dir_.metrics_path(), w_.rank);
   if (cfg_.trace.tensorboard)  // validation requires metrics: the scalars mirror metrics.jsonl's lines
-    metrics_->mirror_to(std::make_unique<trace::TensorBoardWriter>(dir_.root() + "/tensorboard", w_.rank));
+    metrics_->mirror_to_tensorboard(dir_.root() + "/tensorboard");
   roles_ = std::make_unique<Roles>(cfg_, w_.rank, w_.size,
                                    gpu_ < 0 ? at::Device(at::kCPU) : at::Device(at::kCUDA, static_cast<int8_t>(gpu_)));
 }

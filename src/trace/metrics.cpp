@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -39,7 +40,27 @@ void MetricsWriter::open_append() {
                        " (check that the run directory is writable)");
 }
 
-void MetricsWriter::mirror_to(std::unique_ptr<TensorBoardWriter> tensorboard) { tensorboard_ = std::move(tensorboard); }
+void MetricsWriter::mirror_to_tensorboard(const std::string& root) {
+  if (fd_ < 0) return;
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  if (ec || !std::filesystem::is_directory(root))
+    throw RuntimeError("cannot create TensorBoard directory " + root + ": " +
+                       (ec ? ec.message() : std::string("not a directory")) +
+                       " (give a path that is, or can be created as, a writable directory)");
+  tensorboard_root_ = root;
+}
+
+TensorBoardWriter& MetricsWriter::tensorboard_of(const std::string& stage, int stage_index) {
+  auto it = tensorboard_.find(stage_index);
+  if (it != tensorboard_.end()) return *it->second;
+  char run[64];
+  std::snprintf(run, sizeof run, "%02d-", stage_index);
+  auto restart = restart_step_.find(stage_index);
+  const int64_t first_step = restart == restart_step_.end() ? 0 : restart->second;
+  auto writer = std::make_unique<TensorBoardWriter>(tensorboard_root_ + "/" + run + stage, 0, first_step);
+  return *tensorboard_.emplace(stage_index, std::move(writer)).first->second;
+}
 
 void MetricsWriter::write(const std::string& stage, int stage_index, int64_t step, const Metrics& metrics) {
   if (fd_ < 0) return;
@@ -61,7 +82,7 @@ void MetricsWriter::write(const std::string& stage, int stage_index, int64_t ste
   if (n != static_cast<ssize_t>(text.size()))
     throw RuntimeError("cannot append to " + path_ + ": " + (n < 0 ? std::strerror(errno) : "short write") +
                        " (disk full?)");
-  if (tensorboard_) tensorboard_->write(stage, step, metrics);
+  if (!tensorboard_root_.empty()) tensorboard_of(stage, stage_index).write(stage, step, metrics);
 }
 
 void MetricsWriter::truncate_after(int stage_index, int64_t step) {
@@ -90,6 +111,9 @@ void MetricsWriter::truncate_after(int stage_index, int64_t step) {
   fd_ = -1;
   fs::write_file_atomic(path_, kept);
   open_append();
+  restart_step_[stage_index] = step + 1;  // the first step this job writes again
+  for (auto it = tensorboard_.lower_bound(stage_index); it != tensorboard_.end();)
+    it = tensorboard_.erase(it);  // their next line opens a file that starts with the restart
 }
 
 }  // namespace hpcrl::trace

@@ -260,17 +260,23 @@ ReportData collect_report(const std::vector<TraceFile>& files, const std::string
   return d;
 }
 
-ReportData collect_run_report(const std::string& run_dir) {
+ReportData collect_run_report(const std::string& run_dir, const Estimator& estimate) {
   std::vector<TraceFile> files = read_run_traces(run_dir);
   std::string metrics;
   stdfs::path metrics_path = stdfs::path(run_dir) / "metrics.jsonl";
   std::error_code ec;
   if (stdfs::is_regular_file(metrics_path, ec)) metrics = fs::read_file(metrics_path.string(), "metrics file");
-  return collect_report(files, metrics, run_dir);
+  ReportData d = collect_report(files, metrics, run_dir);
+  if (estimate) {
+    d.estimate = estimate(files);
+    d.observations = observe(d);  // again, with the estimate's findings
+  }
+  return d;
 }
 
-std::string write_report(const std::string& run_dir, const std::string& out_path, ReportData* data) {
-  ReportData d = collect_run_report(run_dir);
+std::string write_report(const std::string& run_dir, const std::string& out_path, ReportData* data,
+                         const Estimator& estimate) {
+  ReportData d = collect_run_report(run_dir, estimate);
   std::string path = out_path.empty() ? (stdfs::path(run_dir) / "report.html").string() : out_path;
   fs::write_file_atomic(path, render_report_html(d));
   if (data) *data = std::move(d);

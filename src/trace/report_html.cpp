@@ -202,6 +202,7 @@ std::string render_report_html(const ReportData& d) {
   comm_table(os, d);
   imbalance_table(os, d);
   roles_and_bubble(os, d);
+  os << estimate_section_html(d);
   os << "<p class=\"note\">Written by <code>hpcrl report</code> from trace/rank-*.json and metrics.jsonl; "
         "docs/tracing.md defines every number.</p>\n</body>\n</html>\n";
   return os.str();

@@ -9,6 +9,9 @@
 //   kRoleWaitMin         a role's waiting share of its <stage>/rounds time
 //   kCollectiveShareMin  a collective's share of the span it ran inside (time in flight:
 //                        asynchronous calls that overlap are counted once)
+//   kEstimateOffMin      with --estimate: a span's measured seconds off the cost model's
+//                        prediction by that share (report_estimate.cpp, with the MFU of the
+//                        longest training span and decode's memory-bandwidth share)
 //   kMinWallShare        and each finding must concern that share of the traced time
 //                        (Σ of the ranks' wall times; one rank's wall time for a rank's excess)
 // They are ranked by the seconds they concern (summed over ranks, except a
@@ -212,6 +215,7 @@ std::vector<Observation> observe(const ReportData& d) {
   bubble_observations(d, out);
   role_observations(d, out);
   collective_observations(d, out);
+  report::estimate_observations(d, out);
   std::stable_sort(out.begin(), out.end(),
                    [](const Observation& a, const Observation& b) { return a.seconds > b.seconds; });
   if (out.size() > kMaxObservations) out.resize(kMaxObservations);

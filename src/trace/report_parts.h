@@ -53,6 +53,10 @@ std::string timeline_svg(const Timeline& t, const Palette& palette);
 std::string legend_svg(const std::vector<std::string>& names, const Palette& palette, double x, double y, double width,
                        double& height);
 
+// report_estimate.cpp: the findings of a run beside the cost model (--estimate), and its section of the page.
+void estimate_observations(const ReportData& d, std::vector<Observation>& out);
+std::string estimate_section_html(const ReportData& d);
+
 // Text colour readable on `fill` ("#rrggbb"; anything else counts as light):
 // white on dark fills, near-black on light ones (relative luminance).
 inline std::string ink_for(const std::string& fill) {

@@ -77,6 +77,13 @@ void put_float(std::string& out, uint32_t field, float v) {
   put_fixed32(out, bits);
 }
 
+// Proto3 leaves a zero step out; matching it keeps re-encoding byte-identical.
+void put_step(std::string& event, int64_t step) {
+  if (step == 0) return;
+  put_key(event, 2, 0);
+  put_varint(event, static_cast<uint64_t>(step));
+}
+
 }  // namespace
 
 uint32_t crc32c(std::string_view data) {
@@ -108,6 +115,18 @@ std::string encode_file_version_event(double wall_time, std::string_view version
   return event;
 }
 
+std::string encode_session_start_event(double wall_time, int64_t step) {
+  constexpr uint64_t kStart = 1;  // SessionLog.SessionStatus.START
+  std::string session_log;
+  put_key(session_log, 1, 0);
+  put_varint(session_log, kStart);
+  std::string event;
+  put_double(event, 1, wall_time);
+  put_step(event, step);
+  put_bytes(event, 6, session_log);
+  return event;
+}
+
 std::string encode_scalar_event(double wall_time, int64_t step, std::string_view tag, float value) {
   std::string summary_value;
   put_bytes(summary_value, 1, tag);
@@ -116,10 +135,7 @@ std::string encode_scalar_event(double wall_time, int64_t step, std::string_view
   put_bytes(summary, 1, summary_value);
   std::string event;
   put_double(event, 1, wall_time);
-  if (step != 0) {  // proto3 leaves defaults out; matching it keeps re-encoding byte-identical
-    put_key(event, 2, 0);
-    put_varint(event, static_cast<uint64_t>(step));
-  }
+  put_step(event, step);
   put_bytes(event, 5, summary);
   return event;
 }
@@ -157,7 +173,7 @@ int open_new_event_file(const std::string& dir, std::string& path) {
 
 }  // namespace
 
-TensorBoardWriter::TensorBoardWriter(std::string dir, int rank) {
+TensorBoardWriter::TensorBoardWriter(std::string dir, int rank, int64_t session_start_step) {
   if (rank != 0) return;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -173,7 +189,9 @@ TensorBoardWriter::TensorBoardWriter(std::string dir, int rank) {
   fd_ = fd;
   path_ = std::move(path);
   try {
-    append(tensorboard::frame_record(tensorboard::encode_file_version_event(unix_now())));
+    const double now = unix_now();
+    append(tensorboard::frame_record(tensorboard::encode_file_version_event(now)) +
+           tensorboard::frame_record(tensorboard::encode_session_start_event(now, session_start_step)));
   } catch (...) {  // no destructor runs for a throwing constructor
     ::close(fd_);
     fd_ = -1;

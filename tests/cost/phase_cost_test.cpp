@@ -29,7 +29,7 @@ TEST(PhaseCost, Tp2Pp2TrainingStepMovesTheHandCountedBytes) {
   //     and 2 backward → 4 · 8192 per micro-batch = 32768, × 2 micro-batches = 65536
   // pp: one 8192 B send per micro-batch forward and one backward → 2 · 2 · 8192 = 32768
   const Layout l{2, 1, 2, 1, 4};
-  const PhaseCost c = training_pass(kTiny2l, l, test_gpu(), 4, 8, 2, false, 4);
+  const PhaseCost c = training_pass(kTiny2l, l, test_gpu(), 4, 8, 2, false, false, 4);
   EXPECT_DOUBLE_EQ(c.comm_bytes, 65536.0 + 32768.0);
 }
 
@@ -47,12 +47,12 @@ TEST(PhaseCost, DoublingTpHalvesTheWeightBytesEachDecodeStepReads) {
 TEST(PhaseCost, MoreMicroBatchesShrinkThePipelineBubble) {
   const HardwareProfile hw = test_gpu();
   const Layout pp2{1, 1, 2, 1, 2};
-  const PhaseCost one = training_pass(kTiny2l, pp2, hw, 8, 64, 8, false, 4);  // 1 micro-batch
-  const PhaseCost four = training_pass(kTiny2l, pp2, hw, 8, 64, 2, false, 4); // 4 micro-batches
-  // (p − 1)/m of the work: 1/1 and 1/4
-  EXPECT_NEAR(one.bubble_s / one.roofline_s, 1.0, 1e-12);
-  EXPECT_NEAR(four.bubble_s / four.roofline_s, 0.25, 1e-12);
-  EXPECT_EQ(training_pass(kTiny2l, Layout{1, 1, 1, 1, 1}, hw, 8, 64, 2, false, 4).bubble_s, 0.0);
+  const PhaseCost one = training_pass(kTiny2l, pp2, hw, 8, 64, 8, false, false, 4);  // 1 micro-batch
+  const PhaseCost four = training_pass(kTiny2l, pp2, hw, 8, 64, 2, false, false, 4); // 4 micro-batches
+  // (p − 1)/m of the work (matmuls, element-wise ops and launches): 1/1 and 1/4
+  EXPECT_NEAR(one.bubble_s / (one.roofline_s + one.elementwise_s + one.overhead_s), 1.0, 1e-12);
+  EXPECT_NEAR(four.bubble_s / (four.roofline_s + four.elementwise_s + four.overhead_s), 0.25, 1e-12);
+  EXPECT_EQ(training_pass(kTiny2l, Layout{1, 1, 1, 1, 1}, hw, 8, 64, 2, false, false, 4).bubble_s, 0.0);
 }
 
 TEST(PhaseCost, SmallBatchDecodeIsMemoryBoundAndLargeBatchComputeBound) {
@@ -66,8 +66,8 @@ TEST(PhaseCost, SmallBatchDecodeIsMemoryBoundAndLargeBatchComputeBound) {
 
 TEST(PhaseCost, DataParallelismSplitsTheSequencesAndAddsTheGradientAllReduce) {
   const HardwareProfile hw = test_gpu();
-  const PhaseCost dp1 = training_pass(kTiny2l, Layout{1, 1, 1, 1, 1}, hw, 8, 64, 0, false, 4);
-  const PhaseCost dp2 = training_pass(kTiny2l, Layout{1, 1, 1, 1, 2}, hw, 8, 64, 0, false, 4);
+  const PhaseCost dp1 = training_pass(kTiny2l, Layout{1, 1, 1, 1, 1}, hw, 8, 64, 0, false, false, 4);
+  const PhaseCost dp2 = training_pass(kTiny2l, Layout{1, 1, 1, 1, 2}, hw, 8, 64, 0, false, false, 4);
   EXPECT_DOUBLE_EQ(dp1.flops, 2 * dp2.flops);
   EXPECT_EQ(gradient_sync(kTiny2l, Layout{1, 1, 1, 1, 1}, hw, 4).comm_s, 0.0);
   EXPECT_GT(gradient_sync(kTiny2l, Layout{1, 1, 1, 1, 2}, hw, 4).comm_s, 0.0);

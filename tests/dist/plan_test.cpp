@@ -100,6 +100,48 @@ TEST(Plan, MemoryOfTheTinyPresetByHand) {
   EXPECT_EQ(g.total(), g.weights + g.kv_cache);
 }
 
+TEST(Plan, LogitsBothActivationCountsAndPerRankPeakByHand) {
+  // kColocated: policy tp=2 pp=2 (trained, log-probs), policy.rollout tp=1 (a generation copy: another
+  // layout), float32, sequences of 2048 tokens (the context: synthetic data does not bound them).
+  Plan plan = make_plan(load(kColocated, 8), 8, 4);
+  const MemoryEstimate& m = *plan.roles[0].memory;
+  // Logits: 2048 tokens · 272/2 vocabulary columns · (4 B in float32 + 3 fp32 copies of 4 B).
+  EXPECT_EQ(m.logits, 2048 * 136 * (4 + 12));
+  // Without checkpointing 2 layers · 2048·128·(10 + 24/2)·4/2 B; with it 2 layer inputs of 2048·128·4 B + one layer.
+  EXPECT_EQ(m.activations_full, 2 * 2048 * 128 * 22 * 2);
+  EXPECT_EQ(m.activations_checkpointed, 2 * 2048 * 128 * 4 + 2048 * 128 * 22 * 2);
+  EXPECT_EQ(m.activations, m.activations_full) << "the policy is not configured with checkpointing";
+  EXPECT_EQ(m.resident(), 214656 * (4 + 4 + 8));
+  const MemoryEstimate& g = *plan.roles[1].memory;
+  EXPECT_EQ(g.logits, 0) << "an engine samples from one position's logits, not a micro-batch's";
+  EXPECT_FALSE(plan.roles[1].shares_weights_with_trainer) << "tp 1 to generate, tp 2 to train: a copy";
+  // Every rank holds both: resident policy state + the copy's weights; the largest transient is the KV cache
+  // (2·4·2·32·4 B · 64 sequences · 2048 tokens = 256 MiB) over the policy's activations + logits.
+  auto peaks = rank_memory(plan);
+  ASSERT_EQ(peaks.size(), 1u);
+  EXPECT_EQ(peaks[0].ranks, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(peaks[0].roles, (std::vector<std::string>{"policy", "policy.rollout"}));
+  EXPECT_EQ(peaks[0].resident, 214656 * 16 + 822400 * 4);
+  EXPECT_EQ(peaks[0].transient, 268435456);
+  EXPECT_EQ(peaks[0].transient_role, "policy.rollout");
+  EXPECT_EQ(peaks[0].peak(), 214656 * 16 + 822400 * 4 + 268435456);
+  EXPECT_EQ(plan_json(plan)["rank_memory"][0]["peak"], peaks[0].peak());
+}
+
+TEST(Plan, AnEngineInTheTrainingLayoutAddsNoWeights) {
+  std::string yaml = kColocated;
+  const std::string policy = "{init: {preset: tiny}, parallel: {tp: 2, pp: 2}, rollout: {parallel: {tp: 1}}}";
+  yaml.replace(yaml.find(policy), policy.size(), "{init: {preset: tiny}, activation_checkpointing: true}");
+  Plan plan = make_plan(load(yaml.c_str(), 2), 2, 4);
+  ASSERT_EQ(plan.roles.size(), 2u);
+  EXPECT_TRUE(plan.roles[1].shares_weights_with_trainer);
+  const MemoryEstimate& m = *plan.roles[0].memory;
+  EXPECT_EQ(m.activations, m.activations_checkpointed);
+  auto peaks = rank_memory(plan);
+  ASSERT_EQ(peaks.size(), 1u);
+  EXPECT_EQ(peaks[0].resident, m.resident()) << "generation reads the policy's own weights";
+}
+
 TEST(Plan, ZeroOneShardsDenseStateOverDpTimesSpAndExpertsOverEdp) {
   // kColocated with another `run` and `policy`.
   auto colocated_with = [](const std::string& run, const std::string& policy) {

@@ -3,10 +3,17 @@
 
     read_tfevents.py [--allow-truncated] PATH
 
-PATH is an event file, or a directory whose events.out.tfevents.* files are read
-in name order (the order TensorBoard reads a run's files in). Prints one JSON
-line per scalar: {"tag", "step", "value"}; value is the float32 the file holds,
-as an exact double (a non-finite one as the string "nan", "inf" or "-inf").
+PATH is an event file, or a directory: its events.out.tfevents.* files are one
+run, read in name order (the order TensorBoard reads a run's files in), and each
+subdirectory holding such files is a run of its own (named by its path under
+PATH). Prints one JSON line per scalar TensorBoard would show: {"run", "tag",
+"step", "value"}; value is the float32 the file holds, as an exact double (a
+non-finite one as the string "nan", "inf" or "-inf").
+
+Restarts are applied as TensorBoard's event accumulator applies them to files
+of version 2: the first SessionLog START of a run is the job starting; a later
+START at step S drops every scalar of that run (all tags) with step >= S that
+was read before it.
 
 It shares no code with the C++ writer (src/trace/tensorboard.cpp), so it is an
 independent check of it: the messages are built at run time from descriptors
@@ -16,8 +23,8 @@ fields hpcrl writes), and CRC-32C is computed here. It is strict, because it
 exists to catch writer bugs: for every record it checks both masked CRCs, that
 protobuf parses the data with no unknown fields, and that protobuf re-encodes
 the parsed message to exactly the same bytes; each file must start with the
-file_version "brain.Event:2" event and every later event must carry scalars
-(simple_value). A file cut off inside its last record (a crashed run) is an
+file_version "brain.Event:2" event, then a session_log START, and every later
+event must carry scalars (simple_value). A file cut off inside its last record (a crashed run) is an
 error unless --allow-truncated, which reads the complete records before it.
 Exit status: 0 valid, 1 invalid (message on stderr), 2 usage.
 
@@ -78,12 +85,18 @@ def event_class():
     _field(value, "tag", 1, FDP.TYPE_STRING)
     _field(value, "simple_value", 2, FDP.TYPE_FLOAT, oneof=0)
     _field(summary, "value", 1, FDP.TYPE_MESSAGE, FDP.LABEL_REPEATED, ".tensorflow.Summary.Value")
+    session_log = fdp.message_type.add(name="SessionLog")
+    status = session_log.enum_type.add(name="SessionStatus")
+    for name, number in (("STATUS_UNSPECIFIED", 0), ("START", 1), ("STOP", 2), ("CHECKPOINT", 3)):
+        status.value.add(name=name, number=number)
+    _field(session_log, "status", 1, FDP.TYPE_ENUM, type_name=".tensorflow.SessionLog.SessionStatus")
     event = fdp.message_type.add(name="Event")
     event.oneof_decl.add(name="what")
     _field(event, "wall_time", 1, FDP.TYPE_DOUBLE)
     _field(event, "step", 2, FDP.TYPE_INT64)
     _field(event, "file_version", 3, FDP.TYPE_STRING, oneof=0)
     _field(event, "summary", 5, FDP.TYPE_MESSAGE, type_name=".tensorflow.Summary", oneof=0)
+    _field(event, "session_log", 6, FDP.TYPE_MESSAGE, type_name=".tensorflow.SessionLog", oneof=0)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
     desc = pool.FindMessageTypeByName("tensorflow.Event")
@@ -151,7 +164,11 @@ def as_json_number(value):
     return value
 
 
-def scalars_of(path, event_cls, allow_truncated):
+START = 1  # SessionLog.SessionStatus.START
+
+
+def events_of(path, event_cls, allow_truncated):
+    """The file's scalars and session starts, in order: ("scalar", {tag, step, value}) or ("start", step)."""
     with open(path, "rb") as f:
         blob = f.read()
     out = []
@@ -174,24 +191,57 @@ def scalars_of(path, event_cls, allow_truncated):
             if what != "file_version" or event.file_version != "brain.Event:2":
                 raise Invalid(f"{where}: the first event must be file_version \"brain.Event:2\", not {one_line(event)}")
             continue
+        if index == 1:
+            if what != "session_log" or event.session_log.status != START:
+                raise Invalid(f"{where}: the second event must be a session_log START, not {one_line(event)}")
+            out.append(("start", event.step))
+            continue
         if what != "summary" or not event.summary.value:
             raise Invalid(f"{where}: expected a summary event, got {one_line(event)}")
         for value in event.summary.value:
             if value.WhichOneof("value") != "simple_value":
                 raise Invalid(f"{where}: value {value.tag!r} is not a simple_value scalar")
-            out.append({"tag": value.tag, "step": event.step, "value": as_json_number(value.simple_value)})
+            out.append(("scalar", {"tag": value.tag, "step": event.step, "value": as_json_number(value.simple_value)}))
     if not blob:
         raise Invalid("empty file (no file_version event)")
     return out
 
 
-def event_files(path):
+def run_scalars(files, event_cls, allow_truncated):
+    """The scalars TensorBoard shows for one run (its files in name order), restarts applied."""
+    shown, seen_start = [], False
+    for path in files:
+        try:
+            for kind, item in events_of(path, event_cls, allow_truncated):
+                if kind == "scalar":
+                    shown.append(item)
+                elif seen_start:  # a restart at step `item`: later steps of every tag are stale
+                    shown = [s for s in shown if s["step"] < item]
+                else:
+                    seen_start = True
+        except Invalid as e:
+            raise Invalid(f"{path}: {e}")
+    return shown
+
+
+def is_event_file(name):
+    return name.startswith("events.out.tfevents.")
+
+
+def runs(path):
+    """{run name: its event files in name order}: PATH's own files are run "", each subdirectory with files a run."""
     if not os.path.isdir(path):
-        return [path]
-    names = sorted(n for n in os.listdir(path) if n.startswith("events.out.tfevents."))
-    if not names:
-        raise Invalid(f"{path}: no events.out.tfevents.* file in the directory")
-    return [os.path.join(path, n) for n in names]
+        return {"": [path]}
+    out = {}
+    for root, dirs, names in os.walk(path):
+        dirs.sort()
+        files = sorted(n for n in names if is_event_file(n))
+        if files:
+            run = os.path.relpath(root, path)
+            out["" if run == "." else run] = [os.path.join(root, n) for n in files]
+    if not out:
+        raise Invalid(f"{path}: no events.out.tfevents.* file in the directory or below it")
+    return out
 
 
 def main():
@@ -203,13 +253,9 @@ def main():
     assert crc32c(b"123456789") == 0xE3069283, "CRC-32C self-check"
     event_cls = event_class()
     try:
-        files = event_files(args.path)
-        for path in files:
-            try:
-                for scalar in scalars_of(path, event_cls, args.allow_truncated):
-                    print(json.dumps(scalar, ensure_ascii=False))
-            except Invalid as e:
-                raise Invalid(f"{path}: {e}")
+        for run, files in sorted(runs(args.path).items()):
+            for scalar in run_scalars(files, event_cls, args.allow_truncated):
+                print(json.dumps({"run": run, **scalar}, ensure_ascii=False))
     except (Invalid, OSError) as e:
         print(f"read_tfevents: {e}", file=sys.stderr)
         return 1

@@ -88,7 +88,7 @@ size_t occurrences(const std::string& text, const std::string& needle) {
 }
 
 const char* const kChartIds[] = {"observations", "stage-shares",    "iteration-time", "tokens-per-s", "timeline",
-                                 "comm-table",   "imbalance-table", "roles-table",    "bubble-table"};
+                                 "comm-table",   "imbalance-table", "roles-table",    "bubble-table", "estimate-table"};
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include <limits>
 #include <tuple>
 
+#include "hpcrl/trace/metrics.h"
 #include "hpcrl/trace/tensorboard.h"
 #include "hpcrl/util/error.h"
 #include "trace_test_support.h"
@@ -85,8 +86,16 @@ struct Scalar {
 struct EventFile {
   std::string file_version;
   double first_wall_time = 0;
+  int64_t session_start_step = -1;  // -1: no session START record
   std::vector<Scalar> scalars;
 };
+
+// SessionLog{status}: the status enum's value (1 = START).
+uint64_t session_status(const std::string& bytes) {
+  auto fields = fields_of(bytes);
+  if (fields.size() != 1 || fields[0].number != 1 || fields[0].wire != 0) throw std::runtime_error("SessionLog shape");
+  return fields[0].scalar;
+}
 
 // The data of every TFRecord in `text`, after checking both masked CRCs.
 std::vector<std::string> records_of(const std::string& text) {
@@ -134,17 +143,22 @@ EventFile decode_file(const std::string& text) {
     Scalar s;
     std::string version;
     bool has_summary = false;
+    uint64_t status = 0;
     for (const Field& f : fields_of(records[i])) {
       if (f.number == 1 && f.wire == 1) s.wall_time = as_double(f.scalar);
       else if (f.number == 2 && f.wire == 0) s.step = static_cast<int64_t>(f.scalar);
       else if (f.number == 3 && f.wire == 2) version = f.bytes;
       else if (f.number == 5 && f.wire == 2) decode_summary(f.bytes, s), has_summary = true;
+      else if (f.number == 6 && f.wire == 2) status = session_status(f.bytes);
       else throw std::runtime_error("unexpected Event field " + std::to_string(f.number));
     }
     if (i == 0) {
       if (has_summary || version.empty()) throw std::runtime_error("first record is not the file_version event");
       file.file_version = version;
       file.first_wall_time = s.wall_time;
+    } else if (i == 1) {
+      if (status != 1 || has_summary || !version.empty()) throw std::runtime_error("second record is not a START");
+      file.session_start_step = s.step;
     } else {
       if (!has_summary || !version.empty()) throw std::runtime_error("a later record is not a scalar event");
       file.scalars.push_back(s);
@@ -216,6 +230,50 @@ TEST(TensorBoard, StepEdgeCasesAndFileVersionBytes) {
   EXPECT_EQ(tb::encode_file_version_event(1.5), version);
 }
 
+TEST(TensorBoard, SessionStartBytesWorkedByHand) {
+  // Event{wall_time: 1.5, step: 300, session_log{status: START}}: 6:bytes = 0x32, SessionLog of 2 bytes,
+  // whose status 1:varint = 0x08 is START = 1.
+  std::string expected = bytes_of({0x09, 0, 0, 0, 0, 0, 0, 0xF8, 0x3F, 0x10, 0xAC, 0x02, 0x32, 0x02, 0x08, 0x01});
+  EXPECT_EQ(tb::encode_session_start_event(1.5, 300), expected);
+  // At step 0 the step is left out, as proto3 does.
+  EXPECT_EQ(tb::encode_session_start_event(1.5, 0), bytes_of({0x09, 0, 0, 0, 0, 0, 0, 0xF8, 0x3F, 0x32, 0x02, 0x08, 0x01}));
+}
+
+TEST(TensorBoard, FileStartsWithASessionStartAtTheGivenStep) {
+  TempDir dir("tensorboard_session");
+  trace::TensorBoardWriter fresh(dir.str() + "/a", 0), resumed(dir.str() + "/b", 0, 17);
+  resumed.write("sft", 17, {{"loss", 1.0}});
+  EXPECT_EQ(decode_file(read_text(fresh.path())).session_start_step, 0);
+  EventFile b = decode_file(read_text(resumed.path()));
+  EXPECT_EQ(b.session_start_step, 17);
+  ASSERT_EQ(b.scalars.size(), 1u);
+  EXPECT_EQ(b.scalars[0].step, 17);
+}
+
+TEST(TensorBoard, MetricsWriterKeepsOneRunPerStageAndMarksTheRestartAfterTruncation) {
+  TempDir dir("tensorboard_metrics");
+  const std::string tb_root = dir.str() + "/tb";
+  {
+    trace::MetricsWriter m(dir.str() + "/metrics.jsonl", 0);
+    m.mirror_to_tensorboard(tb_root);
+    for (int64_t step = 1; step <= 4; ++step) m.write("sft", 0, step, {{"loss", 1.0 / double(step)}});
+    m.write("grpo", 1, 1, {{"loss", 0.5}});
+  }
+  ASSERT_EQ(event_files(tb_root), (std::vector<std::string>{"00-sft", "01-grpo"}));
+  // The job restarts from a checkpoint at sft step 2: steps 3, 4 and the grpo line are dropped.
+  trace::MetricsWriter m(dir.str() + "/metrics.jsonl", 0);
+  m.mirror_to_tensorboard(tb_root);
+  m.truncate_after(0, 2);
+  m.write("sft", 0, 3, {{"loss", 0.25}});
+  auto files = event_files(tb_root + "/00-sft");
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(decode_file(read_text(tb_root + "/00-sft/" + files[0])).session_start_step, 0) << "the first job's start";
+  EventFile restarted = decode_file(read_text(tb_root + "/00-sft/" + files[1]));
+  EXPECT_EQ(restarted.session_start_step, 3) << "TensorBoard drops the first job's steps >= 3";
+  ASSERT_EQ(restarted.scalars.size(), 1u);
+  EXPECT_EQ(restarted.scalars[0].value, 0.25f);
+}
+
 TEST(TensorBoard, FileRoundTripsThroughAnIndependentDecoder) {
   TempDir dir("tensorboard");
   std::string sub = dir.str() + "/run/tb";
@@ -230,6 +288,7 @@ TEST(TensorBoard, FileRoundTripsThroughAnIndependentDecoder) {
   // On disk before the writer flushes or closes: what a crashed run keeps.
   EventFile f = decode_file(read_text(w.path()));
   EXPECT_EQ(f.file_version, "brain.Event:2");
+  EXPECT_EQ(f.session_start_step, 0);
   EXPECT_NEAR(f.first_wall_time, before, 60);
   ASSERT_EQ(f.scalars.size(), 5u) << "NaN, inf and a value beyond float32 are skipped";
   std::vector<std::tuple<std::string, int64_t, float>> got, want = {

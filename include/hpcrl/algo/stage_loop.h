@@ -41,6 +41,9 @@ void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result);
 // What a supervised step (SFT, distillation) reports.
 struct StepMetrics {
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, seconds = 0;
+  // Tokens per row of this rank's batch (prompt + response) and its longest row, which every row is
+  // padded to: "seq_len/mean", "seq_len/max" (left out at 0, e.g. packed rows).
+  double seq_len_mean = 0, seq_len_max = 0;
 };
 // Its metrics line after `step` + 1 steps (no-op without a metrics writer).
 void write_step_metrics(const StageEnv& env, const std::string& name, int64_t step, const StepMetrics& m);

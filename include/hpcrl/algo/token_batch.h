@@ -22,6 +22,10 @@ struct TokenBatch {
 
   int64_t rows() const { return ids.size(0); }
   int64_t response_tokens() const;
+  // Prompt + response tokens per row, the mean over rows (0 for packed rows, whose lengths are not kept).
+  double mean_row_tokens() const;
+  // The padded row length every row is computed at (0 for packed rows: no padding to speak of).
+  int64_t padded_row_tokens() const { return packed() ? 0 : ids.size(1); }
   // Several sequences share a row: the model needs positions and the segment mask.
   bool packed() const { return positions.defined(); }
 };

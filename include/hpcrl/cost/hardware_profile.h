@@ -9,7 +9,11 @@
 //   (calibrated profiles add by_width: {128: 1.1e10, ...}: measured matmul FLOP/s of
 //    [1024, w] × [w, 3w], since small models' matrices run far below the peak)
 //   memory: {bandwidth: 1.555e12, efficiency: 0.75, capacity: 40e9}
+//   (optional elementwise_bandwidth: what element-wise ops on activation-sized tensors
+//    reach, allocation of their outputs included; default the bandwidth)
 //   kernel_overhead_s: 1.0e-5                                # per launched op
+//   kernel_launch: asynchronous        # optional: ops queue behind the work (GPU); default
+//                                      # synchronous: each op's dispatch adds to the time (CPU)
 //   gpus_per_node: 4
 //   intra_node: {bandwidth: 300e9, latency_s: 8e-6}          # per direction, per device
 //   inter_node: {bandwidth: 25e9, latency_s: 1.5e-5}
@@ -31,8 +35,10 @@ struct HardwareProfile {
   double peak_flops = 0, compute_efficiency = 1;  // at the run's dtype
   std::vector<std::pair<double, double>> width_rates;  // (model width, measured matmul FLOP/s), ascending
   double memory_bandwidth = 0, memory_efficiency = 1;
+  double elementwise_bandwidth_peak = 0;          // 0: the memory bandwidth
   double memory_capacity = 0;                     // bytes per device
   double kernel_overhead_s = 0;
+  bool async_launch = false;                      // kernel_launch: asynchronous
   int gpus_per_node = 1;
   Link intra_node, inter_node;
 
@@ -41,6 +47,10 @@ struct HardwareProfile {
   // log(width) (clamped at the ends) × compute_efficiency, or flops() without a table.
   double flops_at(double width) const;
   double bandwidth() const { return memory_bandwidth * memory_efficiency; }   // achievable bytes/s
+  // Achievable bytes/s of element-wise ops (their reads and writes).
+  double elementwise_bandwidth() const {
+    return (elementwise_bandwidth_peak > 0 ? elementwise_bandwidth_peak : memory_bandwidth) * memory_efficiency;
+  }
   // The link between ranks a and b when `per_node` ranks share a node.
   const Link& link(bool crosses_nodes) const { return crosses_nodes ? inter_node : intra_node; }
 };

@@ -14,6 +14,7 @@
 
 #include "hpcrl/config/model_arch.h"
 #include "hpcrl/cost/hardware_profile.h"
+#include "hpcrl/cost/op_counts.h"
 
 namespace hpcrl::cost {
 
@@ -26,30 +27,34 @@ struct Layout {
 
 // What a phase costs and which bound decided it.
 // Pieces (a decode step, a micro-batch) are added up each at its own bound:
-// roofline_s = Σ max(compute, memory) over them.
+// roofline_s = Σ max(matmul compute, weight/KV memory) over them; the non-matmul
+// ops of a piece (op_counts.h) add their bytes at the element-wise bandwidth
+// (elementwise_s) and their launches (overhead_s): on a device that runs ops as
+// the host issues them (a CPU) all of it adds up; where launches are
+// asynchronous (a GPU) a piece costs the larger of its work and its launches.
 struct PhaseCost {
   double compute_s = 0, memory_s = 0;  // Σ of each bound alone (which one decided: bound())
-  double roofline_s = 0, overhead_s = 0, comm_s = 0, bubble_s = 0;
-  double flops = 0, bytes = 0, comm_bytes = 0;  // per rank
-  double seconds() const { return roofline_s + overhead_s + comm_s + bubble_s; }
-  const char* bound() const;  // "compute" | "memory" | "overhead" | "communication"
-  // One piece of `flops` and `bytes` at the profile's rates for a model of width `width`.
-  void add_work(double piece_flops, double piece_bytes, const HardwareProfile& hw, double width);
+  double roofline_s = 0, elementwise_s = 0, overhead_s = 0, comm_s = 0, bubble_s = 0;
+  double flops = 0, bytes = 0, elementwise_bytes = 0, ops = 0, comm_bytes = 0;  // per rank
+  double seconds() const { return roofline_s + elementwise_s + overhead_s + comm_s + bubble_s; }
+  const char* bound() const;  // "compute" | "memory" | "elementwise" | "overhead" | "communication"
+  // One piece: `flops` of matmuls and `bytes` of weights/KV at the profile's rates for a model of width
+  // `width`, and the piece's non-matmul ops.
+  void add_work(double piece_flops, double piece_bytes, const HardwareProfile& hw, double width,
+                const OpWork& piece_ops = {});
   PhaseCost& operator+=(const PhaseCost& o);
 };
-
-// Ops launched per layer and forward pass (norms, projections, rope, attention, activations, residuals).
-constexpr int kOpsPerLayer = 14;
 
 // A no-grad forward over `sequences` sequences of `tokens` tokens each, per rank of `layout` (the role's dp
 // share of them), computing logits at every position (log-probs, values) in micro-batches of `micro` rows.
 PhaseCost forward_pass(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int64_t sequences,
                        int64_t tokens, int64_t micro, int bytes_per_value);
 
-// Forward + backward of `sequences` × `tokens` on `layout` (per rank), in `steps` optimizer steps of
-// `micro`-row micro-batches: compute, tp/sp/ep/pp communication and the pipeline bubble.
+// Forward + backward of `sequences` × `tokens` on `layout` (per rank) in `micro`-row micro-batches: compute,
+// the non-matmul ops (log-probs with the policy's `entropy` or without), tp/sp/ep/pp communication and the
+// pipeline bubble.
 PhaseCost training_pass(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int64_t sequences,
-                        int64_t tokens, int64_t micro, bool checkpointing, int bytes_per_value);
+                        int64_t tokens, int64_t micro, bool checkpointing, bool entropy, int bytes_per_value);
 
 // The dp (× sp) gradient all-reduce of one optimizer step and the AdamW update of this rank's parameters.
 PhaseCost gradient_sync(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int bytes_per_value);
@@ -58,11 +63,14 @@ PhaseCost optimizer_step(const ModelArch& a, const Layout& layout, const Hardwar
 // Generation of `sequences` responses (mean `response` tokens, the longest `max_response`) after prompts
 // of `prompt` tokens on one generation layout (pp = 1), with `max_batch` continuous-batching slots per
 // replica: finished sequences free their slot for the next, so the full slots decode Σ tokens / slots
-// steps, then the longest responses' tail (max − mean steps) runs alone. Prefill and decode apart.
+// steps, then the longest responses' tail (max − mean steps) runs alone. `group` samples share a prompt,
+// which is prefilled once (the engine copies its KV cache to the group's other slots). Prefill and
+// decode apart.
 struct RolloutCost {
   PhaseCost prefill, decode;
 };
 RolloutCost rollout(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int64_t sequences,
-                    int64_t prompt, int64_t response, int64_t max_response, int64_t max_batch, int bytes_per_value);
+                    int64_t prompt, int64_t response, int64_t max_response, int64_t max_batch, int bytes_per_value,
+                    int64_t group = 1);
 
 }  // namespace hpcrl::cost

@@ -30,6 +30,7 @@ struct Shapes {
   double response = 0;   // RL responses (mean); 0 = the stage's max_new_tokens
   double max_response = 0;  // the longest response of a batch (its padded length); 0 = max_new_tokens
   double sequence = 0;   // SFT / distillation sequence (prompt + answer)
+  double max_sequence = 0;  // SFT / distillation: the longest row of a batch (rows are padded to it); 0 = the mean
   std::string source;    // where they come from, for the printout
 };
 
@@ -58,8 +59,10 @@ std::vector<StageEstimate> estimate_pipeline(const config::PipelineConfig& cfg, 
                                              const HardwareProfile& hw, const Shapes& shapes,
                                              const std::map<int, Shapes>& measured = {});
 
-// Mean lengths a finished run measured, per stage index, from RUN_DIR/metrics.jsonl
-// (response_len/mean and /max, and tokens per sequence from tokens_per_s · seconds).
+// Mean lengths a finished run measured, per stage index, from RUN_DIR/metrics.jsonl:
+// RL stages' response_len/mean and /max and prompt tokens (tokens_per_s · seconds per
+// sequence, less the response); SFT and distillation's seq_len/mean and /max (tokens per
+// row and the batch's longest row).
 std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::PipelineConfig& cfg);
 
 std::string estimate_text(const std::vector<StageEstimate>& e, const HardwareProfile& hw);

@@ -17,22 +17,52 @@
 
 namespace hpcrl::dist {
 
-// Bytes on the busiest rank of a role (the pp stage holding the most parameters).
+// Bytes on the busiest rank of a role (the pp stage holding the most parameters),
+// one field per component (plan_memory.cpp has each formula). Resident state stays
+// allocated for the whole run; the transient components exist only while the role
+// computes (training, log-probs, generation), so roles sharing a rank take turns
+// with them (rank_memory below).
 struct MemoryEstimate {
   int64_t parameters = 0;    // parameters held by that rank
+  // Resident.
   int64_t weights = 0;
   int64_t grads = 0;         // trained roles only
   int64_t optimizer = 0;     // AdamW: fp32 moments (+ fp32 master for bf16), / dp with zero1
-  int64_t activations = 0;   // trained roles: one micro-batch of seq_len-token sequences
+  // Transient.
+  int64_t activations = 0;   // trained roles: one micro-batch of seq_len-token sequences, as configured
+  int64_t activations_full = 0, activations_checkpointed = 0;  // the same without / with activation checkpointing
+  int64_t logits = 0;        // roles scored by log-probs: one micro-batch's logits at their peak
   int64_t kv_cache = 0;      // rollout engines: max_batch sequences at seq_len
-  int64_t seq_len = 0, micro_batch = 0, kv_sequences = 0;  // the assumptions behind the last two
-  int64_t total() const { return weights + grads + optimizer + activations + kv_cache; }
+  int64_t seq_len = 0, micro_batch = 0, kv_sequences = 0;  // the assumptions behind the transient ones
+  int64_t resident() const { return weights + grads + optimizer; }
+  int64_t transient() const { return activations + logits + kv_cache; }
+  int64_t total() const { return resident() + transient(); }
+};
+
+// What a role does on its ranks, which decides its memory components.
+struct RoleWork {
+  bool trained = false;    // grads, optimizer state, activations
+  bool logprobs = false;   // computes log-probs over the vocabulary (not a value-head critic, not an engine)
+  bool generates = false;  // a rollout engine: KV cache for kv_sequences sequences
+  int64_t micro_batch = 1, seq_len = 0, kv_sequences = 0;
 };
 
 struct RolePlan {
   std::string name;          // "policy" or "policy.rollout"
   Mesh mesh;
   std::optional<MemoryEstimate> memory;
+  bool shares_weights_with_trainer = false;  // an engine that generates with its role's own weights (same layout)
+};
+
+// The peak bytes of a set of ranks that hold the same roles: every role's resident
+// state plus the largest transient one (colocated roles run one after another).
+struct RankMemory {
+  std::vector<int> ranks;
+  std::vector<std::string> roles;  // on these ranks, in plan order
+  int64_t resident = 0;            // Σ weights + grads + optimizer (an engine sharing its trainer's weights adds none)
+  int64_t transient = 0;           // max over the roles of activations + logits + kv_cache
+  std::string transient_role;      // the role it comes from
+  int64_t peak() const { return resident + transient; }
 };
 
 struct Plan {
@@ -54,12 +84,13 @@ Mesh role_mesh(const config::PipelineConfig& config, const config::ModelConfig& 
 // InputError when a role's layout does not fit its ranks or its model.
 Plan make_plan(const config::PipelineConfig& config, int world, int gpus_per_node);
 
-// The memory of one role's busiest rank on `mesh` (`trained`: grads, optimizer,
-// activations of `micro_batch` sequences; `generates`: KV cache for `kv_sequences`
-// sequences), sequences of `seq_len` tokens.
+// The memory of one role's busiest rank on `mesh` for the work it does.
 MemoryEstimate estimate_memory(const ModelArch& arch, const config::ModelConfig& role, const Mesh& mesh,
-                               config::DType dtype, bool trained, int64_t micro_batch, int64_t seq_len,
-                               bool generates, int64_t kv_sequences);
+                               config::DType dtype, const RoleWork& work);
+
+// Peak bytes per rank, ranks with the same roles and numbers grouped, by first rank.
+// Each role counts at its busiest rank, so a pp stage that holds fewer layers is over-counted.
+std::vector<RankMemory> rank_memory(const Plan& plan);
 
 nlohmann::json plan_json(const Plan& plan);
 std::string plan_text(const Plan& plan);

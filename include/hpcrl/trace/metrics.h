@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -37,18 +38,28 @@ class MetricsWriter {
   // For resume from a checkpoint taken at (stage_index, step): keeps the lines of
   // earlier stages and of that stage up to and including `step`, drops the rest
   // (and a cut-off last line from a crash), rewriting the file atomically. A line
-  // that is not a metrics object is an InputError naming path:line.
+  // that is not a metrics object is an InputError naming path:line. The stage's
+  // TensorBoard run then starts its new event file with a session START at
+  // step + 1, so TensorBoard drops the points the dropped lines had written.
   void truncate_after(int stage_index, int64_t step);
 
-  // Every later line is also written as TensorBoard scalars "<stage>/<metric>" at its step.
-  void mirror_to(std::unique_ptr<TensorBoardWriter> tensorboard);
+  // Every later line is also written as TensorBoard scalars "<stage>/<metric>" at
+  // its step, in one TensorBoard run per stage: `root`/NN-<stage>/ (NN the stage
+  // index), created with the stage's first line. A run per stage because a
+  // restart marker drops the later steps of every tag of its run, and steps
+  // count from 0 in each stage. Creates `root` now, so an unusable directory
+  // fails before training (RuntimeError naming it).
+  void mirror_to_tensorboard(const std::string& root);
 
  private:
   void open_append();
+  TensorBoardWriter& tensorboard_of(const std::string& stage, int stage_index);
 
   std::string path_;
   int fd_ = -1;
-  std::unique_ptr<TensorBoardWriter> tensorboard_;
+  std::string tensorboard_root_;                                   // "" = no mirror
+  std::map<int, std::unique_ptr<TensorBoardWriter>> tensorboard_;  // by stage index
+  std::map<int, int64_t> restart_step_;                            // by stage index, after truncate_after
 };
 
 }  // namespace hpcrl::trace

@@ -8,7 +8,9 @@
 //   - per iteration/step: time and tokens/s (StepSeries);
 //   - one representative step on every rank's lanes (Timeline);
 //   - tables: communication by collective, rank imbalance per span, roles of a
-//     disaggregated stage, the pipeline bubble.
+//     disaggregated stage, the pipeline bubble;
+//   - with a hardware profile (--estimate), the cost model's prediction beside
+//     each span, MFU of training spans and decode's share of the memory bandwidth.
 // collect_report() gathers the numbers, observe() words them, render_report_html()
 // draws the page; write_report() does all three for a run directory.
 #pragma once
@@ -16,10 +18,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "hpcrl/trace/estimate_comparison.h"
 #include "hpcrl/trace/reader.h"
 #include "hpcrl/trace/summary.h"
 
@@ -33,6 +37,7 @@ inline constexpr double kRankExcessMin = 0.15;       // a rank's span total ≥ 
 inline constexpr double kBubbleExcessMin = 0.05;     // measured pipeline bubble ≥ theory + 5 points
 inline constexpr double kRoleWaitMin = 0.15;         // a role waits ≥ 15 % of its <stage>/rounds time
 inline constexpr double kCollectiveShareMin = 0.10;  // a collective ≥ 10 % of the span it runs inside
+inline constexpr double kEstimateOffMin = 0.25;      // with --estimate: a span ≥ 25 % off the cost model's prediction
 inline constexpr double kMinWallShare = 0.01;        // every finding concerns ≥ 1 % of the traced time
 inline constexpr size_t kMaxObservations = 12;       // the page lists at most this many (largest first)
 
@@ -129,8 +134,12 @@ struct ReportData {
   std::vector<std::pair<int64_t, std::string>> rank_roles;
   std::vector<CommPlacement> comm_parents;
   int64_t metrics_lines = 0, metrics_skipped = 0;  // metrics.jsonl lines read; not JSON objects
+  EstimateComparison estimate;                       // with --estimate PROFILE; empty otherwise
   std::vector<Observation> observations;
 };
+
+// Makes the predicted-beside-measured table from a run's traces (cost::compare_with_run behind it).
+using Estimator = std::function<EstimateComparison(const std::vector<TraceFile>& files)>;
 
 // Everything the page shows, from already-read trace files and the text of
 // metrics.jsonl ("" when there is none); observations included.
@@ -138,7 +147,8 @@ ReportData collect_report(const std::vector<TraceFile>& files, const std::string
                           const std::string& run_dir = "");
 // Reads RUN_DIR/trace/rank-*.json and RUN_DIR/metrics.jsonl. InputError when
 // RUN_DIR is missing or holds no trace files, or a trace file is malformed.
-ReportData collect_run_report(const std::string& run_dir);
+// With an `estimate`, the prediction beside each span and its observations too.
+ReportData collect_run_report(const std::string& run_dir, const Estimator& estimate = nullptr);
 
 // The observations the data supports, largest `seconds` first, at most kMaxObservations.
 std::vector<Observation> observe(const ReportData& data);
@@ -148,6 +158,7 @@ std::string render_report_html(const ReportData& data);
 
 // collect_run_report + render, written atomically to `out_path` (default
 // RUN_DIR/report.html). Returns the path written.
-std::string write_report(const std::string& run_dir, const std::string& out_path, ReportData* data = nullptr);
+std::string write_report(const std::string& run_dir, const std::string& out_path, ReportData* data = nullptr,
+                         const Estimator& estimate = nullptr);
 
 }  // namespace hpcrl::trace

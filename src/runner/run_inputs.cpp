@@ -194,9 +194,9 @@ RunInputs load_run_inputs(const config::PipelineConfig& cfg, bool lengths_option
       }
     }
     if (!tok) {
-      spdlog::warn("{}: no tokenizer.json for role '{}': the rows of data '{}' are read but their lengths are not "
+      spdlog::warn("{}: no tokenizer.json in '{}' (role '{}'): the rows of data '{}' are read, their lengths not "
                    "checked",
-                   stage.path, train.roles.front(), data.name);
+                   stage.path, cfg.model(train.roles.front()).tokenizer, train.roles.front(), data.name);
       continue;
     }
     check_lengths(cfg, stage, train, data, it->second.train, *tok);

@@ -53,8 +53,9 @@ TEST(ResumeDiff, AStageOrRoleAddedOrRemovedShowsAsAbsent) {
   EXPECT_EQ(d[0].saved, "(absent)");
 }
 
-TEST(ResumeDiff, LongListsAreCut) {
+TEST(ResumeDiff, ResolvedValuesAreComparedAndLongListsCut) {
+  // run.seed is also the synthetic dataset's resolved seed: 4 differences from 3 flags.
   auto d = resume_differences(load({"run.seed=2", "stages[0].sft.steps=3", "stages[0].sft.batch=4"}), load({}));
-  ASSERT_EQ(d.size(), 3u) << describe(d);
-  EXPECT_EQ(describe(d, 1), "run.seed (saved 2, now 1) and 2 more");
+  ASSERT_EQ(d.size(), 4u) << describe(d);
+  EXPECT_EQ(describe(d, 2), "data.arith.synthetic.seed (saved 2, now 1), run.seed (saved 2, now 1) and 2 more");
 }

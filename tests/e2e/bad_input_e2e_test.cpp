@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "run_util.h"
@@ -194,16 +195,29 @@ TEST(BadInputE2E, ADamagedOnlyCheckpointIsAnErrorNamingTheFile) {
   EXPECT_TRUE(has(missing.output, opt + " is missing")) << missing.output;
 }
 
+// A finished kSft run in DIR/run whose final checkpoint (returned) lost its
+// manifest, as one from before checksums were recorded: what is edited there
+// next is only caught by the checks of what is loaded.
+std::string finished_run_without_manifest(const std::string& dir) {
+  Proc done = run_hpcrl("run " + kSft + " --out " + dir + "/run");
+  EXPECT_EQ(done.exit_code, 0) << done.output;
+  const std::string step = step_dir(dir + "/run", 4);
+  fs::remove(step + "/manifest.json");
+  return step;
+}
+
+// `path` as JSON, with `edit` applied, written back.
+void edit_json(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
+  auto j = nlohmann::json::parse(slurp(path));
+  edit(j);
+  write(path, j.dump());
+}
+
 TEST(BadInputE2E, AnEditedConfigJsonIsRefusedEvenWithoutAManifest) {
   const std::string dir = scratch_dir("edited-config");
-  Proc done = run_hpcrl("run " + kSft + " --set run.checkpoint_every=0 --out " + dir + "/run");
-  ASSERT_EQ(done.exit_code, 0) << done.output;
-  const std::string step = step_dir(dir + "/run", 4);
-  fs::remove(step + "/manifest.json");  // as a checkpoint from before checksums were recorded
-  auto cfg = nlohmann::json::parse(slurp(step + "/policy/config.json"));
-  cfg["num_hidden_layers"] = 3;
-  write(step + "/policy/config.json", cfg.dump());
-  Proc p = run_hpcrl("run " + kSft + " --set run.checkpoint_every=0 --out " + dir + "/run --resume");
+  const std::string step = finished_run_without_manifest(dir);
+  edit_json(step + "/policy/config.json", [](nlohmann::json& j) { j["num_hidden_layers"] = 3; });
+  Proc p = run_hpcrl("run " + kSft + " --out " + dir + "/run --resume");
   EXPECT_EQ(p.exit_code, 2) << p.output;
   EXPECT_TRUE(has(p.output, "no manifest.json (written before hpcrl recorded checksums)")) << p.output;
   EXPECT_TRUE(has(p.output, step + "/policy/config.json: the saved model differs from the role it is to restore in "
@@ -213,14 +227,9 @@ TEST(BadInputE2E, AnEditedConfigJsonIsRefusedEvenWithoutAManifest) {
 
 TEST(BadInputE2E, AnAbsurdStepInStateJsonIsRefused) {
   const std::string dir = scratch_dir("absurd-step");
-  Proc done = run_hpcrl("run " + kSft + " --set run.checkpoint_every=0 --out " + dir + "/run");
-  ASSERT_EQ(done.exit_code, 0) << done.output;
-  const std::string step = step_dir(dir + "/run", 4);
-  fs::remove(step + "/manifest.json");
-  auto state = nlohmann::json::parse(slurp(step + "/state.json"));
-  state["step"] = 1000000000000LL;
-  write(step + "/state.json", state.dump());
-  Proc p = run_hpcrl("run " + kSft + " --set run.checkpoint_every=0 --out " + dir + "/run --resume");
+  const std::string step = finished_run_without_manifest(dir);
+  edit_json(step + "/state.json", [](nlohmann::json& j) { j["step"] = 1000000000000LL; });
+  Proc p = run_hpcrl("run " + kSft + " --out " + dir + "/run --resume");
   EXPECT_EQ(p.exit_code, 2) << p.output;
   EXPECT_TRUE(has(p.output, step + "/state.json: step 1000000000000 is past the 4 steps stages[0].sft is configured "
                                    "for"))
@@ -229,15 +238,10 @@ TEST(BadInputE2E, AnAbsurdStepInStateJsonIsRefused) {
 
 TEST(BadInputE2E, ABadRngStateIsRefusedWithoutATorchStack) {
   const std::string dir = scratch_dir("bad-rng");
-  Proc done = run_hpcrl("run " + kSft + " --out " + dir + "/run");
-  ASSERT_EQ(done.exit_code, 0) << done.output;
+  const std::string step = finished_run_without_manifest(dir);
   // Without complete.json the stage continues from its last step, restoring the generator state.
-  const std::string step = step_dir(dir + "/run", 4);
-  fs::remove(step + "/manifest.json");
   fs::remove(dir + "/run/checkpoints/00-sft/complete.json");
-  auto state = nlohmann::json::parse(slurp(step + "/state.json"));
-  state["rng"] = {1, 2, 3};
-  write(step + "/state.json", state.dump());
+  edit_json(step + "/state.json", [](nlohmann::json& j) { j["rng"] = {1, 2, 3}; });
   Proc p = run_hpcrl("run " + kSft + " --out " + dir + "/run --resume");
   EXPECT_EQ(p.exit_code, 2) << p.output;
   EXPECT_TRUE(has(p.output, step + "/state.json: \"rng\" must be the ")) << p.output;

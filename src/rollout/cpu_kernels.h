@@ -48,7 +48,8 @@ struct Kernels {
   // The decode step's small per-row operations, each one pass instead of a
   // handful of LibTorch ops (whose dispatch costs as much as the work at one
   // row):
-  // y[r] = w · x[r] / sqrt(mean(x[r]²) + eps) for rows of c entries (RMSNorm, statistics in float32).
+  // y[r] = w · x[r] / sqrt(mean(x[r]²) + eps) for rows of c entries (RMSNorm; the
+  // statistic in float64, a pass of c entries beside the GEMMs' c · outputs).
   void (*rms_norm)(const float* x, int64_t rows, int64_t ldx, int64_t c, const float* w, float eps, float* y,
                    int64_t ldy);
   // Rotates `heads` heads of d entries of every row in place, in the
@@ -58,7 +59,8 @@ struct Kernels {
                  int64_t ldt);
   // One row's attention for the g query heads sharing one key/value head:
   // q [g, d] contiguous, keys and values [n, d] (the cached columns 0..n-1),
-  // out[h] = Σ_t softmax_t(scale · q[h]·k[t]) v[t]; `scores` holds n floats.
+  // out[h] = Σ_t softmax_t(scale · q[h]·k[t]) v[t]; `scores` holds n floats
+  // (each q·k is summed in float64 and rounded once, the softmax sum is float64).
   void (*attend)(const float* q, int64_t g, const float* k, const float* v, int64_t n, int64_t d, float scale,
                  float* out, float* scores);
 };

@@ -455,14 +455,20 @@ TEST(RolloutEngine, SamplesAreTheSameAtMaxBatch1_3_8) {
 
 TEST(RolloutEngine, ReadingTheTokensEveryFewStepsGivesTheSameSamples) {
   // EOS is checked on the device every step; stop strings, retiring and
-  // refilling wait for the host's read. 30 EOS ids (lengths geometric, mean
-  // ~8) and four one-letter stop strings, 8 prompts x 3 samples in 4 slots:
-  // samples end by EOS, by stop string and by length, and slots are refilled.
+  // refilling wait for the host's read. 8 prompts x 3 samples in 4 slots, so
+  // slots are refilled. Of the untrained model's 272 tokens, 16 are EOS ids
+  // (5.9 %) and 4 are one-byte stop strings (1.5 %): were tokens uniform, a
+  // sample would end at each step with 7.4 % chance, 4:1 by EOS, and
+  // 0.926^12 = 40 % of samples would reach max_new_tokens = 12. Its
+  // distribution is not uniform (seed 2 ends 8 samples by EOS, 10 by stop
+  // string, 6 by length), but every way of ending keeps a share of several
+  // samples out of 24. (With 30 EOS ids and 24 new tokens, 0.876^24 = 4 %:
+  // no sample reached the length.)
   auto tok = io::load_tokenizer("builtin");
   auto m = model::load_model("preset:tiny", {});
   m->eval();
-  rollout::SamplingParams p = sampled().max_new_tokens(24).seed(2);
-  for (int32_t id = 0; id < 30; ++id) p.eos_ids.push_back(id);
+  rollout::SamplingParams p = sampled().max_new_tokens(12).seed(2);
+  for (int32_t id = 0; id < 16; ++id) p.eos_ids.push_back(id);
   p.stop = {"a", "e", "o", "t"};
   auto prompts = hpcrl::testing::random_prompts({5, 9, 3, 7, 6, 4, 8, 2}, 250, 6, 30);
   const Generation every = generate_with(m, tok.get(), engine_options(4, 1), prompts, 3, p);

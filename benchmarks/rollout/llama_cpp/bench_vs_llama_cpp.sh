@@ -95,7 +95,7 @@ LBIN=$LBUILD/bin
 LLAMA_GREEDY=$LBUILD/llama_greedy LLAMA_BATCHED=$LBUILD/llama_batched
 for driver in llama_greedy llama_batched; do
   exe=$LBUILD/$driver
-  if [ ! -x "$exe" ] || [ "$HERE/$driver.cpp" -nt "$exe" ] || [ "$LBIN/libllama.so" -nt "$exe" ]; then
+  if [ ! -x "$exe" ] || [ "$HERE/$driver.cpp" -nt "$exe" ] || [ "$HERE/llama_driver.h" -nt "$exe" ] || [ "$LBIN/libllama.so" -nt "$exe" ]; then
     log "building $driver against libllama"
     libdir=$(dirname "$(find -H "$LBUILD" -name 'libllama.so' | head -n 1)")
     c++ -O2 -std=c++17 -I"$LSRC/include" -I"$LSRC/ggml/include" "$HERE/$driver.cpp" -o "$exe" \

@@ -27,26 +27,9 @@
 #include <vector>
 
 #include "llama.h"
+#include "llama_driver.h"
 
 namespace {
-
-void quiet_log(enum ggml_log_level level, const char* text, void*) {
-  if (level >= GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
-}
-
-std::vector<std::vector<llama_token>> read_prompts(const std::string& path) {
-  std::vector<std::vector<llama_token>> prompts;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ss(line);
-    std::vector<llama_token> p;
-    long v;
-    while (ss >> v) p.push_back(llama_token(v));
-    if (!p.empty()) prompts.push_back(p);
-  }
-  return prompts;
-}
 
 // One integer for all sequences, or a file of one integer per sequence.
 std::vector<int> read_lengths(const std::string& arg, size_t sequences) {

@@ -30,7 +30,7 @@ struct SummarizeArgs {
 int summarize(const SummarizeArgs& args) {
   using namespace hpcrl::trace;
   const std::vector<TraceFile> files = read_run_traces(args.run_dir);
-  Summary s = summarize(files);
+  Summary s = hpcrl::trace::summarize(files);  // qualified: this function is `summarize` too
   s.run_dir = args.run_dir;
   EstimateComparison comparison;
   if (!args.estimate.empty())

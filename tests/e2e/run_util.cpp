@@ -35,12 +35,15 @@ static std::string command(const std::string& args, int np) {
          std::to_string(np) + " --oversubscribe --bind-to none " + bin + " " + args;
 }
 
-Proc run_hpcrl(const std::string& args, int np) { return run_shell("cd " HPCRL_SOURCE_DIR " && " + command(args, np)); }
+Proc run_hpcrl(const std::string& args, int np, const std::string& env) {
+  return run_shell("cd " HPCRL_SOURCE_DIR " && " + (env.empty() ? "" : "env " + env + " ") + command(args, np));
+}
 
-int spawn_hpcrl(const std::string& args, int np, const std::string& log_path) {
+int spawn_hpcrl(const std::string& args, int np, const std::string& log_path, const std::string& env) {
   pid_t pid = fork();
   if (pid == 0) {
-    std::string cmd = "cd " HPCRL_SOURCE_DIR " && exec " + command(args, np) + " >" + log_path + " 2>&1";
+    std::string cmd = "cd " HPCRL_SOURCE_DIR " && exec " + (env.empty() ? "" : "env " + env + " ") +
+                      command(args, np) + " >" + log_path + " 2>&1";
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }

@@ -18,11 +18,13 @@ struct Proc {
 // Runs `cmd` through /bin/sh, output captured.
 Proc run_shell(const std::string& cmd);
 
-// `hpcrl ARGS` (np > 1: under mpirun -np np --oversubscribe).
-Proc run_hpcrl(const std::string& args, int np = 1);
+// `hpcrl ARGS` (np > 1: under mpirun -np np --oversubscribe); `env`: "VAR=value ..."
+// assignments the run (every rank) gets.
+Proc run_hpcrl(const std::string& args, int np = 1, const std::string& env = "");
 
-// Starts `hpcrl ARGS` in the background (np ranks); returns the shell pid.
-int spawn_hpcrl(const std::string& args, int np, const std::string& log_path);
+// Starts `hpcrl ARGS` in the background (np ranks); returns the pid of mpirun
+// (np > 1) or hpcrl.
+int spawn_hpcrl(const std::string& args, int np, const std::string& log_path, const std::string& env = "");
 // Waits for the background run; returns its exit code.
 int wait_exit(int pid);
 

@@ -20,6 +20,8 @@
 #include <torch/version.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -90,13 +92,27 @@ rollout::SamplingParams greedy(int64_t max_new) {
   return p;
 }
 
+int64_t minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+struct EngineDecode {
+  double tokens_per_s = 0;
+  double faults_per_token = 0;  // minor page faults of the whole generate call per generated token
+};
+
 // Decode tokens/s of the engine: decoded tokens over the time of its decode steps.
-double engine_decode(std::shared_ptr<model::DecoderModel> m, int64_t batch, int64_t prompt, int64_t new_tokens) {
+EngineDecode engine_decode(std::shared_ptr<model::DecoderModel> m, int64_t batch, int64_t prompt, int64_t new_tokens) {
   auto ps = prompts(batch, prompt, m->arch().vocab_size, 1);
   rollout::Engine engine(m, nullptr, {batch, true});
   engine.generate(ps, 1, greedy(2));  // warm-up
+  const int64_t faults = minor_faults();
   engine.generate(ps, 1, greedy(new_tokens));
-  return double(engine.last_stats().generated_tokens - batch) / engine.last_stats().decode_seconds;
+  const auto& st = engine.last_stats();
+  return {double(st.generated_tokens - batch) / st.decode_seconds,
+          double(minor_faults() - faults) / double(st.generated_tokens)};
 }
 
 // The model's own KvCache (concatenation), same prompts, no refill.
@@ -145,8 +161,8 @@ struct Row {
 void decode_table(const std::vector<Row>& rows, double ceiling) {
   std::printf("\n## Decode tokens/s (greedy)\n\n");
   std::printf("| model | params | batch | prompt | new tokens | engine tok/s | model KvCache (concat) tok/s | "
-              "no-cache recompute tok/s | engine / concat | engine / recompute |\n"
-              "|---|---|---|---|---|---|---|---|---|---|\n");
+              "no-cache recompute tok/s | engine / concat | engine / recompute | engine minor faults / token |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
     model::ModelOptions o;
     o.seed = 1;
@@ -156,7 +172,8 @@ void decode_table(const std::vector<Row>& rows, double ceiling) {
     for (auto& p : m->parameters()) weight_bytes += p.numel() * 4;
     for (int64_t b : r.batches) {
       const int64_t n = b >= 64 ? std::max<int64_t>(8, r.new_tokens / 2) : r.new_tokens;
-      double eng = engine_decode(m, b, r.prompt, n);
+      const EngineDecode decoded = engine_decode(m, b, r.prompt, n);
+      const double eng = decoded.tokens_per_s;
       bool base = std::find(r.baseline_batches.begin(), r.baseline_batches.end(), b) != r.baseline_batches.end();
       double cat = base ? concat_cache_decode(*m, b, r.prompt, n) : 0;
       double rec = base && b <= 8 && r.prompt <= 16 ? recompute_decode(*m, b, r.prompt, n) : 0;
@@ -166,11 +183,12 @@ void decode_table(const std::vector<Row>& rows, double ceiling) {
         std::snprintf(buf, sizeof buf, "%.2fx", a / c);
         return c > 0 ? std::string(buf) : std::string("-");
       };
-      std::printf("| %s | %.1fM | %lld | %lld | %lld | %s | %s | %s | %s | %s |\n", r.name,
-                  r.arch.num_parameters() / 1e6, (long long)b, (long long)r.prompt, (long long)n, cell(eng).c_str(), cell(cat).c_str(), cell(rec).c_str(),
-                  ratio(eng, cat).c_str(), ratio(eng, rec).c_str());
+      std::printf("| %s | %.1fM | %lld | %lld | %lld | %s | %s | %s | %s | %s | %.1f |\n", r.name,
+                  r.arch.num_parameters() / 1e6, (long long)b, (long long)r.prompt, (long long)n, cell(eng).c_str(),
+                  cell(cat).c_str(), cell(rec).c_str(), ratio(eng, cat).c_str(), ratio(eng, rec).c_str(),
+                  decoded.faults_per_token);
       if (b == 1)
-        std::printf("|   | batch-1 weight traffic: %.2f GB/s = %.0f%% of the %.2f GB/s ceiling | | | | | | | | |\n",
+        std::printf("|   | batch-1 weight traffic: %.2f GB/s = %.0f%% of the %.2f GB/s ceiling | | | | | | | | | |\n",
                     eng * double(weight_bytes) / 1e9, 100.0 * eng * double(weight_bytes) / ceiling, ceiling / 1e9);
       std::fflush(stdout);
     }
@@ -231,7 +249,7 @@ int main(int argc, char** argv) {
     rows.push_back({"small-25m", model_arch_preset("small-25m"), {1, 8, 64, 256}, 64, {1, 8, 64}});
     rows.push_back({"small-25m", model_arch_preset("small-25m"), {16}, 32, {16}, 384});  // long context
     rows.push_back({"base-100m", model_arch_preset("base-100m"), {1, 8, 64}, 32, {1, 8}});
-    rows.push_back({"qwen2.5-0.5b-shaped", qwen25_05b_shaped(), {1, 8}, 12, {1}});
+    rows.push_back({"qwen2.5-0.5b-shaped", qwen25_05b_shaped(), {1, 8, 64}, 12, {1}});
   }
   decode_table(rows, ceiling);
   batching_table(quick ? 24 : 64, 8);

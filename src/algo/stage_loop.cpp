@@ -5,6 +5,7 @@
 
 #include "hpcrl/algo/stop_inside.h"
 #include "hpcrl/trace/trace.h"
+#include "hpcrl/util/check.h"
 #include "hpcrl/util/progress.h"
 
 namespace hpcrl::algo {
@@ -119,8 +120,19 @@ int64_t resume_stage(const StageEnv& env, const std::vector<TrainedRole>& saved,
   if (!env.resume_from) return 0;
   const std::string& dir = *env.resume_from;
   auto state = load_train_checkpoint(dir, saved, env.world);
-  sampler.restore(io::DataCursor::from_json(state.at("cursor"), dir + "/state.json"), dir);
   const int64_t step = state.at("step").get<int64_t>();
+  const int64_t total = env.stage->configured_steps();
+  HPCRL_CHECK_INPUT(step <= total, dir << "/state.json: step " << step << " is past the " << total << " "
+                                       << (env.stage->kind == config::StageKind::sft ||
+                                                   env.stage->kind == config::StageKind::distill
+                                               ? "steps"
+                                               : "iterations")
+                                       << " " << env.stage->path << " is configured for; the file is damaged or "
+                                       << "belongs to another configuration: resume with the pipeline the run was "
+                                          "started with, or from an earlier step directory");
+  HPCRL_CHECK_INPUT(state.contains("cursor"), dir << "/state.json: no data cursor (\"cursor\"); the checkpoint is "
+                                                     "damaged: resume from an earlier step directory or start over");
+  sampler.restore(io::DataCursor::from_json(state.at("cursor"), dir + "/state.json"), dir);
   const bool owed = state.value("eval_owed", false);
   if (eval_owed) *eval_owed = owed;
   spdlog::info("{}: resumed at step {} from {}{}", name, step, dir, owed ? " (its evaluation first)" : "");

@@ -9,11 +9,15 @@
 #include <filesystem>
 #include <mutex>
 
+#include "hpcrl/algo/checkpoint_integrity.h"
+#include "hpcrl/config/model_arch.h"
+#include "hpcrl/io/checkpoint_state.h"
 #include "hpcrl/io/tensor_store.h"
 #include "hpcrl/model/weights.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/fs.h"
+#include "hpcrl/util/strings.h"
 
 namespace hpcrl::algo {
 namespace stdfs = std::filesystem;
@@ -59,14 +63,48 @@ nlohmann::json rng_state() {
   return nlohmann::json(std::vector<uint8_t>(p, p + s.numel()));
 }
 
-void set_rng_state(const nlohmann::json& state) {
-  auto bytes = state.get<std::vector<uint8_t>>();
-  at::Tensor s = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
-  std::copy(bytes.begin(), bytes.end(), s.data_ptr<uint8_t>());
+void set_rng_state(const nlohmann::json& state, const std::string& where) {
   // The default generator is handed out const; setting its state is what torch.set_rng_state does too.
   at::Generator gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(s);
+  const int64_t expected = gen.get_state().numel();
+  const char* damaged = "; the checkpoint is damaged: resume from an earlier step directory or start over";
+  bool bytes_ok = state.is_array() && static_cast<int64_t>(state.size()) == expected;
+  for (size_t i = 0; bytes_ok && i < state.size(); ++i)
+    bytes_ok = state[i].is_number_unsigned() && state[i].get<uint64_t>() <= 255;
+  HPCRL_CHECK_INPUT(bytes_ok, where << ": \"rng\" must be the " << expected
+                                    << " bytes of torch's CPU generator state (integers 0..255), got "
+                                    << (state.is_array() ? std::to_string(state.size()) + " values" : state.type_name())
+                                    << damaged);
+  at::Tensor s = at::empty({expected}, at::kByte);
+  uint8_t* p = s.data_ptr<uint8_t>();
+  for (int64_t i = 0; i < expected; ++i) p[i] = static_cast<uint8_t>(state[static_cast<size_t>(i)].get<uint64_t>());
+  try {
+    gen.set_state(s);
+  } catch (const c10::Error& e) {
+    throw InputError(where + ": \"rng\" is not a generator state torch accepts (" + e.what_without_backtrace() + ")" +
+                     damaged);
+  }
+}
+
+void check_saved_architecture(const std::string& config_json, const ModelArch& arch) {
+  const auto saved = nlohmann::json::parse(to_hf_config_json(load_hf_config(config_json)));
+  const auto want = nlohmann::json::parse(to_hf_config_json(arch));
+  std::vector<std::string> differ;
+  for (auto it = want.begin(); it != want.end(); ++it)
+    if (!saved.contains(it.key()) || saved[it.key()] != it.value())
+      differ.push_back(it.key() + " " + (saved.contains(it.key()) ? saved[it.key()].dump() : "missing") + " (this run: " +
+                       it.value().dump() + ")");
+  HPCRL_CHECK_INPUT(differ.empty(), config_json << ": the saved model differs from the role it is to restore in "
+                                                << str::join(differ, ", ")
+                                                << "; the file was edited or the checkpoint belongs to another model: "
+                                                   "restore it, or resume with the pipeline the run was started with");
+}
+
+void load_saved_model(const std::string& step_dir, Role& role) {
+  const std::string dir = step_dir + "/" + role.name;
+  check_saved_architecture(dir + "/config.json", role.model->arch());
+  model::load_weights(*role.model, io::TensorStore(dir));
 }
 
 namespace {
@@ -119,9 +157,10 @@ std::string write_checkpoint(const std::string& stage_dir, int64_t step, const s
     full_state["layout"][r.name] = layout_of(tr, world->size());
   }
   full_state["rng"] = rng_state();
-  world->barrier();
+  world->barrier();  // every rank's files are complete
+  if (rank == 0) fs::write_file_atomic(partial + "/state.json", full_state.dump(1));
+  write_checkpoint_manifest(partial, world);
   if (rank == 0) {
-    fs::write_file_atomic(partial + "/state.json", full_state.dump(1));
     if (stdfs::exists(final_dir)) stdfs::remove_all(final_dir);
     stdfs::rename(partial, final_dir);
     prune(stage_dir, keep_last);
@@ -135,13 +174,7 @@ std::string write_checkpoint(const std::string& stage_dir, int64_t step, const s
 nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vector<TrainedRole>& roles,
                                      const dist::CommPtr& world) {
   const std::string state_path = step_dir + "/state.json";
-  nlohmann::json state;
-  try {
-    state = nlohmann::json::parse(fs::read_file(state_path, "checkpoint state"));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(state_path + ": not valid JSON (" + e.what() + "); the checkpoint is damaged: resume from an "
-                     "earlier step directory or start without --resume");
-  }
+  nlohmann::json state = read_checkpoint_state(step_dir);
   for (const auto& tr : roles) {
     Role& r = *tr.role;
     auto want = layout_of(tr, world->size());
@@ -154,7 +187,7 @@ nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vec
                       << "; resume with the same world size, parallel layout and optim.zero1 setting (the HF model in "
                       << step_dir << "/" << r.name << " loads with any layout as a fresh start)");
     if (!r.member()) continue;
-    model::load_weights(*r.model, io::TensorStore(step_dir + "/" + r.name));
+    load_saved_model(step_dir, r);
     if (tr.optimizer) {
       io::TensorStore opt(optimizer_file(step_dir + "/" + r.name, world->rank()));
       std::map<std::string, at::Tensor> s;
@@ -162,18 +195,16 @@ nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vec
       tr.optimizer->load_state(s);
     }
   }
-  if (state.contains("rng")) set_rng_state(state["rng"]);
+  if (state.contains("rng")) set_rng_state(state["rng"], state_path);
   return state;
 }
 
-int64_t checkpoint_step(const std::string& step_dir) {
+nlohmann::json read_checkpoint_state(const std::string& step_dir) {
   const std::string path = step_dir + "/state.json";
-  try {
-    return nlohmann::json::parse(fs::read_file(path, "checkpoint state")).at("step").get<int64_t>();
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path + ": no readable step (" + e.what() + "); the checkpoint is damaged");
-  }
+  return io::parse_checkpoint_state(fs::read_file(path, "checkpoint state"), path);
 }
+
+int64_t checkpoint_step(const std::string& step_dir) { return read_checkpoint_state(step_dir)["step"].get<int64_t>(); }
 
 std::string latest_checkpoint(const std::string& stage_dir) {
   std::error_code ec;

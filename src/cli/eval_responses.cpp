@@ -9,6 +9,7 @@
 
 #include "hpcrl/util/error.h"
 #include "hpcrl/util/fs.h"
+#include "hpcrl/util/json_errors.h"
 #include "hpcrl/util/strings.h"
 
 namespace hpcrl::cli {
@@ -75,8 +76,9 @@ ScoredResponses score_responses(const std::string& path, const reward::Verifiabl
     json row;
     try {
       row = json::parse(line);
-    } catch (const json::parse_error& e) {
-      throw InputError(where + ":" + std::to_string(e.byte) + ": invalid JSON (" + e.what() +
+    } catch (const json::exception& e) {
+      throw InputError(path + ":" + json_errors::line_col(line, json_errors::offset(e, line), line_no) +
+                       ": invalid JSON (" + json_errors::problem(e) +
                        "); each line must be one JSON object, e.g. " + kExample);
     }
     if (!row.is_object())

@@ -158,9 +158,15 @@ int run(const Options& o, const std::vector<std::string>& extras, const CLI::App
     trace::TimedSpan span("generate");
     std::vector<rollout::Sample> samples = engine.generate(prompts, o.n, sampling);
     const double seconds = span.elapsed_seconds();
-    const int64_t tokens = engine.last_stats().generated_tokens;
+    const rollout::GenerateStats& st = engine.last_stats();
+    const int64_t tokens = st.generated_tokens;
+    // Decode alone: the tokens after each sequence's first (which its prefill gives) over the decode steps' time.
+    const int64_t decoded = tokens - int64_t(samples.size());
+    char timing[160];
+    std::snprintf(timing, sizeof timing, "; prefill %.3f s, decode %.3f s (%.1f tok/s)", st.prefill_seconds,
+                  st.decode_seconds, decoded / std::max(st.decode_seconds, 1e-9));
     progress.finish(std::to_string(tokens) + " tokens, " + std::to_string(int64_t(tokens / std::max(seconds, 1e-9))) +
-                    " tok/s");
+                    " tok/s" + timing);
 
     std::string mine;
     if (c.tp == 0 && c.pp == 0)

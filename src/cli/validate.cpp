@@ -3,14 +3,22 @@
 // against --world, architectures from presets or config.json) without
 // touching a GPU, a rank or the run directory. Prints a short summary, or
 // every error as file:line:col: key.path: message; fix — and exits 2.
-// Missing weights are only a warning here (the layout can be checked from
-// config.json alone); `run` treats them as errors.
+// Then it reads every other input as `run` would before creating anything:
+// each dataset a stage draws from (every row, and every row's length against
+// the models' context), the tokenizers, and the safetensors headers of init
+// weights (a truncated file is found; `run` also checks every tensor's shape).
+// Missing weights or tokenizer.json are only a warning here (the layout can
+// be checked from config.json alone); `run` treats them as errors.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
 #include "hpcrl/config/loader.h"
 #include "hpcrl/config/render.h"
+#include "hpcrl/runner/run_inputs.h"
 #include "hpcrl/util/error.h"
 
 namespace {
@@ -32,6 +40,14 @@ int run_validate(const ValidateArgs& a) {
     size_t n = res.diagnostics.errors.size();
     std::fprintf(stderr, "%zu error%s in %s\n", n, n == 1 ? "" : "s", a.file.c_str());
     return hpcrl::kExitBadInput;
+  }
+  {
+    // What the inputs say is for a run's log; validate reports only warnings and errors.
+    const auto level = spdlog::get_level();
+    spdlog::set_level(std::max(level, spdlog::level::warn));
+    hpcrl::runner::load_run_inputs(res.config, /*lengths_optional=*/true);
+    hpcrl::runner::check_weight_files(res.config);
+    spdlog::set_level(level);
   }
   std::fputs(summarize(res.config, opt).c_str(), stdout);
   return hpcrl::kExitOk;

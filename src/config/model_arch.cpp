@@ -19,6 +19,7 @@
 
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/fs.h"
+#include "hpcrl/util/json_errors.h"
 #include "hpcrl/util/strings.h"
 
 namespace hpcrl {
@@ -208,20 +209,6 @@ void validate(const ModelArch& a, const std::string& where) {
   HPCRL_CHECK_INPUT(a.head_dim % 2 == 0, where << ": head_dim " << a.head_dim << " must be even for RoPE");
 }
 
-// Position of byte `offset` in `text` as 1-based line:col.
-std::string line_col(const std::string& text, size_t offset) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return std::to_string(line) + ":" + std::to_string(col);
-}
-
 ModelArch make_llama(int64_t vocab, int64_t hidden, int64_t ffn, int64_t layers, int64_t heads, int64_t kv,
                      bool tied) {
   ModelArch a;
@@ -293,9 +280,9 @@ ModelArch load_hf_config(const std::string& path) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(path + ":" + line_col(text, e.byte > 0 ? e.byte - 1 : 0) + ": invalid JSON in config.json (" +
-                     e.what() + ")");
+  } catch (const json::exception& e) {
+    throw InputError(path + ":" + json_errors::line_col(text, json_errors::offset(e, text)) +
+                     ": invalid JSON in config.json (" + json_errors::problem(e) + ")");
   }
   HPCRL_CHECK_INPUT(j.is_object(), path << ": config.json must be a JSON object");
   Fields f(j, path);

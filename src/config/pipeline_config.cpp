@@ -41,6 +41,16 @@ const std::string& StageConfig::data() const {
   return distill.data;
 }
 
+int64_t StageConfig::configured_steps() const {
+  switch (kind) {
+    case StageKind::sft: return sft.steps;
+    case StageKind::grpo: return grpo.iterations;
+    case StageKind::ppo: return ppo.iterations;
+    case StageKind::distill: break;
+  }
+  return distill.steps;
+}
+
 namespace {
 template <class T>
 const T* find_named(const std::vector<T>& items, const std::string& name) {

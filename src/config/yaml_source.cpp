@@ -3,8 +3,10 @@
 // empty), yaml-cpp's parse with its 0-based marks turned into 1-based
 // line:col, duplicate keys (which yaml-cpp accepts silently), and the reverse
 // direction, emitting a tree back to YAML text for config.resolved.yaml.
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -217,6 +219,44 @@ void report_documents(const std::string& text, const std::vector<YAML::Node>& do
              "remove or indent the stray line before them");
 }
 
+// yaml-cpp 0.7 never consumes a token it cannot start a node with at the top
+// level (a bare ',' is one): every call for the next document returns another
+// empty document at the same place, so YAML::LoadAll builds documents until
+// memory runs out (`validate` on a file holding ",", or `--set key=,7]`).
+// This pass reads the events only, no nodes, and returns the place where a
+// document starts where the one before it started, i.e. where the parser is
+// stuck; nothing when it reaches the end.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  size_t events = 0;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override { ++events; }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { ++events; }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override { ++events; }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    ++events;
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    ++events;
+  }
+  void OnMapEnd() override {}
+};
+
+std::optional<YAML::Mark> stuck_parser_mark(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  while (parser.HandleNextDocument(starts)) {
+    const auto& s = starts.starts;
+    if (s.size() >= 2 && s[s.size() - 1].pos == s[s.size() - 2].pos) return s.back();
+    if (s.size() > 1000) return s.back();  // far more documents than any file holds: no progress worth waiting for
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<YNode> parse_yaml_text(const std::string& text, const std::string& file, Diagnostics& diag,
@@ -226,6 +266,15 @@ std::optional<YNode> parse_yaml_text(const std::string& text, const std::string&
   whole.set_arg = set_arg;
   std::vector<YAML::Node> docs;
   try {
+    if (auto stuck = stuck_parser_mark(text)) {
+      SourcePos p = whole;
+      if (set_arg.empty()) p.line = stuck->line + 1, p.col = stuck->column + 1;
+      const size_t at = static_cast<size_t>(std::max(stuck->pos, 0));
+      const std::string what = at < text.size() ? "'" + text.substr(at, 1) + "'" : "end of the text";
+      diag.error(p, "", "YAML syntax error: unexpected " + what + " where a value or key should start",
+                 "a ',' separates items only inside [ ] or { }; quote a value that contains one");
+      return std::nullopt;
+    }
     docs = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     SourcePos p = whole;

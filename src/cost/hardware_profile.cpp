@@ -43,6 +43,15 @@ double positive(const YAML::Node& parent, const std::string& key, const std::str
   return v;
 }
 
+// `text` as a number, or NaN when it is not one (a by_width key).
+double number_or_nan(const std::string& text) {
+  try {
+    return YAML::Node(text).as<double>();
+  } catch (const YAML::Exception&) {
+    return std::nan("");
+  }
+}
+
 YAML::Node section(const YAML::Node& root, const std::string& key, const std::string& path) {
   const YAML::Node n = root[key];
   if (!n || !n.IsMap()) throw InputError(path + ": missing mapping `" + key + "`");
@@ -77,15 +86,24 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& p
   if (!root.IsMap()) throw InputError(path + ": a hardware profile is a YAML mapping (see profiles/h100-sxm.yaml)");
   HardwareProfile p;
   p.path = path;
-  p.name = root["name"] ? root["name"].as<std::string>() : fs::path(path).stem().string();
+  const YAML::Node name = root["name"];
+  if (name && !name.IsScalar())
+    throw InputError(path + ":" + std::to_string(name.Mark().line + 1) + ": `name` must be a string");
+  p.name = name ? name.Scalar() : fs::path(path).stem().string();
   const YAML::Node compute = section(root, "compute", path);
   p.peak_flops = positive(compute, "peak_flops", path, "compute");
   p.compute_efficiency = positive(compute, "efficiency", path, "compute");
   if (const YAML::Node w = compute["by_width"]) {
     if (!w.IsMap()) throw InputError(path + ":" + std::to_string(w.Mark().line + 1) + ": `compute.by_width` maps a "
                                      "model width to its measured FLOP/s, e.g. {128: 1.1e10, 512: 2.5e10}");
-    for (const auto& kv : w)
-      p.width_rates.emplace_back(kv.first.as<double>(), positive(w, kv.first.as<std::string>(), path, "compute.by_width"));
+    for (const auto& kv : w) {
+      const std::string width = kv.first.IsScalar() ? kv.first.Scalar() : std::string("a collection");
+      const double at_width = number_or_nan(width);
+      if (!(at_width > 0))
+        throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": `compute.by_width` key '" + width +
+                         "' must be a positive model width, e.g. {128: 1.1e10, 512: 2.5e10}");
+      p.width_rates.emplace_back(at_width, positive(w, width, path, "compute.by_width"));
+    }
     std::sort(p.width_rates.begin(), p.width_rates.end());
   }
   const YAML::Node memory = section(root, "memory", path);
@@ -93,7 +111,11 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& p
   p.memory_efficiency = positive(memory, "efficiency", path, "memory");
   p.memory_capacity = positive(memory, "capacity", path, "memory");
   p.kernel_overhead_s = positive(root, "kernel_overhead_s", path);
-  p.gpus_per_node = static_cast<int>(positive(root, "gpus_per_node", path));
+  const double gpus = positive(root, "gpus_per_node", path);
+  if (gpus != std::floor(gpus) || gpus > 4096)  // also keeps the conversion to int defined
+    throw InputError(path + ": `gpus_per_node` must be a whole number of devices up to 4096, not " +
+                     root["gpus_per_node"].Scalar());
+  p.gpus_per_node = static_cast<int>(gpus);
   p.intra_node = parse_link(root, "intra_node", path);
   p.inter_node = parse_link(root, "inter_node", path);
   if (p.compute_efficiency > 1 || p.memory_efficiency > 1)

@@ -7,6 +7,7 @@
 
 #include "hpcrl/util/error.h"
 #include "hpcrl/util/fs.h"
+#include "hpcrl/util/json_errors.h"
 #include "hpcrl/util/strings.h"
 
 namespace hpcrl::io {
@@ -89,8 +90,9 @@ Dataset load_jsonl(const std::string& path, const JsonlOptions& options) {
     json row;
     try {
       row = json::parse(line);
-    } catch (const json::parse_error& e) {
-      throw InputError(where + ":" + std::to_string(e.byte) + ": invalid JSON (" + e.what() +
+    } catch (const json::exception& e) {
+      throw InputError(path + ":" + json_errors::line_col(line, json_errors::offset(e, line), line_no) +
+                       ": invalid JSON (" + json_errors::problem(e) +
                        "); each line must be one JSON object, e.g. {\"" + options.prompt_key + "\": \"...\", \"" +
                        options.answer_key + "\": \"...\"}");
     }

@@ -6,6 +6,7 @@
 
 #include "hpcrl/util/error.h"
 #include "hpcrl/util/fs.h"
+#include "hpcrl/util/json_errors.h"
 
 namespace hpcrl::io {
 namespace {
@@ -53,7 +54,8 @@ ShardIndex read_shard_index(const std::string& path) {
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    fail(path, std::string("not valid JSON (") + e.what() + ")");
+    fail(path + ":" + json_errors::line_col(text, json_errors::offset(e, text)),
+         "not valid JSON (" + json_errors::problem(e) + ")");
   }
   if (!j.is_object()) fail(path, std::string("must be a JSON object, got ") + j.type_name());
 

@@ -1,10 +1,9 @@
 // Error reporting helpers for the tokenizer file parsers (see tokenizer_json.h).
 #include "io/tokenizer_json.h"
 
-#include <algorithm>
-
 #include "hpcrl/util/error.h"
 #include "hpcrl/util/fs.h"
+#include "hpcrl/util/json_errors.h"
 
 namespace hpcrl::io::tokjson {
 
@@ -20,16 +19,11 @@ json parse_file(const std::string& path) {
   std::string text = fs::read_file(path, "tokenizer file");
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
-    // e.byte is 1-based and points just past the offending character.
-    size_t at = e.byte == 0 ? 0 : std::min<size_t>(e.byte - 1, text.size());
-    size_t line = 1 + std::count(text.begin(), text.begin() + at, '\n');
-    size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
-    size_t col = line_start == std::string::npos || at == 0 ? at + 1 : at - line_start;
-    std::string what = e.what();
+  } catch (const json::exception& e) {
+    std::string what = json_errors::problem(e);
     auto colon = what.find("]: ");  // drop nlohmann's "[json.exception.parse_error.101] parse error at ..."
     if (colon != std::string::npos) what = what.substr(colon + 3);
-    throw InputError(path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": invalid JSON (" + what +
+    throw InputError(path + ":" + json_errors::line_col(text, json_errors::offset(e, text)) + ": invalid JSON (" + what +
                      "). The file is damaged or truncated: download it again");
   }
 }

@@ -22,6 +22,7 @@
 
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/strings.h"
+#include "reward/command_reply.h"
 #include "reward/subprocess.h"
 
 namespace hpcrl::reward {
@@ -30,17 +31,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxReplyBytes = size_t{1} << 20;  // one answer line; longer is a runaway print
-constexpr size_t kShowBytes = 300;                  // how much of a line an error quotes
 
 const char* const kProtocolFix =
     "the program must print exactly one line {\"score\": <number>} per input line, in input order, "
     "flushing after each (Python: print(json.dumps({\"score\": s}), flush=True)); logs belong on stderr";
-
-std::string truncated(std::string_view s) {
-  if (!s.empty() && s.back() == '\n') s.remove_suffix(1);
-  if (s.size() <= kShowBytes) return std::string(s);
-  return std::string(s.substr(0, kShowBytes)) + "... (" + std::to_string(s.size()) + " bytes in all)";
-}
 
 std::string json_text(std::string_view s) {
   return nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -88,25 +82,6 @@ class SigpipeBlock {
   sigset_t pipe_, old_;
   bool was_pending_ = false;
 };
-
-// What is wrong with one answer line ("" when it is a valid answer to `index`).
-std::string reply_problem(const std::string& line, int64_t index, double& score) {
-  if (str::trim(line).empty()) return "is empty";
-  auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return "is not JSON";
-  if (j.is_number()) return "is a bare number; write it as {\"score\": " + str::trim(line) + "}";
-  if (!j.is_object()) return "is not a JSON object";
-  auto s = j.find("score");
-  if (s == j.end()) return "has no \"score\" key";
-  if (!s->is_number()) return "has a non-numeric \"score\" (" + truncated(s->dump()) + ")";
-  score = s->get<double>();
-  if (!std::isfinite(score)) return "has a score that is not finite";
-  auto i = j.find("index");
-  if (i != j.end() && (!i->is_number_integer() || i->get<int64_t>() != index))
-    return "carries \"index\": " + truncated(i->dump()) + ", but the sample it answers is index " +
-           std::to_string(index) + " (answers come in input order, one line each)";
-  return "";
-}
 
 }  // namespace
 

@@ -37,6 +37,10 @@ void validate(const std::vector<std::vector<int32_t>>& prompts, int64_t n, const
 Engine::Engine(std::shared_ptr<model::DecoderModel> model, const io::Tokenizer* tokenizer, EngineOptions options)
     : model_(std::move(model)), tokenizer_(tokenizer), options_(std::move(options)) {
   HPCRL_CHECK_INPUT(options_.max_batch >= 1, "rollout max_batch must be at least 1, got " << options_.max_batch);
+  HPCRL_CHECK_INPUT(options_.host_sync_interval >= 0,
+                    "host_sync_interval must be >= 0 (0 = by device), got " << options_.host_sync_interval);
+  HPCRL_CHECK_INPUT(options_.prefill_attention_elements >= 1,
+                    "prefill_attention_elements must be >= 1, got " << options_.prefill_attention_elements);
 }
 
 std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& prompts, int64_t n,

@@ -15,9 +15,6 @@
 namespace hpcrl::rollout {
 
 namespace {
-// Attention-score elements one prefill may hold (1 GiB in fp32).
-constexpr int64_t kPrefillScores = int64_t(1) << 28;
-
 int64_t longest_prompt(const std::vector<std::vector<int32_t>>& prompts) {
   int64_t longest = 0;
   for (const auto& p : prompts) longest = std::max<int64_t>(longest, p.size());
@@ -40,10 +37,14 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
       total_(int64_t(prompts.size()) * n),
       slot_count_(std::max<int64_t>(1, std::min(options.max_batch, total_))),
       // One slot more when a group may be admitted in parts: it keeps the
-      // prompt of the group at the head of the queue (see admit_and_prefill).
+      // prompt of the group at the head of the queue (see admit).
       slots_(model, slot_count_ + (total_ > slot_count_ ? 1 : 0),
              std::max<int64_t>(1, longest_prompt(prompts) + params.max_new_tokens)),
-      forward_(model) {
+      forward_(model, options.prefill_attention_elements, /*pack_weights=*/slot_count_ > 1),
+      sync_interval_(options.host_sync_interval > 0
+                         ? options.host_sync_interval
+                         : (model.model->embed_tokens->weight.device().is_cpu() ? 1 : 8)),
+      rows_(slot_count_, sync_interval_, params, model.model->embed_tokens->weight.device()) {
   for (int64_t p = 0; p < int64_t(prompts.size()); ++p)
     for (int64_t i = 0; i < n; ++i) {
       Sequence s;
@@ -73,62 +74,81 @@ bool GenerationRun::step() {
   const bool has_work = !pending_.empty() || !active_.empty();
   const bool prefill_now = !pending_.empty() && int64_t(active_.size()) < slot_count_ &&
                            (options_.continuous_batching || active_.empty());
-  const auto any = any_over_ep({has_work, prefill_now});
+  Admission admission = prefill_now ? admit() : Admission{};
+  // Every rank of an ep group runs as many prefill forwards as the one with the most.
+  const auto any = any_over_ep({has_work, int32_t(admission.forwards())});
   if (!any[0]) return false;
-  if (prefill_now) admit_and_prefill();
-  else if (any[1]) forward_.idle_step();  // another ep rank prefills
-  retire();
+  prefill(std::move(admission), any[1]);
+  sync_if_due();
   const bool decode_now = !active_.empty();
   const bool any_decode = any_over_ep({decode_now})[0] != 0;
   if (decode_now) decode();
   else if (any_decode) forward_.idle_step();
-  retire();
+  sync_if_due();
   return true;
 }
 
-void GenerationRun::admit_and_prefill() {
-  trace::TimedSpan span("rollout/prefill");
+GenerationRun::Admission GenerationRun::admit() {
+  Admission a;
   const int64_t first = int64_t(active_.size());
-  std::vector<Sequence> fresh, from_prefix;  // prefilled now; copied from the kept group prompt
-  std::vector<const std::vector<int32_t>*> uniq;  // one prefill row per distinct prompt
-  std::vector<int64_t> prompt_of;
+  std::vector<Sequence> others;  // later samples of the prompts being prefilled
   int64_t longest = 0;
-  while (!pending_.empty() && first + int64_t(fresh.size() + from_prefix.size()) < slot_count_) {
+  while (!pending_.empty() && first + int64_t(a.fresh.size() + others.size() + a.from_prefix.size()) < slot_count_) {
     Sequence& s = pending_.front();
     if (s.prompt_ids == prefix_prompt_) {
-      from_prefix.push_back(std::move(s));
+      a.from_prefix.push_back(std::move(s));
       pending_.pop_front();
       continue;
     }
-    if (uniq.empty() || uniq.back() != s.prompt_ids) {
-      // One prefill's attention scores, [U, heads, L, L], stay within a bound;
-      // the rest waits for the next iteration (one prefill per iteration keeps
-      // expert-parallel ranks in step).
+    if (a.prompts.empty() || a.prompts.back() != s.prompt_ids) {
+      // A new distinct prompt, if one chunk of every prompt still fits the
+      // prefill's attention budget; the rest waits for the next iteration.
       const int64_t L = std::max<int64_t>(longest, s.prompt_ids->size());
-      if (!uniq.empty() && int64_t(uniq.size() + 1) * local_heads_ * L * L > kPrefillScores) break;
+      if (!a.prompts.empty() && forward_.prefill_chunk(int64_t(a.prompts.size()) + 1, L) == 0) break;
       longest = L;
-      uniq.push_back(s.prompt_ids);
+      a.prompts.push_back(s.prompt_ids);
       stats_.prompt_tokens += int64_t(s.prompt_ids->size());
+      a.fresh.push_back(std::move(s));  // the prompt's first sample: prefilled into its own slot
+    } else {
+      others.push_back(std::move(s));
     }
-    prompt_of.push_back(int64_t(uniq.size()) - 1);
-    fresh.push_back(std::move(s));
     pending_.pop_front();
   }
-  span.add_arg("sequences", double(fresh.size() + from_prefix.size()));
-  std::vector<at::Tensor> logits;  // [F, V] pieces, in slot order: fresh rows, then copied ones
-  if (!fresh.empty()) {
-    logits.push_back(forward_.prefill(slots_, first, uniq, prompt_of));
-    ++stats_.forward_calls;
-  } else if (lockstep_) {
-    forward_.idle_step();  // the other ep ranks run their prefill forward now
+  for (int64_t u = 0; u < int64_t(a.prompts.size()); ++u) a.prompt_of.push_back(u);
+  for (auto& s : others) {
+    a.prompt_of.push_back(std::find(a.prompts.begin(), a.prompts.end(), s.prompt_ids) - a.prompts.begin());
+    a.fresh.push_back(std::move(s));
   }
-  for (size_t c = 0; c < from_prefix.size(); ++c) {
-    slots_.move(prefix_slot(), first + int64_t(fresh.size() + c));
+  if (!a.prompts.empty()) a.chunk = std::max<int64_t>(1, forward_.prefill_chunk(int64_t(a.prompts.size()), longest));
+  a.longest = longest;
+  return a;
+}
+
+void GenerationRun::prefill(Admission a, int64_t group_forwards) {
+  if (a.fresh.empty() && a.from_prefix.empty()) {
+    for (int64_t i = 0; i < group_forwards; ++i) forward_.idle_step();  // another ep rank prefills
+    return;
+  }
+  trace::TimedSpan span("rollout/prefill");
+  const int64_t first = int64_t(active_.size());
+  span.add_arg("sequences", double(a.fresh.size() + a.from_prefix.size()));
+  std::vector<at::Tensor> logits;  // [F, V] pieces, in slot order: fresh rows, then copied ones
+  if (!a.fresh.empty()) {
+    logits.push_back(forward_.prefill(slots_, first, a.prompts, a.prompt_of, a.chunk));
+    stats_.forward_calls += a.forwards();
+    stats_.prefill_forwards += a.forwards();
+  }
+  for (int64_t i = a.forwards(); i < group_forwards; ++i) forward_.idle_step();  // another ep rank prefills longer
+  for (size_t c = 0; c < a.from_prefix.size(); ++c) {
+    slots_.move(prefix_slot(), first + int64_t(a.fresh.size() + c));
     logits.push_back(prefix_logits_);
   }
-  for (auto& s : fresh) active_.push_back(std::move(s));
-  for (auto& s : from_prefix) active_.push_back(std::move(s));
-  keep_group_prefix(first, int64_t(fresh.size()), logits.empty() ? at::Tensor() : logits.front());
+  for (auto& s : a.fresh) active_.push_back(std::move(s));
+  for (auto& s : a.from_prefix) active_.push_back(std::move(s));
+  std::vector<int64_t> positions;
+  for (int64_t r = first; r < int64_t(active_.size()); ++r) positions.push_back(slots_.length(r));
+  rows_.start(first, positions);
+  keep_group_prefix(first, int64_t(a.prompt_of.size()), logits.empty() ? at::Tensor() : logits.front());
   choose(at::cat(logits), first);  // each fresh sequence's first token comes from its prompt's last logits
   stats_.prefill_seconds += span.elapsed_seconds();
 }
@@ -149,40 +169,59 @@ void GenerationRun::keep_group_prefix(int64_t first, int64_t fresh, const at::Te
 
 void GenerationRun::decode() {
   trace::TimedSpan span("rollout/decode");
-  span.add_arg("batch", double(active_.size()));
-  std::vector<int64_t> last(active_.size());
-  for (size_t r = 0; r < active_.size(); ++r) last[r] = active_[r].out.tokens.back();
-  at::Tensor logits = forward_.decode(slots_, int64_t(active_.size()), last);
+  const int64_t rows = int64_t(active_.size());
+  span.add_arg("batch", double(rows));
+  at::Tensor logits = forward_.decode(slots_, rows, rows_.last_tokens(rows), rows_.positions(rows));
+  rows_.advance(rows);
   ++stats_.forward_calls;
   ++stats_.decode_steps;
   choose(logits, 0);
   stats_.decode_seconds += span.elapsed_seconds();
 }
 
-void GenerationRun::choose(at::Tensor logits, int64_t first) {
+void GenerationRun::choose(const at::Tensor& logits, int64_t first) {
   const int64_t rows = logits.size(0);
   at::Tensor uniforms;
   if (params_.temperature > 0) {
     std::vector<DrawKey> keys;
     for (int64_t r = 0; r < rows; ++r) {
-      const Sample& out = active_[first + r].out;
-      keys.push_back({params_.prompt_offset + out.prompt_index, out.sample_index, int64_t(out.tokens.size())});
+      const Sequence& s = active_[first + r];
+      keys.push_back({params_.prompt_offset + s.out.prompt_index, s.out.sample_index, s.steps()});
     }
     uniforms = draw_uniforms(params_.seed, keys);
   }
   const TokenFilter filter{params_.temperature, params_.top_k, params_.top_p, params_.min_p};
   ChosenTokens chosen = choose_tokens(logits, filter, uniforms, params_.logprobs_at_temperature);
-  // One copy of [R] ids and log-probs to the host, not of the [R, V] logits.
-  const at::Tensor ids = chosen.ids.cpu().contiguous(), logprobs = chosen.logprobs.cpu().contiguous();
-  const int64_t* id = ids.data_ptr<int64_t>();
-  const float* logprob = logprobs.data_ptr<float>();
+  rows_.append(first, chosen.ids, chosen.logprobs);
+  for (int64_t r = 0; r < rows; ++r) ++active_[first + r].unsynced;
+}
+
+void GenerationRun::sync_if_due() {
+  bool due = false;
+  for (const Sequence& s : active_) due = due || s.unsynced >= sync_interval_ || s.steps() >= params_.max_new_tokens;
+  if (!due) return;
+  sync();
+  retire();
+}
+
+void GenerationRun::sync() {
+  const int64_t rows = int64_t(active_.size());
+  ++stats_.host_syncs;
+  // The one copy to the host of this interval: [rows] counts and [rows, interval + 1] tokens and log-probs.
+  const DeviceRows::Log log = rows_.take_log(rows);
+  const auto count = log.count.accessor<int64_t, 1>();
+  const auto ids = log.ids.accessor<int64_t, 2>();
+  const auto logprobs = log.logprobs.accessor<float, 2>();
   for (int64_t r = 0; r < rows; ++r) {
-    Sequence& s = active_[first + r];
-    s.out.tokens.push_back(static_cast<int32_t>(id[r]));
-    s.out.logprobs.push_back(logprob[r]);
-    s.out.finish_reason = stop_.check(s.out.tokens);
+    Sequence& s = active_[r];
+    for (int64_t j = 0; j < count[r] && s.out.finish_reason.empty(); ++j) {
+      s.out.tokens.push_back(static_cast<int32_t>(ids[r][j]));
+      s.out.logprobs.push_back(logprobs[r][j]);
+      s.out.finish_reason = stop_.check(s.out.tokens);
+      ++stats_.generated_tokens;
+    }
+    s.unsynced = 0;
   }
-  stats_.generated_tokens += rows;
 }
 
 void GenerationRun::retire() {
@@ -193,6 +232,7 @@ void GenerationRun::retire() {
     const int64_t last = int64_t(active_.size()) - 1;
     if (r != last) {
       slots_.move(last, r);
+      rows_.move(last, r);
       active_[r] = std::move(active_[last]);
     }
     active_.pop_back();

@@ -1,6 +1,7 @@
 // One Engine::generate call as an object: the queue of waiting sequences, the
 // live slots, and the named steps of an iteration — admit waiting sequences and
-// prefill them, decode one token for every live slot, choose the tokens, retire
+// prefill them, decode one token for every live slot, choose the tokens, and
+// at a host sync read what the rows produced, apply the stop rules and retire
 // the finished. Private to the engine (engine.h states the contract).
 #pragma once
 
@@ -12,6 +13,7 @@
 #include "hpcrl/rollout/kv_slots.h"
 #include "hpcrl/rollout/slot_forward.h"
 #include "hpcrl/rollout/stop_rules.h"
+#include "rollout/device_rows.h"
 
 namespace hpcrl::rollout {
 
@@ -35,14 +37,30 @@ class GenerationRun {
   struct Sequence {
     const std::vector<int32_t>* prompt_ids = nullptr;
     Sample out;
+    int64_t unsynced = 0;  // tokens produced on the device since the last host sync (some may be overshoot)
+    int64_t steps() const { return int64_t(out.tokens.size()) + unsynced; }  // its next token's index
   };
 
-  // One iteration; false once no rank of the ep group has a sequence left.
+  // One iteration (the place for a check between decode steps); false once no
+  // rank of the ep group has a sequence left.
   bool step();
-  // Admits waiting sequences into free slots: those of the group prompt kept
-  // in the prefix slot copy its keys/values and first-token logits; the rest
-  // are prefilled, each distinct prompt once.
-  void admit_and_prefill();
+  // Waiting sequences taken into free slots by one iteration.
+  struct Admission {
+    std::vector<Sequence> fresh;        // prefilled now: each distinct prompt's first sample, then the others
+    std::vector<Sequence> from_prefix;  // samples of the group prompt kept in the prefix slot: copy it
+    std::vector<const std::vector<int32_t>*> prompts;  // the distinct prompts of `fresh`
+    std::vector<int64_t> prompt_of;                    // fresh[f] is a sample of prompts[prompt_of[f]]
+    int64_t longest = 0, chunk = 0;                    // prompt positions, and per prefill forward
+    int64_t forwards() const { return prompts.empty() ? 0 : (longest + chunk - 1) / chunk; }
+  };
+  // Takes waiting sequences for the free slots: those of the group prompt kept
+  // in the prefix slot will copy its keys/values and first-token logits; the
+  // rest will be prefilled, each distinct prompt once, as many prompts as the
+  // prefill's attention budget admits.
+  Admission admit();
+  // Prefills the admission and chooses its first tokens, padded with idle
+  // forwards to `group_forwards` (the most any rank of the ep group runs).
+  void prefill(Admission admission, int64_t group_forwards);
   // After an admission that split the group at the head of the queue: keeps
   // that prompt's prefilled keys/values (from one of the `fresh` slots after
   // `first`, whose first-token logits are `logits`' rows) for the group's
@@ -50,8 +68,14 @@ class GenerationRun {
   void keep_group_prefix(int64_t first, int64_t fresh, const at::Tensor& logits);
   int64_t prefix_slot() const { return slot_count_; }
   void decode();
-  // Appends one token to live rows [first, first + logits.size(0)) and applies the stop rules.
-  void choose(at::Tensor logits, int64_t first);
+  // Chooses one token for live rows [first, first + logits.size(0)), on the device.
+  void choose(const at::Tensor& logits, int64_t first);
+  // When a row has `interval` unread tokens, or reached max_new_tokens (it must
+  // end before its cache slot overflows): reads the rows' tokens, applies the stop
+  // rules (what a row produced after its end is dropped) and retires the
+  // finished rows.
+  void sync_if_due();
+  void sync();
   // Moves finished rows to done_; the last live row fills each hole.
   void retire();
   // Element-wise OR of flags over the ep group (identity without lockstep).
@@ -69,6 +93,8 @@ class GenerationRun {
   const std::vector<int32_t>* prefix_prompt_ = nullptr;  // the prompt the prefix slot holds
   at::Tensor prefix_logits_;                              // [1, V] its first-token logits
   SlotForward forward_;
+  const int64_t sync_interval_;  // decode steps between host syncs
+  DeviceRows rows_;
   std::vector<Sequence> active_;  // active_[r] lives in slot r
   std::vector<Sample> done_;
   GenerateStats stats_;

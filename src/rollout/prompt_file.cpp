@@ -9,6 +9,7 @@
 #include "hpcrl/io/chat_template.h"
 #include "hpcrl/util/error.h"
 #include "hpcrl/util/fs.h"
+#include "hpcrl/util/json_errors.h"
 #include "hpcrl/util/strings.h"
 
 namespace hpcrl::rollout {
@@ -54,8 +55,9 @@ nlohmann::json parse_request_line(const std::string& text, const std::string& wh
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(where, std::string("not valid JSON (") + e.what() + "); " + kShape);
+  } catch (const nlohmann::json::exception& e) {
+    fail(where + ":" + std::to_string(json_errors::offset(e, text) + 1),
+         "not valid JSON (" + json_errors::problem(e) + "); " + kShape);
   }
   if (!j.is_object()) fail(where, std::string("found ") + j.type_name() + "; " + kShape);
   const int kinds = int(j.contains("prompt")) + int(j.contains("messages")) + int(j.contains("prompt_ids"));

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "hpcrl/rollout/philox.h"
+#include "rollout/cpu_kernels.h"
 
 namespace hpcrl::rollout {
 
@@ -116,8 +118,84 @@ at::Tensor draw_uniforms(uint64_t seed, const std::vector<DrawKey>& keys) {
   return u;
 }
 
+namespace {
+
+// Float32 logits on the CPU with no top-k or top-p (which need a partial sort):
+// each row in three passes over its own logits (cpu_kernels.h) — the max, the
+// weights with their block sums, the scan of the one block holding the draw —
+// with no [R, V] temporary.
+bool row_kernels_apply(const at::Tensor& logits, const TokenFilter& f) {
+  const int64_t V = logits.size(-1);
+  const bool unfiltered = f.temperature <= 0 || ((f.top_k == 0 || f.top_k >= V) && f.top_p >= 1.0);
+  return unfiltered && logits.device().is_cpu() && logits.scalar_type() == at::kFloat && logits.dim() == 2 &&
+         logits.stride(1) == 1;
+}
+
+// The first token whose running weight exceeds target: whole blocks by their
+// sums, then the entries of the block it falls in.
+int64_t scan_blocks(const float* w, const double* block_sums, int64_t V, double target) {
+  double run = 0;
+  int64_t b0 = 0;
+  while (b0 + cpu::kSumBlock < V && run + block_sums[b0 / cpu::kSumBlock] <= target) {
+    run += block_sums[b0 / cpu::kSumBlock];
+    b0 += cpu::kSumBlock;
+  }
+  int64_t tok = V - 1;
+  for (int64_t v = b0; v < V; ++v) {
+    run += w[v];
+    if (run > target) {
+      tok = v;
+      break;
+    }
+  }
+  while (w[tok] == 0.0f && tok > 0) --tok;  // rounding past the end lands on a kept token
+  return tok;
+}
+
+ChosenTokens choose_by_rows(const at::Tensor& logits, const TokenFilter& f, const at::Tensor& uniforms,
+                            bool tempered_logprobs) {
+  const cpu::Kernels& k = cpu::best_kernels();
+  const int64_t R = logits.size(0), V = logits.size(1), ld = logits.stride(0);
+  const bool greedy = f.temperature <= 0;
+  const float scale = greedy ? 1.0f : float(1.0 / f.temperature);
+  const bool tempered = tempered_logprobs && !greedy;
+  ChosenTokens out{at::empty({R}, at::kLong), at::empty({R}, at::kFloat)};
+  const at::Tensor u = greedy ? at::Tensor() : uniforms.to(at::kDouble).contiguous();
+  const float* base = logits.data_ptr<float>();
+  int64_t* ids = out.ids.data_ptr<int64_t>();
+  float* logprobs = out.logprobs.data_ptr<float>();
+  at::parallel_for(0, R, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> w;
+    thread_local std::vector<double> blocks;
+    w.resize(V);
+    blocks.resize((V + cpu::kSumBlock - 1) / cpu::kSumBlock);
+    for (int64_t r = begin; r < end; ++r) {
+      const float* x = base + r * ld;
+      int64_t argmax = 0;
+      const float max = k.row_max(x, V, &argmax);
+      if (greedy) {
+        ids[r] = argmax;
+        logprobs[r] = float(-std::log(k.row_exp(x, V, max, 1.0f, 0.0f, nullptr, nullptr, nullptr)));
+        continue;
+      }
+      double all = 0;  // Σ exp((x − max)/T) over the whole vocabulary, before min-p
+      const double kept = k.row_exp(x, V, max, scale, float(f.min_p), w.data(), blocks.data(), &all);
+      const int64_t id = scan_blocks(w.data(), blocks.data(), V, u.data_ptr<double>()[r] * kept);
+      ids[r] = id;
+      if (tempered || scale == 1.0f)
+        logprobs[r] = float(double((x[id] - max) * scale) - std::log(all));
+      else  // the model's own distribution: its sum at temperature 1
+        logprobs[r] = float(double(x[id] - max) - std::log(k.row_exp(x, V, max, 1.0f, 0.0f, nullptr, nullptr, nullptr)));
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
 ChosenTokens choose_tokens(const at::Tensor& logits, const TokenFilter& filter, const at::Tensor& uniforms,
                            bool tempered_logprobs) {
+  if (row_kernels_apply(logits, filter)) return choose_by_rows(logits, filter, uniforms, tempered_logprobs);
   const at::Tensor raw = logits.to(at::kFloat);  // [R, V]
   const bool greedy = filter.temperature <= 0;
   const bool tempered = tempered_logprobs && !greedy;

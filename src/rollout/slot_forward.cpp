@@ -2,7 +2,8 @@
 // below is DecoderLayer::forward + Attention::forward + Mlp::forward with
 // sp = 1; what differs is where keys and values come from (KvStore: the prompt
 // itself during prefill, then copied into the slots; the slot buffers during
-// decode) and that one-token products use a GEMV (project() below).
+// decode) and that the linear layers are SlotProjections (packed CPU weights
+// for a float32 model on the CPU, the model's own weights otherwise).
 #include "hpcrl/rollout/slot_forward.h"
 
 #include <torch/torch.h>
@@ -17,35 +18,19 @@
 
 namespace hpcrl::rollout {
 
-namespace {
-namespace tensor = parallel::tensor;
-
-// x·Wᵀ + b, as at::linear. A single token on the CPU goes through at::mv:
-// LibTorch's CPU linear runs a one-row GEMM at about half the memory bandwidth
-// of a GEMV (measured with OpenBLAS: 11.6 vs 24.3 GB/s on 2 threads), and a
-// batch-1 decode step is nothing but these products.
-at::Tensor project(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {}) {
-  if (x.numel() != x.size(-1) || !x.device().is_cpu()) return at::linear(x, w, b);
-  auto shape = x.sizes().vec();
-  shape.back() = w.size(0);
-  at::Tensor y = at::mv(w, x.reshape({-1}));
-  if (b.defined()) y = y + b;
-  return y.view(shape);
-}
-at::Tensor column(const tensor::ColumnParallelLinear& l, const at::Tensor& xc) { return project(xc, l.weight, l.bias); }
-at::Tensor row(const tensor::RowParallelLinear& l, const at::Tensor& x, const dist::CommPtr& tp) {
-  at::Tensor y = tensor::reduce_from_tp(project(x, l.weight), tp);
-  return l.bias.defined() ? y + l.bias : y;
-}
-}  // namespace
-
-SlotForward::SlotForward(model::DecoderModel& model)
-    : model_(model), rope_(model.arch()), device_(model.model->embed_tokens->weight.device()) {
+SlotForward::SlotForward(model::DecoderModel& model, int64_t attention_elements, bool pack_weights)
+    : model_(model),
+      rope_(model.arch()),
+      attention_elements_(attention_elements),
+      device_(model.model->embed_tokens->weight.device()),
+      proj_(model, pack_weights) {
   HPCRL_CHECK(model.options().lm_head, "generation needs a model with an LM head (this one was built with "
                                        "options.lm_head = false, e.g. a critic)");
   const auto layout = model::attention_layout(model.arch(), model.parallel_context().tp_size(), 1);
   heads_ = layout.heads;
   kv_heads_ = layout.kv_heads;
+  const at::Tensor& w = model.model->embed_tokens->weight;
+  cpu_decode_ = w.device().is_cpu() && w.scalar_type() == at::kFloat && model.arch().num_experts == 0;
 }
 
 at::Tensor SlotForward::run_layers(at::Tensor x, const at::Tensor& positions, const at::Tensor& allowed,
@@ -58,9 +43,10 @@ at::Tensor SlotForward::run_layers(at::Tensor x, const at::Tensor& positions, co
     auto layer = layers->ptr<model::DecoderLayer>(i);
     auto& attn = *layer->self_attn;
     at::Tensor xc = parallel::tensor::copy_to_tp(layer->input_layernorm->forward(x), tp);
-    at::Tensor q = column(*attn.q_proj, xc).view({N, T, heads_, D});
-    at::Tensor k = column(*attn.k_proj, xc).view({N, T, kv_heads_, D});
-    at::Tensor v = column(*attn.v_proj, xc).view({N, T, kv_heads_, D});
+    auto [q, k, v] = proj_.qkv(int64_t(i), xc);
+    q = q.view({N, T, heads_, D});
+    k = k.view({N, T, kv_heads_, D});
+    v = v.view({N, T, kv_heads_, D});
     if (attn.q_norm) {
       q = attn.q_norm->forward(q);
       k = attn.k_norm->forward(k);
@@ -70,30 +56,30 @@ at::Tensor SlotForward::run_layers(at::Tensor x, const at::Tensor& positions, co
     v = v.transpose(1, 2);
     auto [keys, values] = store(static_cast<int64_t>(i), k, v);
     at::Tensor o = model::attend(q, keys, values, allowed).transpose(1, 2).reshape({N, T, heads_ * D});
-    at::Tensor h = x + row(*attn.o_proj, o, tp);
+    at::Tensor h = x + proj_.attention_output(int64_t(i), o);
     at::Tensor n = layer->post_attention_layernorm->forward(h);
-    if (layer->mlp) {  // Mlp::forward: down(silu(gate(x)) · up(x))
-      const auto& mlp = *layer->mlp;
-      at::Tensor nc = parallel::tensor::copy_to_tp(n, tp);
-      x = h + row(*mlp.down_proj, at::silu(column(*mlp.gate_proj, nc)) * column(*mlp.up_proj, nc), tp);
-    } else {
+    if (layer->mlp)  // Mlp::forward: down(silu(gate(x)) · up(x))
+      x = h + proj_.mlp(int64_t(i), parallel::tensor::copy_to_tp(n, tp));
+    else
       x = h + layer->moe->forward(n, token_mask).y;
-    }
   }
   return model_.model->norm->forward(x);
 }
 
 at::Tensor SlotForward::full_logits(const at::Tensor& hidden) {
-  // DecoderModel::local_logits: the LM head, or the (vocab-parallel) embedding when tied.
   const auto& tp = model_.parallel_context().tp;
-  const at::Tensor& w = model_.lm_head ? model_.lm_head->weight : model_.model->embed_tokens->weight;
-  at::Tensor local = project(parallel::tensor::copy_to_tp(hidden, tp), w);  // [N, V/tp]
+  at::Tensor local = proj_.local_logits(parallel::tensor::copy_to_tp(hidden, tp));  // [N, V/tp]
   if (tp && tp->size() > 1) local = tp->all_gather(local.contiguous(), 1);
   return local.to(at::promote_types(local.scalar_type(), at::kFloat));  // float64 models keep their precision
 }
 
+int64_t SlotForward::prefill_chunk(int64_t prompts, int64_t longest) const {
+  const int64_t by_scores = attention_elements_ / std::max<int64_t>(1, prompts * heads_ * longest);
+  return std::min({by_scores, kPrefillTokens / std::max<int64_t>(1, prompts), longest});
+}
+
 at::Tensor SlotForward::prefill(KvSlots& slots, int64_t first, const std::vector<const std::vector<int32_t>*>& prompts,
-                                const std::vector<int64_t>& prompt_of) {
+                                const std::vector<int64_t>& prompt_of, int64_t chunk) {
   torch::NoGradGuard no_grad;
   const int64_t U = static_cast<int64_t>(prompts.size()), F = static_cast<int64_t>(prompt_of.size());
   int64_t L = 0;
@@ -102,6 +88,9 @@ at::Tensor SlotForward::prefill(KvSlots& slots, int64_t first, const std::vector
                                                                        << " overflows " << slots.slots() << " slots");
   HPCRL_CHECK(L <= slots.capacity(), "a " << L << "-token prompt does not fit the " << slots.capacity()
                                           << "-token KV slots");
+  HPCRL_CHECK(chunk >= 1 && U <= F, "prefill of " << U << " prompts for " << F << " sequences in chunks of " << chunk);
+  for (int64_t u = 0; u < U; ++u)
+    HPCRL_CHECK(prompt_of[u] == u, "prefill wants the first sequence of each prompt first, in prompt order");
   // Right-padded: real tokens sit at their positions, so causal attention never
   // lets a real query see padding and each row's cache columns are its positions.
   at::Tensor ids = at::zeros({U, L}, at::kLong), valid = at::zeros({U, L}, at::kBool);
@@ -120,31 +109,41 @@ at::Tensor SlotForward::prefill(KvSlots& slots, int64_t first, const std::vector
   }
   ids = ids.to(device_);
   valid = valid.to(device_);
-  at::Tensor positions = at::arange(L, ids.options()).unsqueeze(0).expand({U, L});
-  at::Tensor allowed = model::attention_mask(valid, L, L);  // [U, 1, L, L]
-  at::Tensor rows = at::tensor(prompt_of, at::kLong).to(device_);
-  auto store = [&](int64_t layer, at::Tensor k, at::Tensor v) {
-    slots.k(layer).narrow(0, first, F).narrow(2, 0, L).copy_(k.index_select(0, rows));
-    slots.v(layer).narrow(0, first, F).narrow(2, 0, L).copy_(v.index_select(0, rows));
-    return std::make_pair(k, v);
-  };
-  at::Tensor h = run_layers(model_.model->embed_tokens->forward(ids), positions, allowed, valid, store);  // [U, L, C]
-  at::Tensor idx = at::tensor(last, at::kLong).to(device_).view({U, 1, 1}).expand({U, 1, h.size(2)});
-  at::Tensor logits = full_logits(h.gather(1, idx).squeeze(1));  // [U, V]
-  for (int64_t f = 0; f < F; ++f) slots.set_length(first + f, last[prompt_of[f]] + 1);
-  return logits.index_select(0, rows);
+  at::Tensor last_hidden;  // [U, C]: each prompt's hidden state at its last token
+  for (int64_t c0 = 0; c0 < L; c0 += chunk) {
+    const int64_t T = std::min(chunk, L - c0), c1 = c0 + T;
+    at::Tensor positions = at::arange(c0, c1, ids.options()).unsqueeze(0).expand({U, T});
+    at::Tensor allowed = model::attention_mask(valid.narrow(1, 0, c1), T, c1);  // [U, 1, T, c1]
+    // This chunk's keys/values go into the prompts' own slots, and the chunk
+    // attends to all of that slot's columns so far.
+    auto store = [&](int64_t layer, at::Tensor k, at::Tensor v) {
+      at::Tensor ks = slots.k(layer).narrow(0, first, U), vs = slots.v(layer).narrow(0, first, U);
+      ks.narrow(2, c0, T).copy_(k);
+      vs.narrow(2, c0, T).copy_(v);
+      return std::make_pair(ks.narrow(2, 0, c1), vs.narrow(2, 0, c1));
+    };
+    at::Tensor h = run_layers(model_.model->embed_tokens->forward(ids.narrow(1, c0, T)), positions, allowed,
+                              valid.narrow(1, c0, T), store);  // [U, T, C]
+    if (!last_hidden.defined()) last_hidden = at::empty({U, h.size(2)}, h.options());
+    for (int64_t u = 0; u < U; ++u)
+      if (last[u] >= c0 && last[u] < c1) last_hidden[u].copy_(h[u][last[u] - c0]);
+  }
+  for (int64_t u = 0; u < U; ++u) slots.set_length(first + u, last[u] + 1);
+  for (int64_t f = U; f < F; ++f) slots.move(first + prompt_of[f], first + f);  // the other samples of a prompt
+  at::Tensor logits = full_logits(last_hidden);  // [U, V]
+  return logits.index_select(0, at::tensor(prompt_of, at::kLong).to(device_));
 }
 
-at::Tensor SlotForward::decode(KvSlots& slots, int64_t rows, const std::vector<int64_t>& tokens) {
+at::Tensor SlotForward::decode(KvSlots& slots, int64_t rows, const at::Tensor& tokens, const at::Tensor& positions) {
   torch::NoGradGuard no_grad;
-  HPCRL_CHECK(rows >= 1 && rows <= slots.slots() && static_cast<int64_t>(tokens.size()) == rows,
-              "decode of " << tokens.size() << " tokens for " << rows << " of " << slots.slots() << " slots");
+  HPCRL_CHECK(rows >= 1 && rows <= slots.slots() && tokens.numel() == rows && positions.numel() == rows,
+              "decode of " << tokens.numel() << " tokens for " << rows << " of " << slots.slots() << " slots");
   int64_t longest = 0;
   for (int64_t r = 0; r < rows; ++r) longest = std::max(longest, slots.length(r));
   const int64_t Tk = longest + 1, D = model_.arch().head_dim;
   HPCRL_CHECK(Tk <= slots.capacity(), "decoding past the " << slots.capacity() << "-token KV slots");
-  at::Tensor len = slots.lengths(rows);                                                    // [R]
-  at::Tensor ids = at::tensor(tokens, at::kLong).to(device_).view({rows, 1});              // [R, 1]
+  const at::Tensor& len = positions;                                                       // [R]
+  at::Tensor ids = tokens.view({rows, 1});                                                 // [R, 1]
   at::Tensor allowed = (at::arange(Tk, len.options()).unsqueeze(0) <= len.unsqueeze(1))  // [R, 1, 1, Tk]
                            .view({rows, 1, 1, Tk});
   at::Tensor column = len.view({rows, 1, 1, 1}).expand({rows, kv_heads_, 1, D});
@@ -154,9 +153,12 @@ at::Tensor SlotForward::decode(KvSlots& slots, int64_t rows, const std::vector<i
     vc.scatter_(2, column, v);
     return std::make_pair(kc.narrow(2, 0, Tk), vc.narrow(2, 0, Tk));
   };
-  at::Tensor h = run_layers(model_.model->embed_tokens->forward(ids), len.view({rows, 1}), allowed, {}, store);
+  at::Tensor x = model_.model->embed_tokens->forward(ids);  // [R, 1, C]
+  at::Tensor h = cpu_decode_
+                     ? decode_layers_cpu(x.view({rows, -1}), slots, rope_.tables(len.view({rows, 1}), x.scalar_type()))
+                     : run_layers(x, len.view({rows, 1}), allowed, {}, store).select(1, 0);
   for (int64_t r = 0; r < rows; ++r) slots.set_length(r, slots.length(r) + 1);
-  return full_logits(h.select(1, 0));
+  return full_logits(h);
 }
 
 void SlotForward::idle_step() {

@@ -18,22 +18,27 @@
 #include "hpcrl/algo/ppo_stage.h"
 #include "hpcrl/algo/sft_stage.h"
 #include "hpcrl/algo/stop_inside.h"
+#include "hpcrl/algo/checkpoint_integrity.h"
 #include "hpcrl/algo/train_checkpoint.h"
 #include "hpcrl/config/loader.h"
 #include "hpcrl/config/render.h"
+#include "hpcrl/config/resume_diff.h"
 #include "hpcrl/dist/bootstrap.h"
 #include "hpcrl/dist/watchdog.h"
+#include "hpcrl/io/checkpoint_state.h"
 #include "hpcrl/io/tensor_store.h"
 #include "hpcrl/model/weights.h"
-#include "hpcrl/runner/data_loader.h"
 #include "hpcrl/runner/preemption.h"
 #include "hpcrl/runner/role_builder.h"
+#include "hpcrl/runner/run_inputs.h"
 #include "hpcrl/trace/metrics.h"
 #include "hpcrl/trace/tensorboard.h"
 #include "hpcrl/trace/summary.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/error.h"
 #include "hpcrl/util/fs.h"
+#include "hpcrl/util/check.h"
+#include "hpcrl/util/strings.h"
 #include "hpcrl/util/log.h"
 
 namespace hpcrl::runner {
@@ -44,17 +49,6 @@ std::string stage_dir_name(int index, const config::StageConfig& s) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%02d-%s", index, config::to_string(s.kind).c_str());
   return buf;
-}
-
-// Steps (iterations) a stage is configured for; stop_at_accuracy may end it sooner.
-int64_t configured_steps(const config::StageConfig& s) {
-  switch (s.kind) {
-    case config::StageKind::sft: return s.sft.steps;
-    case config::StageKind::grpo: return s.grpo.iterations;
-    case config::StageKind::ppo: return s.ppo.iterations;
-    case config::StageKind::distill: return s.distill.steps;
-  }
-  return 0;
 }
 
 struct StageRow {
@@ -110,68 +104,133 @@ void print_final_table(const std::vector<StageRow>& rows, const std::string& run
   std::fflush(stdout);
 }
 
+// What a stage that ran out of memory is told: the sizes that decide its
+// memory and how to shrink them (an allocator's own words name neither).
+std::string out_of_memory(const config::StageConfig& stage, int rank, const std::string& what) {
+  std::string batch;
+  switch (stage.kind) {
+    case config::StageKind::sft: batch = stage.path + ".batch = " + std::to_string(stage.sft.batch); break;
+    case config::StageKind::grpo:
+    case config::StageKind::ppo: {
+      const auto& rl = stage.kind == config::StageKind::grpo ? static_cast<const config::RlStage&>(stage.grpo)
+                                                             : stage.ppo;
+      batch = stage.path + ".prompts × group = " + std::to_string(rl.prompts) + " × " + std::to_string(rl.group);
+      break;
+    }
+    case config::StageKind::distill: batch = stage.path + ".batch = " + std::to_string(stage.distill.batch); break;
+  }
+  return stage.path + " ran out of memory on rank " + std::to_string(rank) + " (" + what + "): its batch (" + batch +
+         " sequences per step) needs more than this machine has; lower it, or run it in pieces with " + stage.path +
+         ".micro_batch or .micro_batch_tokens. `hpcrl plan PIPELINE --world N` estimates each role's memory per rank";
+}
+
+// An allocator's failure among torch's errors (CPU: "can't allocate memory"; CUDA: "out of memory").
+bool is_out_of_memory(const c10::Error& e) {
+  const std::string m = e.what_without_backtrace();
+  return m.find("can't allocate memory") != std::string::npos || m.find("out of memory") != std::string::npos;
+}
+
 // Runs the stage of `env` inside its span; `seconds` is the span's duration.
 algo::StageResult run_stage(algo::StageEnv& env, double& seconds) {
   trace::TimedSpan span(config::to_string(env.stage->kind), {{"stage_index", double(env.stage_index)}});
   algo::StageResult result;
-  switch (env.stage->kind) {
-    case config::StageKind::sft: result = algo::run_sft(env); break;
-    case config::StageKind::grpo: result = algo::run_grpo(env); break;
-    case config::StageKind::ppo: result = algo::run_ppo(env); break;
-    case config::StageKind::distill: result = algo::run_distill(env); break;
+  try {
+    switch (env.stage->kind) {
+      case config::StageKind::sft: result = algo::run_sft(env); break;
+      case config::StageKind::grpo: result = algo::run_grpo(env); break;
+      case config::StageKind::ppo: result = algo::run_ppo(env); break;
+      case config::StageKind::distill: result = algo::run_distill(env); break;
+    }
+  } catch (const std::bad_alloc&) {
+    throw RuntimeError(out_of_memory(*env.stage, env.world->rank(), "std::bad_alloc"));
+  } catch (const c10::Error& e) {
+    if (!is_out_of_memory(e)) throw;
+    throw RuntimeError(out_of_memory(*env.stage, env.world->rank(), e.what_without_backtrace()));
   }
   seconds = span.elapsed_seconds();
   return result;
 }
 
-// One `hpcrl run`: the validated config, the run directory, the roles and the
-// datasets the stages load, and the stages run in order. Collective over the
-// world from construction on.
+// One `hpcrl run`: the validated config, its inputs (datasets, tokenizers,
+// the roles with their init weights) loaded and checked, then the run
+// directory, and the stages run in order. Collective over the world from
+// construction on.
 class PipelineRun {
  public:
   explicit PipelineRun(const RunOptions& options);
   int run();
 
  private:
-  // The row of stage `index` when an earlier run completed it (its trained
-  // roles take their final weights); nullopt when it still has to run.
+  // The row of stage `index` when an earlier run completed it and its final
+  // checkpoint `latest` is intact (its trained roles take their final
+  // weights); nullopt when it still has to run.
   std::optional<StageRow> completed_before(size_t index, const std::string& sdir, const std::string& latest);
   algo::StageEnv stage_env(size_t index, const std::string& sdir, const std::string& latest);
-  const algo::DataSplits& data_for(const std::string& name);
+  StartCommand start_command() const;
 
   const RunOptions& options_;
   const dist::WorldInfo& w_;
   dist::CommPtr world_;
   config::PipelineConfig cfg_;
+  std::string root_;  // the run directory
   int gpu_ = -1;
+  RunInputs inputs_;
+  std::unique_ptr<Roles> roles_;
   RunDirectory dir_;
   std::unique_ptr<trace::MetricsWriter> metrics_;
-  std::unique_ptr<Roles> roles_;
-  std::map<std::string, algo::DataSplits> data_;
 };
 
-config::PipelineConfig load_config(const RunOptions& options, int world) {
+config::PipelineConfig load_config(const std::string& path, const std::vector<std::string>& overrides, int world) {
   config::ValidateOptions vo;
   vo.world = world;
   vo.require_weights = true;
-  return config::load_pipeline_config(options.config_path, options.overrides, vo);
+  return config::load_pipeline_config(path, overrides, vo);
 }
 
-// Rank 0 prepares the directory; the others wait (an error there ends the job).
-RunDirectory open_run_directory(const RunOptions& options, const config::PipelineConfig& cfg, int rank) {
+// Rank 0, before anything is loaded: the run directory can be used as asked,
+// and a resume continues the config it was started with (only keys that
+// change nothing a checkpoint holds may differ). An error ends the job.
+std::string checked_root(const RunOptions& options, const config::PipelineConfig& cfg, int rank, int world) {
   const std::string root = options.out.empty() ? cfg.run.out : options.out;
-  return rank == 0 ? RunDirectory::prepare(root, options.mode, config::to_yaml(cfg))
-                   : RunDirectory::attach(root, options.mode == RunDirMode::kResume);
+  if (rank != 0) return root;
+  RunDirectory::check(root, options.mode);
+  if (options.mode != RunDirMode::kResume) return root;
+  const std::string saved_path = root + "/config.resolved.yaml";
+  config::ValidateOptions vo;
+  vo.world = world;
+  vo.require_weights = true;
+  config::LoadResult saved = config::check_pipeline_config(saved_path, {}, vo);
+  HPCRL_CHECK_INPUT(saved.ok(), "--resume: " << saved_path << " no longer loads ("
+                                             << saved.diagnostics.errors.front().str()
+                                             << "); restore the file, or start a new run with another --out DIR");
+  const auto diffs = config::resume_differences(saved.config, cfg);
+  if (diffs.empty()) return root;
+  auto start = read_start_command(root);
+  throw InputError("--resume: this config differs from the one " + root + " was started with (" + saved_path +
+                   ") in " + config::describe(diffs) + "; a resumed run continues that config's steps, data and " +
+                   "optimizer state, so only " + str::join(config::resume_safe_keys(), ", ") +
+                   " may change. " +
+                   (start ? "Resume with the command that started it: " + resume_command(*start)
+                          : std::string("Resume with the pipeline file and --set flags it was started with")) +
+                   ", or start a new run with another --out DIR");
 }
 
 PipelineRun::PipelineRun(const RunOptions& options)
     : options_(options),
       w_(dist::world()),
       world_(dist::world_comm()),
-      cfg_(load_config(options, w_.size)),
+      cfg_(load_config(options.config_path, options.overrides, w_.size)),
+      root_(checked_root(options, cfg_, w_.rank, w_.size)),
       // Before the run directory exists: a device this build or node cannot use is bad input.
       gpu_(dist::bind_device(config::to_string(cfg_.run.device))),
-      dir_(open_run_directory(options, cfg_, w_.rank)) {
+      // Every input is read and checked before the directory is touched: a data error
+      // never leaves a half-made run behind, nor replaces a finished one (--force).
+      inputs_(load_run_inputs(cfg_)),
+      roles_(std::make_unique<Roles>(cfg_, w_.rank, w_.size,
+                                     gpu_ < 0 ? at::Device(at::kCPU)
+                                              : at::Device(at::kCUDA, static_cast<int8_t>(gpu_)))),
+      dir_(w_.rank == 0 ? RunDirectory::prepare(root_, options.mode, config::to_yaml(cfg_), start_command())
+                        : RunDirectory::attach(root_, options.mode == RunDirMode::kResume)) {
   world_->barrier();
   dist::start_watchdog(cfg_.run.comm_timeout_s);
   log::add_rank_file(dir_.logs_dir());
@@ -189,16 +248,10 @@ PipelineRun::PipelineRun(const RunOptions& options)
   if (cfg_.trace.metrics) metrics_ = std::make_unique<trace::MetricsWriter>(dir_.metrics_path(), w_.rank);
   if (cfg_.trace.tensorboard)  // validation requires metrics: the scalars mirror metrics.jsonl's lines
     metrics_->mirror_to(std::make_unique<trace::TensorBoardWriter>(dir_.root() + "/tensorboard", w_.rank));
-  roles_ = std::make_unique<Roles>(cfg_, w_.rank, w_.size,
-                                   gpu_ < 0 ? at::Device(at::kCPU) : at::Device(at::kCUDA, static_cast<int8_t>(gpu_)));
 }
 
-const algo::DataSplits& PipelineRun::data_for(const std::string& name) {
-  auto it = data_.find(name);
-  if (it != data_.end()) return it->second;
-  // Lengths are counted with the tokenizer of the first role (all roles of a pipeline share one vocabulary).
-  const auto& tok = *roles_->get(cfg_.models.front().name).tokenizer;
-  return data_.emplace(name, load_data_splits(*cfg_.find_data(name), cfg_.run, tok)).first->second;
+StartCommand PipelineRun::start_command() const {
+  return StartCommand{options_.config_path, options_.overrides, root_, w_.size};
 }
 
 int PipelineRun::run() {
@@ -207,7 +260,7 @@ int PipelineRun::run() {
     const auto& stage = cfg_.stages[i];
     const std::string sdir = dir_.checkpoints_dir() + "/" + stage_dir_name(int(i), stage);
     roles_->snapshot_for(stage);
-    const std::string latest = dir_.resumed() ? algo::latest_checkpoint(sdir) : "";
+    const std::string latest = dir_.resumed() ? algo::resumable_checkpoint(sdir, world_) : "";
     if (auto done = completed_before(i, sdir, latest)) {
       rows.push_back(*done);
       continue;
@@ -215,7 +268,7 @@ int PipelineRun::run() {
     if (metrics_ && dir_.resumed()) metrics_->truncate_after(int(i), latest.empty() ? -1 : algo::checkpoint_step(latest));
     algo::StageEnv env = stage_env(i, sdir, latest);
     spdlog::info("stage {} ({}) starts", i, config::to_string(stage.kind));
-    StageRow row{stage_dir_name(int(i), stage), 0, configured_steps(stage)};
+    StageRow row{stage_dir_name(int(i), stage), 0, stage.configured_steps()};
     const algo::StageResult result = run_stage(env, row.seconds);
     row.accuracy = result.eval_accuracy;
     row.steps = result.steps_done;
@@ -226,8 +279,8 @@ int PipelineRun::run() {
       // Every rank's checkpoint and trace are on disk before any rank exits: a launcher
       // ends the others as soon as one exits non-zero (mpirun, srun --kill-on-bad-exit).
       world_->barrier();
-      spdlog::warn("stopped at step {} of stage {} on request; checkpoint written. Continue with: hpcrl run {} --resume",
-                   result.steps_done, i, options_.config_path);
+      spdlog::warn("stopped at step {} of stage {} on request; checkpoint written. Continue with: {}",
+                   result.steps_done, i, resume_command(start_command()));
       return kExitResumable;
     }
     for (const auto& name : stage.trained_roles()) roles_->mark_initialised(name);
@@ -250,13 +303,21 @@ std::optional<StageRow> PipelineRun::completed_before(size_t index, const std::s
                                                       const std::string& latest) {
   if (!dir_.resumed() || !stdfs::exists(sdir + "/complete.json")) return std::nullopt;
   const auto& stage = cfg_.stages[index];
+  const std::string done_path = sdir + "/complete.json";
+  const io::StageRecord done = io::parse_stage_record(fs::read_file(done_path, "stage record"), done_path);
+  const int64_t steps = done.steps;
+  // The final checkpoint was damaged and an older one chosen: the stage continues from there.
+  if (latest.empty() || algo::checkpoint_step(latest) != steps) {
+    spdlog::warn("stage {} had completed, but its final checkpoint is not intact; it continues from {}", index,
+                 latest.empty() ? std::string("its start") : latest);
+    return std::nullopt;
+  }
   for (const auto& name : stage.trained_roles()) {
     auto& r = roles_->get(name);
-    if (r.member()) model::load_weights(*r.model, io::TensorStore(latest + "/" + name));
+    if (r.member()) algo::load_saved_model(latest, r);
   }
-  auto done = nlohmann::json::parse(fs::read_file(sdir + "/complete.json"));
-  StageRow row{stage_dir_name(int(index), stage), done.value("steps", int64_t{0}), configured_steps(stage)};
-  row.accuracy = done.value("eval_accuracy", -1.0);
+  StageRow row{stage_dir_name(int(index), stage), steps, stage.configured_steps()};
+  row.accuracy = done.eval_accuracy;
   row.skipped = true;
   return row;
 }
@@ -270,7 +331,7 @@ algo::StageEnv PipelineRun::stage_env(size_t index, const std::string& sdir, con
   env.metrics = metrics_.get();
   env.role = [this](const std::string& n) -> algo::Role& { return roles_->get(n); };
   env.rollout_role = [this](const std::string& n) { return roles_->rollout_of(n); };
-  env.data = [this](const std::string& n) -> const algo::DataSplits& { return data_for(n); };
+  env.data = [this](const std::string& n) -> const algo::DataSplits& { return inputs_.data.at(n); };
   env.should_stop = [this] { return stop_requested(world_); };
   env.stop_signalled = [] { return stop_signalled(); };
   env.checkpoint_dir = sdir;

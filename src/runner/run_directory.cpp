@@ -28,34 +28,42 @@ void check_parent_writable(const stdfs::path& root) {
 }
 }  // namespace
 
-RunDirectory RunDirectory::prepare(const std::string& root_str, RunDirMode mode, const std::string& resolved_config) {
+void RunDirectory::check(const std::string& root_str, RunDirMode mode) {
   stdfs::path root(root_str);
   std::error_code ec;
   bool exists = stdfs::exists(root, ec);
   if (exists && !stdfs::is_directory(root, ec))
     throw InputError("run directory " + root_str + " exists and is not a directory; remove it or use --out DIR");
-
   if (mode == RunDirMode::kResume) {
     if (!exists || !stdfs::exists(root / "config.resolved.yaml"))
       throw InputError("--resume: no run to resume in " + root_str +
                        " (no config.resolved.yaml there); drop --resume to start a new run");
+    return;
+  }
+  if (exists && !stdfs::is_empty(root, ec) && mode != RunDirMode::kForce)
+    throw InputError("run directory " + root_str +
+                     " already exists; pass --resume to continue that run, --force to replace it, "
+                     "or choose another with --out DIR or --set run.name=NAME");
+}
+
+RunDirectory RunDirectory::prepare(const std::string& root_str, RunDirMode mode, const std::string& resolved_config,
+                                   const StartCommand& command) {
+  check(root_str, mode);
+  stdfs::path root(root_str);
+  std::error_code ec;
+  if (mode == RunDirMode::kResume) {
     make_layout(root);
     // Keep the original resolved config; the resumed run's own config goes beside it.
     fs::write_file_atomic((root / "config.resume.yaml").string(), resolved_config);
     return RunDirectory(root_str, true);
   }
-
-  bool non_empty = exists && !stdfs::is_empty(root, ec);
-  if (non_empty && mode != RunDirMode::kForce)
-    throw InputError("run directory " + root_str +
-                     " already exists; pass --resume to continue that run, --force to replace it, "
-                     "or choose another with --out DIR or --set run.name=NAME");
-
+  const bool exists = stdfs::exists(root, ec);
   check_parent_writable(root);
   // Assemble beside the target, then swap it in.
   stdfs::path staging = fs::temp_sibling(root_str);
   make_layout(staging);
   fs::write_file_atomic((staging / "config.resolved.yaml").string(), resolved_config);
+  write_start_command(staging.string(), command);
   if (exists) {
     stdfs::path old = fs::temp_sibling(root_str + ".replaced");
     stdfs::rename(root, old);

@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <cfloat>
 #include <chrono>
@@ -16,25 +15,12 @@
 #include <filesystem>
 
 #include "hpcrl/util/check.h"
+#include "hpcrl/util/crc32c.h"
 #include "hpcrl/util/error.h"
 
 namespace hpcrl::trace {
 namespace tensorboard {
 namespace {
-
-// Byte-at-a-time table for the reflected Castagnoli polynomial, built at compile
-// time: metrics are a few records per step, so a slicing or SSE4.2 version would
-// buy nothing measurable.
-constexpr std::array<uint32_t, 256> make_crc32c_table() {
-  std::array<uint32_t, 256> table{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t crc = i;
-    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ ((crc & 1u) ? 0x82F63B78u : 0u);
-    table[i] = crc;
-  }
-  return table;
-}
-constexpr std::array<uint32_t, 256> kCrc32cTable = make_crc32c_table();
 
 void put_fixed32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFFu));
@@ -79,11 +65,7 @@ void put_float(std::string& out, uint32_t field, float v) {
 
 }  // namespace
 
-uint32_t crc32c(std::string_view data) {
-  uint32_t crc = 0xFFFFFFFFu;
-  for (char c : data) crc = kCrc32cTable[(crc ^ static_cast<unsigned char>(c)) & 0xFFu] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
+uint32_t crc32c(std::string_view data) { return util::crc32c(data); }
 
 // TFRecord masks the CRC because a CRC of data that itself embeds CRCs is weak.
 uint32_t masked_crc32c(std::string_view data) {

@@ -43,9 +43,14 @@ TEST(ForwardBackward, MicroBatchingDoesNotChangeTheStepsGradient) {
   double largest = 0;
   for (size_t i = 0; i < whole.size(); ++i) {
     largest = std::max(largest, whole[i].abs().max().item<double>());
-    // Sums of the same terms in another order: fp32 rounding only.
-    EXPECT_TRUE(at::allclose(in_pairs[i], whole[i], 1e-4, 1e-6)) << "parameter " << i;
-    EXPECT_TRUE(at::allclose(one_by_one[i], whole[i], 1e-4, 1e-6)) << "parameter " << i;
+    // Sums of the same terms in another order: fp32 rounding only, measured
+    // against the parameter's largest entry — an entry whose terms cancel to
+    // near 0 keeps their absolute rounding, so an entry-relative bound fails
+    // on it (the embedding: 2.9e-6 apart at an entry of 4.8, largest 8.4).
+    // A micro-batch lost or counted twice moves entries by O(1) of the largest.
+    const double scale = whole[i].abs().max().item<double>();
+    EXPECT_LE((in_pairs[i] - whole[i]).abs().max().item<double>(), 1e-5 * scale) << "parameter " << i;
+    EXPECT_LE((one_by_one[i] - whole[i]).abs().max().item<double>(), 1e-5 * scale) << "parameter " << i;
   }
   EXPECT_GT(largest, 0.0);  // the loss reached the parameters
 }

@@ -136,6 +136,39 @@ TEST(HardwareProfile, AMissingValueNamesTheFileAndKey) {
   }
 }
 
+// The message parse_profile throws for `text` ("no error" when it loads).
+std::string profile_error(const std::string& text) {
+  try {
+    parse_profile(text, "x.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(HardwareProfile, MalformedValuesAreErrorsNotCrashes) {
+  // Found by the hardware_profile fuzz target: "256:61e+10" (no space after
+  // the colon) is one key with a null value, which used to escape as
+  // YAML::TypedBadConversion and end the process.
+  const std::string rest =
+      "memory: {bandwidth: 1e10, efficiency: 1, capacity: 1e9}\nkernel_overhead_s: 1e-6\n"
+      "intra_node: {bandwidth: 1e9, latency_s: 1e-6}\ninter_node: {bandwidth: 1e9, latency_s: 1e-6}\n";
+  EXPECT_EQ(profile_error("compute: {peak_flops: 3e10, efficiency: 1,\n  by_width: {128: 1e10, 256:61e+10}}\n" + rest +
+                          "gpus_per_node: 1\n"),
+            "x.yaml:2: `compute.by_width` key '256:61e+10' must be a positive model width, e.g. {128: 1.1e10, 512: "
+            "2.5e10}");
+  EXPECT_EQ(profile_error("compute: {peak_flops: 3e10, efficiency: 1, by_width: {-128: 1e10}}\n" + rest +
+                          "gpus_per_node: 1\n"),
+            "x.yaml:1: `compute.by_width` key '-128' must be a positive model width, e.g. {128: 1.1e10, 512: 2.5e10}");
+  EXPECT_EQ(profile_error("name: [a]\ncompute: {peak_flops: 3e10, efficiency: 1}\n" + rest + "gpus_per_node: 1\n"),
+            "x.yaml:1: `name` must be a string");
+  // 1e300 GPUs would not fit an int: converting it was undefined behaviour.
+  EXPECT_EQ(profile_error("compute: {peak_flops: 3e10, efficiency: 1}\n" + rest + "gpus_per_node: 1e300\n"),
+            "x.yaml: `gpus_per_node` must be a whole number of devices up to 4096, not 1e300");
+  EXPECT_EQ(profile_error("compute: {peak_flops: 3e10, efficiency: 1}\n" + rest + "gpus_per_node: 2.5\n"),
+            "x.yaml: `gpus_per_node` must be a whole number of devices up to 4096, not 2.5");
+}
+
 TEST(HardwareProfile, MeasuredRatesByWidthAreInterpolatedInLogWidth) {
   const HardwareProfile p = parse_profile(
       "name: x\ncompute: {peak_flops: 3e10, efficiency: 0.5, by_width: {512: 3e10, 128: 1e10}}\n"

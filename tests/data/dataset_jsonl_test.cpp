@@ -100,6 +100,14 @@ TEST_F(JsonlTest, InvalidJsonNamesFileLineAndColumn) {
   EXPECT_NE(m.find("each line must be one JSON object"), std::string::npos) << m;
 }
 
+TEST_F(JsonlTest, NumberBeyondADoubleNamesFileLineAndColumn) {
+  // nlohmann reports 1e999 as an out_of_range error without a position; it escaped the loader before.
+  std::string m = error_of("{\"question\": \"a\", \"answer\": \"1\"}\n{\"question\": \"b\", \"answer\": 1e999}\n");
+  // Line 2, column 29: where `1e999` starts in {"question": "b", "answer": 1e999}.
+  EXPECT_NE(m.find("d.jsonl:2:29: invalid JSON (number 1e999 is beyond the range of a double"), std::string::npos)
+      << m;
+}
+
 TEST_F(JsonlTest, MissingKeyListsKeysSuggestsAndSaysWhatToSet) {
   std::string m = error_of("{\"question\": \"a\", \"answer\": \"1\"}\n{\"qustion\": \"b\", \"answer\": \"2\"}\n");
   EXPECT_NE(m.find("d.jsonl:2: missing key 'question' (this row has keys: 'answer', 'qustion'; did you mean "

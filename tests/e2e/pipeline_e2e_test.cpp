@@ -84,6 +84,13 @@ TEST(PipelineE2E, StopSignalCheckpointsExits75AndResumeIsExact) {
   }
   ::kill(pid, SIGUSR1);
   ASSERT_EQ(wait_exit(pid), 75) << run_shell("cat " + dir + "/stopped.log").output;
+  // The hint is the whole command: a resume without the start's --set flags is refused.
+  EXPECT_NE(run_shell("cat " + dir + "/stopped.log")
+                .output.find("Continue with: hpcrl run tests/e2e/data/tiny.yaml --out " + dir + "/stopped --set "
+                             "'stages=[{sft: {model: policy, data: arith, steps: 30, batch: 16, lr: 3.0e-3}}]' --set "
+                             "run.checkpoint_every=4 --resume"),
+            std::string::npos)
+      << run_shell("cat " + dir + "/stopped.log").output;
   auto partial = read_metrics(dir + "/stopped/metrics.jsonl");
   ASSERT_LT(partial.size(), read_metrics(dir + "/straight/metrics.jsonl").size()) << "the run was not stopped early";
 

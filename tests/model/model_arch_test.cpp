@@ -158,6 +158,14 @@ TEST(ModelArch, InvalidJsonNamesLineAndColumn) {
   EXPECT_NE(err.find("invalid JSON"), std::string::npos) << err;
 }
 
+TEST(ModelArch, NumberBeyondADoubleNamesLineAndColumn) {
+  // Line 3 is `  "rope_theta": 1e999,`; the number starts at column 17.
+  std::string err = config_error("{\n  \"model_type\": \"llama\",\n  \"rope_theta\": 1e999,\n}");
+  EXPECT_NE(err.find("config.json:3:17: invalid JSON in config.json (number 1e999 is beyond the range of a double"),
+            std::string::npos)
+      << err;
+}
+
 TEST(ModelArch, DimsCarryTheLayoutRelevantNumbers) {
   ModelDims d = load_hf_config(kConfigs + "qwen2.5-0.5b/config.json").dims(4096);
   EXPECT_EQ(d.heads, 14);

@@ -18,7 +18,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <numeric>
+#include <string>
 
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/model/pretrained.h"
@@ -219,6 +221,19 @@ TEST(RolloutEngine, LogprobsEqualTheTrainingForward) {
                            sampled().max_new_tokens(24).seed(4).eos({2}), stories_fp32);
 }
 
+TEST(RolloutEngine, Qwen3ShapedLogprobsEqualTheTrainingForward) {
+  // Per-head q/k norms before RoPE (the CPU decode step runs them through the
+  // model's modules), the packed GEMMs and the CPU row sampler (no top-p).
+  const ModelArch arch = hpcrl::testing::test_arch(hpcrl::testing::qwen2_arch()).family("qwen3").qk_norm(true).build();
+  auto qwen3 = hpcrl::testing::random_model(arch);
+  rollout::SamplingParams params = sampled().max_new_tokens(20).seed(5);
+  params.top_p = 1.0;
+  LogprobCheck fp32;
+  fp32.tolerance = kFp32;
+  fp32.more_tokens_than = 20;  // of up to 3 prompts × 2 samples × 20 tokens
+  expect_training_logprobs(qwen3, hpcrl::testing::random_prompts({5, 14, 2}, 96, 22), params, fp32);
+}
+
 // What the RL stages ask for: log-probs of the tempered distribution responses are sampled from.
 TEST(RolloutEngine, TemperedLogprobsEqualTheTrainingForwardAtThatTemperature) {
   auto qwen = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
@@ -396,6 +411,101 @@ TEST(RolloutEngine, EosEndsASampleAndIsKept) {
   EXPECT_EQ(stopped.finish_reason, "stop");
   ASSERT_EQ(int64_t(stopped.tokens.size()), first + 1);
   EXPECT_EQ(stopped.tokens.back(), eos);
+}
+
+// Sampled outputs of one engine configuration, with its stats.
+struct Generation {
+  std::vector<rollout::Sample> samples;
+  rollout::GenerateStats stats;
+};
+Generation generate_with(std::shared_ptr<model::DecoderModel> m, const io::Tokenizer* tok, rollout::EngineOptions options,
+                  const std::vector<std::vector<int32_t>>& prompts, int64_t n, const rollout::SamplingParams& p) {
+  rollout::Engine engine(m, tok, options);
+  Generation r{engine.generate(prompts, n, p), {}};
+  r.stats = engine.last_stats();
+  return r;
+}
+
+rollout::EngineOptions engine_options(int64_t max_batch, int64_t host_sync_interval) {
+  rollout::EngineOptions o;
+  o.max_batch = max_batch;
+  o.host_sync_interval = host_sync_interval;
+  return o;
+}
+
+void expect_same_samples(model::DecoderModel& m, const std::vector<std::vector<int32_t>>& prompts, const Generation& want,
+                         const Generation& got, const std::string& what) {
+  ASSERT_EQ(got.samples.size(), want.samples.size()) << what;
+  for (size_t i = 0; i < got.samples.size(); ++i)
+    EXPECT_TRUE(same_generation(m, prompts[want.samples[i].prompt_index], want.samples[i], got.samples[i], kFp32))
+        << what << ", sequence " << i;
+}
+
+TEST(RolloutEngine, SamplesAreTheSameAtMaxBatch1_3_8) {
+  // The fp32 model on the CPU: packed weights, and (no top-p) the CPU row sampler.
+  auto qwen = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  auto prompts = hpcrl::testing::random_prompts({3, 21, 8, 1, 12}, 96, 18);
+  rollout::SamplingParams p = sampled().max_new_tokens(16).seed(12).eos({7, 9});
+  p.top_p = 1.0;
+  const Generation one = generate_with(qwen, nullptr, engine_options(1, 1), prompts, 2, p);
+  for (int64_t max_batch : {3, 8})
+    expect_same_samples(*qwen, prompts, one, generate_with(qwen, nullptr, engine_options(max_batch, 1), prompts, 2, p),
+                        "max_batch " + std::to_string(max_batch));
+}
+
+TEST(RolloutEngine, ReadingTheTokensEveryFewStepsGivesTheSameSamples) {
+  // EOS is checked on the device every step; stop strings, retiring and
+  // refilling wait for the host's read. 8 prompts x 3 samples in 4 slots, so
+  // slots are refilled. Of the untrained model's 272 tokens, 16 are EOS ids
+  // (5.9 %) and 4 are one-byte stop strings (1.5 %): were tokens uniform, a
+  // sample would end at each step with 7.4 % chance, 4:1 by EOS, and
+  // 0.926^12 = 40 % of samples would reach max_new_tokens = 12. Its
+  // distribution is not uniform (seed 2 ends 8 samples by EOS, 10 by stop
+  // string, 6 by length), but every way of ending keeps a share of several
+  // samples out of 24. (With 30 EOS ids and 24 new tokens, 0.876^24 = 4 %:
+  // no sample reached the length.)
+  auto tok = io::load_tokenizer("builtin");
+  auto m = model::load_model("preset:tiny", {});
+  m->eval();
+  rollout::SamplingParams p = sampled().max_new_tokens(12).seed(2);
+  for (int32_t id = 0; id < 16; ++id) p.eos_ids.push_back(id);
+  p.stop = {"a", "e", "o", "t"};
+  auto prompts = hpcrl::testing::random_prompts({5, 9, 3, 7, 6, 4, 8, 2}, 250, 6, 30);
+  const Generation every = generate_with(m, tok.get(), engine_options(4, 1), prompts, 3, p);
+  int64_t by_eos = 0, by_stop_string = 0, by_length = 0;
+  for (const auto& s : every.samples) {
+    const bool eos = std::find(p.eos_ids.begin(), p.eos_ids.end(), s.tokens.back()) != p.eos_ids.end();
+    by_eos += s.finish_reason == "stop" && eos;
+    by_stop_string += s.finish_reason == "stop" && !eos;
+    by_length += s.finish_reason == "length";
+  }
+  EXPECT_GT(by_eos, 0);
+  EXPECT_GT(by_stop_string, 0);
+  EXPECT_GT(by_length, 0);
+  EXPECT_GE(every.stats.host_syncs, every.stats.decode_steps);  // a read after every step
+  for (int64_t interval : {3, 8}) {
+    const Generation few = generate_with(m, tok.get(), engine_options(4, interval), prompts, 3, p);
+    expect_same_samples(*m, prompts, every, few, "host_sync_interval " + std::to_string(interval));
+    EXPECT_EQ(few.stats.generated_tokens, every.stats.generated_tokens);
+    EXPECT_LT(few.stats.host_syncs, every.stats.host_syncs) << "interval " << interval;
+  }
+}
+
+TEST(RolloutEngine, ChunkedPrefillGivesTheSamplesOfOnePrefill) {
+  // A budget of 3360 attention scores: 3 prompts x 4 heads x 40 keys leave
+  // chunks of 7 positions, so the 40-token prompt takes ceil(40 / 7) = 6
+  // forwards, each attending to the keys/values the earlier ones cached.
+  auto qwen = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  auto prompts = hpcrl::testing::random_prompts({25, 40, 9}, 96, 21);
+  const rollout::SamplingParams p = sampled().max_new_tokens(8).seed(5);
+  const Generation whole = generate_with(qwen, nullptr, engine_options(8, 1), prompts, 2, p);
+  rollout::EngineOptions small = engine_options(8, 1);
+  small.prefill_attention_elements = 3360;
+  const Generation chunked = generate_with(qwen, nullptr, small, prompts, 2, p);
+  EXPECT_EQ(whole.stats.prefill_forwards, 1);
+  EXPECT_EQ(chunked.stats.prefill_forwards, 6);
+  EXPECT_EQ(chunked.stats.prompt_tokens, 74);  // 25 + 40 + 9: still each prompt once
+  expect_same_samples(*qwen, prompts, whole, chunked, "chunked prefill");
 }
 
 std::string error_of(const std::function<void()>& fn) {

@@ -94,7 +94,8 @@ TEST_F(PromptFileTest, MalformedLinesNameTheLineAndTheFix) {
   EXPECT_EQ(error_of("{\"prompt_ids\": [1, \"a\"]}\n"), "FILE:1: prompt_ids[1] is \"a\", not an integer token id");
   EXPECT_EQ(error_of("{\"messages\": [{\"role\": \"user\"}]}\n"),
             "FILE:1: messages[0] must be {\"role\": string, \"content\": string}");
-  EXPECT_NE(error_of("{\"prompt\": \"a\"}\n{\"prompt\": \"b\"\n").find("FILE:2: not valid JSON"), std::string::npos);
+  // Line 2 ends after its 14 characters: the error is at column 15.
+  EXPECT_NE(error_of("{\"prompt\": \"a\"}\n{\"prompt\": \"b\"\n").find("FILE:2:15: not valid JSON"), std::string::npos);
   EXPECT_NE(error_of("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}\n", "chatlm")
                 .find("did you mean"),
             std::string::npos);

@@ -48,8 +48,8 @@ constexpr double kFp32 = 1e-5, kFloat64 = 5e-6;
 
 void expect_same_as_single_rank(std::shared_ptr<model::DecoderModel> split, std::shared_ptr<model::DecoderModel> one,
                                 const std::vector<std::vector<int32_t>>& prompts, const rollout::SamplingParams& p,
-                                double tol = kFp32) {
-  rollout::Engine a(split, nullptr, {3, true}), b(one, nullptr, {3, true});
+                                double tol = kFp32, const rollout::EngineOptions& options = {3, true}) {
+  rollout::Engine a(split, nullptr, options), b(one, nullptr, options);
   auto got = a.generate(prompts, 2, p);
   auto want = b.generate(prompts, 2, p);
   ASSERT_EQ(got.size(), want.size());
@@ -75,23 +75,51 @@ TEST(RolloutMpi, TensorParallelGenerationEqualsSingleRank) {
   expect_same_as_single_rank(qwen, full, qprompts, params(1.0, 20, 4));
 }
 
+// An MoE model, whole and split over an ep group of ranks 0 and 1, and each
+// rank's prompts: rank 0 three prompts, rank 1 one (so the ranks' work differs).
+struct ExpertParallelPair {
+  std::shared_ptr<model::DecoderModel> full, split;
+  std::vector<std::vector<int32_t>> prompts;
+};
+ExpertParallelPair expert_parallel_pair() {
+  const int rank = dist::init(nullptr, nullptr).rank;
+  ExpertParallelPair ep;
+  ep.full = hpcrl::testing::random_model(hpcrl::testing::moe_arch());
+  parallel::ParallelContext ctx;
+  ctx.ep = dist::new_group({0, 1}, "test/ep");
+  ep.split = hpcrl::testing::in_layout(*ep.full, ctx);
+  ep.prompts = rank == 0 ? hpcrl::testing::random_prompts({5, 12, 3}, 96, 40)
+                         : hpcrl::testing::random_prompts({8}, 96, 41);
+  return ep;
+}
+
 TEST(RolloutMpi, ExpertParallelRanksWithDifferentWorkStepTogether) {
   if (!two_ranks()) GTEST_SKIP() << "layout test written for 2 ranks";
   const int rank = dist::init(nullptr, nullptr).rank;
-  auto full = hpcrl::testing::random_model(hpcrl::testing::moe_arch());
-  parallel::ParallelContext ctx;
-  ctx.ep = dist::new_group({0, 1}, "test/ep");
-  auto split = hpcrl::testing::in_layout(*full, ctx);
-  // Rank 0: three prompts and long answers; rank 1: one prompt, short answers.
-  auto prompts = rank == 0 ? hpcrl::testing::random_prompts({5, 12, 3}, 96, 40)
-                           : hpcrl::testing::random_prompts({8}, 96, 41);
+  const ExpertParallelPair ep = expert_parallel_pair();
+  const auto& prompts = ep.prompts;
   auto p = params(1.0, rank == 0 ? 24 : 6, 5);
-  expect_same_as_single_rank(split, full, prompts, p);
+  expect_same_as_single_rank(ep.split, ep.full, prompts, p);
   // A rank without any prompt still takes part in its partner's steps.
   auto q = params(0, 10, 6);
-  rollout::Engine engine(split, nullptr, {4, true});
+  rollout::Engine engine(ep.split, nullptr, {4, true});
   auto out = engine.generate(rank == 0 ? prompts : std::vector<std::vector<int32_t>>{}, 1, q);
   EXPECT_EQ(out.size(), rank == 0 ? prompts.size() : 0u);
+}
+
+TEST(RolloutMpi, ExpertParallelRanksPrefillingInDifferentChunkCountsStepTogether) {
+  if (!two_ranks()) GTEST_SKIP() << "layout test written for 2 ranks";
+  const int rank = dist::init(nullptr, nullptr).rank;
+  const ExpertParallelPair ep = expert_parallel_pair();
+  // 150 attention scores per prefill forward (4 heads): rank 0 prefills its
+  // 5- and 12-token prompts in 12 one-position chunks, rank 1 its 8-token
+  // prompt in 2 chunks of 4, and runs 10 idle forwards beside rank 0's rest.
+  // Reading the tokens every 4 steps, the ranks also retire at other steps.
+  const auto& prompts = ep.prompts;
+  rollout::EngineOptions options{3, true};
+  options.prefill_attention_elements = 150;
+  options.host_sync_interval = 4;
+  expect_same_as_single_rank(ep.split, ep.full, prompts, params(1.0, rank == 0 ? 20 : 6, 7), kFp32, options);
 }
 
 // Training-side weights after "training": the seeded model, scaled per tensor.

@@ -59,11 +59,12 @@ TEST(SafetensorsIndex, RoundTripKeepsEveryField) {
 TEST(SafetensorsIndex, MalformedIndexesAreClearErrors) {
   ScratchDir dir;
   std::string p = dir.file(kIndexFileName);
-  auto expect_bad = [&](const std::string& text, const std::string& fragment) {
+  // `at`: what follows the file's name (a JSON syntax error names its line and column).
+  auto expect_bad = [&](const std::string& text, const std::string& fragment, const std::string& at = ": ") {
     write_text(p, text);
-    expect_input_error([&] { read_shard_index(p); }, {p + ": ", fragment, "fix the index or re-save the checkpoint"});
+    expect_input_error([&] { read_shard_index(p); }, {p + at, fragment, "fix the index or re-save the checkpoint"});
   };
-  expect_bad("{\"weight_map\": ", "not valid JSON");
+  expect_bad("{\"weight_map\": ", "not valid JSON", ":1:16: ");  // the input ends after its 15 characters
   expect_bad("[]", "must be a JSON object, got array");
   expect_bad("{\"metadata\": {}}", "missing \"weight_map\"");
   expect_bad("{\"weight_map\": []}", "\"weight_map\" must be an object, got array");

@@ -31,6 +31,12 @@ TEST(Malformed, BadJsonNamesLineAndColumn) {
   EXPECT_HAS(msg, "download it again");
 }
 
+TEST(Malformed, NumberBeyondADoubleNamesLineAndColumn) {
+  // Line 2 is `"version": 1e999}`; the number starts at column 12.
+  std::string msg = load_error("{\n\"version\": 1e999}\n");
+  EXPECT_HAS(msg, "tokenizer.json:2:12: invalid JSON (number 1e999 is beyond the range of a double");
+}
+
 TEST(Malformed, MissingModel) {
   json j = testing::tiny_tokenizer_json({});
   j.erase("model");

@@ -1,11 +1,14 @@
 // util: CHECK messages, atomic writes, string helpers, progress durations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 
 #include "hpcrl/util/check.h"
+#include "hpcrl/util/crc32c.h"
 #include "hpcrl/util/fs.h"
+#include "hpcrl/util/json_errors.h"
 #include "hpcrl/util/progress.h"
 #include "hpcrl/util/strings.h"
 
@@ -74,4 +77,63 @@ TEST(Progress, TheEtaOfAnEndlessRunIsNotANegativeNumber) {
   // 2^63 - 1 steps at any rate: ~10^18 s left, which an int of hours would wrap to -2147483648h.
   EXPECT_EQ(hpcrl::Progress::format_duration(9.2e18), ">1000d");
   EXPECT_EQ(hpcrl::Progress::format_duration(std::numeric_limits<double>::infinity()), ">1000d");
+}
+
+TEST(JsonErrors, SyntaxErrorOffsetIsTheCharacterTheParserStoppedOn) {
+  const std::string text = "{\"a\": 1,\n \"b\": }";
+  try {
+    (void)nlohmann::json::parse(text);
+    FAIL() << "parsed";
+  } catch (const nlohmann::json::exception& e) {
+    // The '}' at offset 15 (line 2, column 7: after the newline at offset 8).
+    EXPECT_EQ(json_errors::offset(e, text), 15u);
+    EXPECT_EQ(json_errors::line_col(text, json_errors::offset(e, text)), "2:7");
+  }
+}
+
+TEST(JsonErrors, OverflowingNumberIsFoundByItsSpelling) {
+  const std::string text = "[1, 2,\n -1e999]";
+  try {
+    (void)nlohmann::json::parse(text);
+    FAIL() << "parsed";
+  } catch (const nlohmann::json::exception& e) {
+    // "-1e999" starts at offset 8: line 2, column 2.
+    EXPECT_EQ(json_errors::offset(e, text), 8u);
+    EXPECT_EQ(json_errors::line_col(text, 8), "2:2");
+    EXPECT_EQ(json_errors::problem(e), "number -1e999 is beyond the range of a double (±1.8e308)");
+  }
+}
+
+TEST(JsonErrors, LineColCountsFromTheFirstLineGiven) {
+  EXPECT_EQ(json_errors::line_col("abc", 2, 41), "41:3");  // one JSONL row, line 41 of its file
+  EXPECT_EQ(json_errors::line_col("", 5), "1:1");          // past the end: clamped
+}
+
+TEST(Crc32c, StandardCheckValues) {
+  EXPECT_EQ(util::crc32c("123456789"), 0xE3069283u);  // the CRC-32C "check" value
+  EXPECT_EQ(util::crc32c(""), 0u);
+  EXPECT_EQ(util::crc32c(std::string(32, '\0')), 0x8A9136AAu);  // RFC 3720 B.4 test vectors
+  EXPECT_EQ(util::crc32c(std::string(32, '\xFF')), 0x62A8AB43u);
+}
+
+TEST(Crc32c, ExtendingInPiecesEqualsTheWhole) {
+  std::string data;
+  for (int i = 0; i < 1000; ++i) data.push_back(static_cast<char>((i * 131 + 7) & 0xFF));
+  const uint32_t whole = util::crc32c(data);
+  // Pieces of 1, 3, 8 and 13 bytes start at unaligned offsets and end in the byte-wise tail.
+  for (size_t piece : {1u, 3u, 8u, 13u}) {
+    uint32_t crc = 0;
+    for (size_t at = 0; at < data.size(); at += piece)
+      crc = util::crc32c_extend(crc, data.data() + at, std::min(piece, data.size() - at));
+    EXPECT_EQ(crc, whole) << "pieces of " << piece;
+  }
+}
+
+TEST(Crc32c, FileDigestIsTheSizeAndTheCrcOfTheBytes) {
+  const std::string path = testing::TempDir() + "/digest.bin";
+  fs::write_file_atomic(path, "123456789");
+  util::FileDigest d = util::file_digest(path);
+  EXPECT_EQ(d.bytes, 9u);
+  EXPECT_EQ(d.crc32c, 0xE3069283u);
+  EXPECT_THROW(util::file_digest(path + ".missing"), InputError);
 }

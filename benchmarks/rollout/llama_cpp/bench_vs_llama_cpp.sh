@@ -10,12 +10,12 @@
 #
 # Environment: HPCRL_LLAMA_CACHE (default ~/.cache/hpcrl-llama: llama.cpp source and build,
 # helper programs, models, outputs), THREADS (default 2), JOBS (build jobs, default nproc),
-# NODE_LLAMA_CPP_VERSION (npm version spec, default latest).
+# NODE_LLAMA_CPP_VERSION (npm version spec, default latest), ROUNDS (default 3).
 #
 # Steps:
 #  (a) llama.cpp: `npm pack node-llama-cpp` (its llama/ folder holds llama.cpp as a git bundle),
 #      clone the bundle, build CPU-only Release (GGML_NATIVE, no CUDA/Metal/Vulkan/curl/OpenSSL):
-#      libllama + llama-batched-bench, and llama_greedy.cpp (this folder) against that libllama.
+#      libllama, and llama_greedy.cpp and llama_batched.cpp (this folder) against that libllama.
 #      Nothing of llama.cpp is part of hpcrl's build or tree.
 #  (b) hpcrl_random_checkpoint (hpcrl's DecoderModel + save_pretrained) writes a seeded random
 #      HF checkpoint per shape; the Qwen tokenizer of data/tokenizers/qwen3 is copied beside it.
@@ -23,10 +23,16 @@
 #  (d) greedy check: 5 prompts x 32 new tokens, hpcrl generate --temperature 0 vs llama_greedy (llama.cpp
 #      with an F32 KV cache like hpcrl's, and with its default F16 one); at a divergence, `hpcrl score` gives
 #      hpcrl's log-prob gap between the two tokens (a near tie when tiny).
-#  (e) throughput with the same threads (OMP_NUM_THREADS / -t, OMP_WAIT_POLICY=PASSIVE): batch-1
-#      decode, 1 prompt x 8 samples, and the GRPO shape 16 prompts x 8 samples (32-token prompts,
-#      64 new tokens, temperature 1) as generated tokens per second, and the ratio hpcrl/llama.cpp.
-#      llama.cpp runs F32 weights with an F32 KV cache, F16 weights with its default F16 cache; hpcrl runs F32.
+#  (e) throughput with the same threads (OMP_NUM_THREADS / -t, OMP_WAIT_POLICY=PASSIVE), ROUNDS rounds
+#      (default 3) interleaving the two engines, medians reported: batch-1 greedy decode, 1 prompt x 8
+#      samples, the GRPO shape 16 prompts x 8 samples (32-token prompts, 64 new tokens, temperature 1),
+#      and its long-tail variant (up to 256 new tokens, ending at stop strings: the response lengths hpcrl
+#      draws are replayed by llama.cpp, so both generate the same tokens). llama.cpp runs through
+#      llama_batched.cpp (libllama's C API: each prompt prefilled once, its KV cells shared by its samples,
+#      llama.cpp's own sampler per sequence). Generated tokens/s, decode-only tokens/s, the ratios
+#      hpcrl / llama.cpp, and at batch 1 the share of the copy bandwidth (memory_bandwidth, measured in
+#      each round) that the weight traffic reaches. llama.cpp runs F32 weights with an F32 KV cache,
+#      F16 weights with its default F16 cache; hpcrl runs F32.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -38,7 +44,7 @@ while [ $# -gt 0 ]; do
     --build) BUILD=$2; shift 2 ;;
     --build=*) BUILD=${1#--build=}; shift ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "unknown option: $1 (expected --build DIR, --quick)" >&2; exit 2 ;;
   esac
 done
@@ -47,6 +53,7 @@ HPCRL=$BUILD/hpcrl
 [ -x "$HPCRL" ] || { echo "no hpcrl binary at $HPCRL (build hpcrl first, or pass --build DIR)" >&2; exit 2; }
 CACHE=${HPCRL_LLAMA_CACHE:-$HOME/.cache/hpcrl-llama}
 THREADS=${THREADS:-2}
+ROUNDS=${ROUNDS:-3}
 JOBS=${JOBS:-$(nproc)}
 TOKDIR=$ROOT/data/tokenizers/qwen3
 export OMP_NUM_THREADS=$THREADS OMP_WAIT_POLICY=PASSIVE
@@ -81,20 +88,24 @@ if [ ! -f "$LBUILD/CMakeCache.txt" ]; then
     -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=OFF > "$CACHE/llama.cpp/configure.log" 2>&1 \
     || { tail -n 30 "$CACHE/llama.cpp/configure.log" >&2; exit 1; }
 fi
-log "building llama.cpp (llama, llama-batched-bench; log: $CACHE/llama.cpp/build.log)"
-cmake --build "$LBUILD" -j "$JOBS" --target llama llama-batched-bench > "$CACHE/llama.cpp/build.log" 2>&1 \
+log "building llama.cpp (llama; log: $CACHE/llama.cpp/build.log)"
+cmake --build "$LBUILD" -j "$JOBS" --target llama > "$CACHE/llama.cpp/build.log" 2>&1 \
   || { tail -n 30 "$CACHE/llama.cpp/build.log" >&2; exit 1; }
 LBIN=$LBUILD/bin
-LLAMA_GREEDY=$LBUILD/llama_greedy
-if [ ! -x "$LLAMA_GREEDY" ] || [ "$HERE/llama_greedy.cpp" -nt "$LLAMA_GREEDY" ] || [ "$LBIN/libllama.so" -nt "$LLAMA_GREEDY" ]; then
-  log "building llama_greedy against libllama"
-  libdir=$(dirname "$(find -H "$LBUILD" -name 'libllama.so' | head -n 1)")
-  c++ -O2 -std=c++17 -I"$LSRC/include" -I"$LSRC/ggml/include" "$HERE/llama_greedy.cpp" -o "$LLAMA_GREEDY" \
-    -L"$libdir" -lllama -Wl,-rpath,"$libdir"
-fi
+LLAMA_GREEDY=$LBUILD/llama_greedy LLAMA_BATCHED=$LBUILD/llama_batched
+for driver in llama_greedy llama_batched; do
+  exe=$LBUILD/$driver
+  if [ ! -x "$exe" ] || [ "$HERE/$driver.cpp" -nt "$exe" ] || [ "$HERE/llama_driver.h" -nt "$exe" ] || [ "$LBIN/libllama.so" -nt "$exe" ]; then
+    log "building $driver against libllama"
+    libdir=$(dirname "$(find -H "$LBUILD" -name 'libllama.so' | head -n 1)")
+    c++ -O2 -std=c++17 -I"$LSRC/include" -I"$LSRC/ggml/include" "$HERE/$driver.cpp" -o "$exe" \
+      -L"$libdir" -lllama -Wl,-rpath,"$libdir"
+  fi
+done
 
 # ---------------------------------------------------------------- helper programs (hpcrl side)
-if [ -x "$BUILD/benchmarks/rollout/llama_cpp/hpcrl_random_checkpoint" ] && [ -x "$BUILD/benchmarks/rollout/llama_cpp/hf_to_gguf" ]; then
+if [ -x "$BUILD/benchmarks/rollout/llama_cpp/hpcrl_random_checkpoint" ] && [ -x "$BUILD/benchmarks/rollout/llama_cpp/hf_to_gguf" ] \
+   && [ -x "$BUILD/benchmarks/rollout/llama_cpp/memory_bandwidth" ]; then
   TOOLS=$BUILD/benchmarks/rollout/llama_cpp
 else
   TOOLS=$CACHE/tools-$(echo "$BUILD" | cksum | cut -d' ' -f1)
@@ -168,28 +179,40 @@ to_jsonl() { awk '{ gsub(/ /, ", "); print "{\"prompt_ids\": [" $0 "]}" }' "$1";
 to_jsonl "$OUTDIR/greedy.txt" > "$OUTDIR/greedy.jsonl"
 to_jsonl "$OUTDIR/grpo.txt" > "$OUTDIR/grpo.jsonl"
 head -n 1 "$OUTDIR/grpo.jsonl" > "$OUTDIR/one.jsonl"
+head -n 1 "$OUTDIR/grpo.txt" > "$OUTDIR/one.txt"
 
-hpcrl_gen() {  # model prompts.jsonl out.jsonl extra-args...; prints "N R WALL": hpcrl's own "N tokens, R tok/s"
-  local model=$1 prompts=$2 out=$3; shift 3   # (R: generated tokens / generate time, an integer) and the process's
-  local t0 t1                                 # wall seconds (model load included)
-  t0=$(date +%s.%N)
+hpcrl_gen() {  # model prompts.jsonl out.jsonl extra-args...; prints hpcrl generate's own figures:
+  local model=$1 prompts=$2 out=$3; shift 3   # "TOKENS TOK/S PREFILL_S DECODE_S DECODE_TOK/S"
   "$HPCRL" generate --model "$model" --prompts "$prompts" --out "$out" "$@" 2> "$out.log" \
     || { tail -n 20 "$out.log" >&2; return 1; }
-  t1=$(date +%s.%N)
-  grep -o '[0-9]* tokens, [0-9]* tok/s' "$out.log" | tail -n 1 | awk -v w="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" '{ print $1, $3, w }'
+  sed -n 's/.* \([0-9]*\) tokens, \([0-9]*\) tok\/s; prefill \([0-9.]*\) s, decode \([0-9.]*\) s (\([0-9.]*\) tok\/s).*/\1 \2 \3 \4 \5/p' \
+    "$out.log" | tail -n 1
 }
+llama_run() {  # model.gguf prompts.txt n lengths kv extra-args...; prints "TOKENS TOK/S PREFILL_S DECODE_S DECODE_TOK/S"
+  local gguf=$1 prompts=$2 n=$3 lengths=$4 kv=$5; shift 5
+  local sequences=$(( $(wc -l < "$prompts") * n ))
+  "$LLAMA_BATCHED" "$gguf" "$prompts" "$n" "$THREADS" "$lengths" --kv "$kv" "$@" 2>> "$OUTDIR/llama_batched.log" \
+    | awk -v s="$sequences" '{ printf "%s %s %s %s %.2f\n", $2, $8, $4, $6, ($2 - s) / ($6 > 0 ? $6 : 1e-9) }'
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 SUMMARY=$OUTDIR/summary.md
 : > "$SUMMARY"
 {
   echo "# hpcrl vs llama.cpp ($(cat "$CACHE/llama.cpp/VERSION" 2>/dev/null | tr '\n' ' ' | tr -s ' '))"
   echo
-  echo "$(nproc) cores, $THREADS threads, OMP_WAIT_POLICY=PASSIVE; $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p')"
+  echo "$(nproc) cores, $THREADS threads, OMP_WAIT_POLICY=PASSIVE, $ROUNDS interleaved rounds; $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p'); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "hpcrl: $("$HPCRL" version 2>/dev/null | head -n 1)"
   echo
 } >> "$SUMMARY"
 
-GREEDY_ROWS="" PERF_ROWS=""
+# The long-tail variant ends a response at any of these stop strings (each in ~0.1-0.6 % of the
+# Qwen vocabulary's tokens; ~1.5 % together): geometric lengths of mean ~65, a few reach 256.
+TAIL_STOPS=(--stop "," --stop ";" --stop "!" --stop "?" --stop "Q")
+WORKLOADS="b1 x8 grpo tail"
+declare -A WL_LABEL=([b1]="batch 1, greedy, 64 new tokens" [x8]="1 prompt x 8 samples, T=1, 64 new tokens"
+                     [grpo]="GRPO 16 prompts x 8, T=1, 64 new tokens" [tail]="GRPO long tail 16 x 8, T=1, <= 256 new tokens, stop strings")
+GREEDY_ROWS="" PERF_ROWS="" PERF_NOTES=""
 for shape in "${SHAPES[@]}"; do
   set -- $shape
   name=$1; types="${*:7}"
@@ -229,43 +252,48 @@ for shape in "${SHAPES[@]}"; do
     log "$name GGUF $t, KV $kv: identical=$same ($per)${gaps:+; hpcrl log-prob gap at the divergence:$gaps}"
   done
 
-  # ---- (e) throughput
-  # llama.cpp: batched-bench, no sampling. Per row the generated tokens over (prefill + decode) time, with the
-  # prefill of the row's distinct prompts only (1, 1, 16 prompts: their samples share a prefill, as in hpcrl):
-  #   batch 1: T_PP(npl 1) + T_TG(npl 1); 1x8: T_PP(npl 1) + T_TG(npl 8); 16x8: T_PP(npl 16) + T_TG(npl 128).
-  for t in $types; do
-    log "$name $t: llama-batched-bench (-npp 32 -ntg 64 -npl 1,8,16,128)"
-    # F32 weights with an F32 KV cache (like hpcrl's fp32 run); F16 weights with llama.cpp's default F16 cache.
-    kvargs=(); [ "$t" = f16 ] || kvargs=(-ctk f32 -ctv f32)
-    "$LBIN/llama-batched-bench" -m "$dir/model-$t.gguf" -t "$THREADS" -tb "$THREADS" -c 13312 -b 2048 -ub 512 "${kvargs[@]}" \
-      -npp 32 -ntg 64 -npl 1,8,16,128 --output-format jsonl > "$OUTDIR/$name-bb-$t.jsonl" 2> "$OUTDIR/$name-bb-$t.log" \
-      || { tail -n 20 "$OUTDIR/$name-bb-$t.log" >&2; exit 1; }
+  # ---- (e) throughput: ROUNDS rounds, each running every workload on both engines in turn.
+  R=$OUTDIR/$name-rounds.txt   # lines: round engine workload tokens tok/s prefill_s decode_s decode_tok/s
+  : > "$R"
+  for round in $(seq 1 "$ROUNDS"); do
+    echo "$round bandwidth - $("$TOOLS/memory_bandwidth" "$THREADS")" >> "$R"
+    for wl in $WORKLOADS; do
+      case $wl in
+        b1)   hp=("$OUTDIR/one.jsonl" --temperature 0 --max-new-tokens 64); lp=("$OUTDIR/one.txt" 1 64 --greedy) ;;
+        x8)   hp=("$OUTDIR/one.jsonl" --n 8 --temperature 1 --max-new-tokens 64); lp=("$OUTDIR/one.txt" 8 64) ;;
+        grpo) hp=("$OUTDIR/grpo.jsonl" --n 8 --temperature 1 --max-new-tokens 64 --max-batch 128); lp=("$OUTDIR/grpo.txt" 8 64) ;;
+        tail) hp=("$OUTDIR/grpo.jsonl" --n 8 --temperature 1 --max-new-tokens 256 --max-batch 128 "${TAIL_STOPS[@]}")
+              lp=("$OUTDIR/grpo.txt" 8 "$OUTDIR/$name-tail-lengths.txt") ;;
+      esac
+      log "$name round $round/$ROUNDS: $wl"
+      out=$OUTDIR/$name-$wl-hpcrl.jsonl
+      echo "$round hpcrl $wl $(hpcrl_gen "$dir" "${hp[0]}" "$out" "${hp[@]:1}")" >> "$R"
+      # The samples' response lengths (prompt-major), for llama.cpp to replay in the long-tail variant.
+      [ "$wl" = tail ] && jq -s -r 'sort_by(.prompt_index, .sample_index)[] | .response_ids | length' "$out" \
+        > "$OUTDIR/$name-tail-lengths.txt"
+      for t in $types; do
+        kv=f32; [ "$t" = f16 ] && kv=f16
+        echo "$round llama-$t $wl $(llama_run "$dir/model-$t.gguf" "${lp[0]}" "${lp[1]}" "${lp[2]}" "$kv" "${lp[@]:3}")" >> "$R"
+      done
+    done
   done
-  bb() { jq -r --argjson pl "$2" "select(.pl == \$pl) | .$3" "$OUTDIR/$name-bb-$1.jsonl"; }
 
-  log "$name: hpcrl generate (batch 1, 1x8, 16x8)"
-  # Each also with 1 new token: the wall-time difference gives hpcrl's decode-only rate, (N - sequences) / (T64 - T1).
-  read -r h1_tok h1_rate h1_w <<< "$(hpcrl_gen "$dir" "$OUTDIR/one.jsonl" "$OUTDIR/$name-b1.jsonl" --temperature 0 --max-new-tokens 64)"
-  read -r _ _ h1_w1 <<< "$(hpcrl_gen "$dir" "$OUTDIR/one.jsonl" "$OUTDIR/$name-b1-1.jsonl" --temperature 0 --max-new-tokens 1)"
-  read -r h8_tok h8_rate h8_w <<< "$(hpcrl_gen "$dir" "$OUTDIR/one.jsonl" "$OUTDIR/$name-b8.jsonl" --n 8 --temperature 1 --max-new-tokens 64)"
-  read -r _ _ h8_w1 <<< "$(hpcrl_gen "$dir" "$OUTDIR/one.jsonl" "$OUTDIR/$name-b8-1.jsonl" --n 8 --temperature 1 --max-new-tokens 1)"
-  read -r hg_tok hg_rate hg_w <<< "$(hpcrl_gen "$dir" "$OUTDIR/grpo.jsonl" "$OUTDIR/$name-grpo.jsonl" --n 8 --temperature 1 --max-new-tokens 64 --max-batch 128)"
-  read -r _ _ hg_w1 <<< "$(hpcrl_gen "$dir" "$OUTDIR/grpo.jsonl" "$OUTDIR/$name-grpo-1.jsonl" --n 8 --temperature 1 --max-new-tokens 1 --max-batch 128)"
-  hdec() { awk -v n="$1" -v s="$2" -v a="$3" -v b="$4" 'BEGIN { print (n - s) / (a - b) }'; }
-  h1_dec=$(hdec "$h1_tok" 1 "$h1_w" "$h1_w1") h8_dec=$(hdec "$h8_tok" 8 "$h8_w" "$h8_w1") hg_dec=$(hdec "$hg_tok" 128 "$hg_w" "$hg_w1")
-
+  # Medians over the rounds.
+  med() { awk -v e="$1" -v w="$2" -v c="$3" '$2 == e && $3 == w { print $c }' "$R" | median; }
+  bw=$(med bandwidth - 4)
+  wbytes=$(stat -c %s "$dir/model.safetensors")   # batch 1 reads every weight once per token (the tied head included)
   for t in $types; do
-    pp1=$(bb "$t" 1 t_pp) pp16=$(bb "$t" 16 t_pp) tg1=$(bb "$t" 1 t_tg) tg8=$(bb "$t" 8 t_tg) tg128=$(bb "$t" 128 t_tg)
-    row() {  # label tokens hpcrl_rate llama_seconds llama_tg_speed hpcrl_decode_only
-      awk -v l="$1" -v n="$2" -v h="$3" -v s="$4" -v tg="$5" -v hd="$6" -v m="$name" -v p="$params" -v t="$t / KV $( [ "$t" = f16 ] && echo f16 || echo f32 )" 'BEGIN {
-        r = n / s; printf "| %s | %s | %s | %s | %d | %.0f | %.0f | %.2fx | %.1f | %.1f | %.2fx |\n", m, p, t, l, n, h, r, h / r, hd, tg, hd / tg }'
-    }
-    PERF_ROWS+=$(row "batch 1, greedy" 64 "$h1_rate" "$(awk -v a="$pp1" -v b="$tg1" 'BEGIN{print a+b}')" "$(bb "$t" 1 speed_tg)" "$h1_dec")$'\n'
-    PERF_ROWS+=$(row "1 prompt x 8 samples, T=1" 512 "$h8_rate" "$(awk -v a="$pp1" -v b="$tg8" 'BEGIN{print a+b}')" "$(bb "$t" 8 speed_tg)" "$h8_dec")$'\n'
-    PERF_ROWS+=$(row "GRPO 16 prompts x 8, T=1" 8192 "$hg_rate" "$(awk -v a="$pp16" -v b="$tg128" 'BEGIN{print a+b}')" "$(bb "$t" 128 speed_tg)" "$hg_dec")$'\n'
+    lb=$wbytes; [ "$t" = f16 ] && lb=$(stat -c %s "$dir/model-f16.gguf")
+    for wl in $WORKLOADS; do
+      PERF_ROWS+=$(awk -v m="$name" -v p="$params" -v t="$t" -v l="${WL_LABEL[$wl]}" -v n="$(med hpcrl "$wl" 4)" \
+        -v h="$(med hpcrl "$wl" 5)" -v r="$(med "llama-$t" "$wl" 5)" -v hd="$(med hpcrl "$wl" 8)" -v rd="$(med "llama-$t" "$wl" 8)" 'BEGIN {
+        printf "| %s | %s | %s | %s | %d | %.1f | %.1f | %.2fx | %.1f | %.1f | %.2fx |\n", m, p, toupper(t), l, n, h, r, h / r, hd, rd, hd / rd }')$'\n'
+    done
+    PERF_NOTES+=$(awk -v m="$name" -v t="$t" -v bw="$bw" -v hb="$wbytes" -v lb="$lb" -v hd="$(med hpcrl b1 8)" -v rd="$(med "llama-$t" b1 8)" 'BEGIN {
+      printf "* %s, batch-1 decode weight traffic against the %.1f GB/s copy bandwidth: hpcrl F32 %.1f GB/s = %.0f%%; llama.cpp %s %.1f GB/s = %.0f%%",
+        m, bw, hd * hb / 1e9, 100 * hd * hb / 1e9 / bw, toupper(t), rd * lb / 1e9, 100 * rd * lb / 1e9 / bw }')$'\n'
   done
-  bl=$(sed -n 's/.*: \([0-9.]*\) tok\/s.*/\1/p' "$OUTDIR/$name-greedy-llama-f32-kvf32.log")
-  PERF_NOTES+="* $name: llama_greedy batch-1 decode (F32, 5 prompts, 31 steps each): $bl tok/s; hpcrl token counts: $h1_tok, $h8_tok, $hg_tok"$'\n'
+  PERF_NOTES+="* $name: per-round figures in $R; long-tail response lengths: $(sort -n "$OUTDIR/$name-tail-lengths.txt" | awk '{ v[NR] = $1; s += $1 } END { printf "mean %.0f, median %d, max %d, %d tokens", s / NR, v[int((NR + 1) / 2)], v[NR], s }')"$'\n'
 done
 
 {
@@ -275,18 +303,19 @@ done
   echo "|---|---|---|---|---|---|---|"
   printf "%s" "$GREEDY_ROWS"
   echo
-  echo "## Generated tokens/s (32-token prompts, 64 new tokens)"
+  echo "## Generated tokens/s (32-token prompts; medians of $ROUNDS interleaved rounds)"
   echo
-  echo "hpcrl: \`hpcrl generate\`'s printed tok/s (generated tokens / generate time: prefill, decode, sampling; not the"
-  echo "model load), F32 weights. llama.cpp: llama-batched-bench (no sampling), generated tokens / (prefill of the"
-  echo "row's distinct prompts + decode). Decode-only: llama.cpp's S_TG; hpcrl's (N - sequences) / (wall(64 new tokens)"
-  echo "- wall(1 new token)) of two \`hpcrl generate\` processes (decode steps 2..64 with their sampling)."
+  echo "hpcrl: \`hpcrl generate\`'s own figures (generated tokens / generate time: prefill, decode, sampling; not the"
+  echo "model load), F32 weights. llama.cpp: llama_batched (libllama; the same prompts, each prefilled once and shared by"
+  echo "its samples; llama.cpp's sampler), generated tokens / (prefill + decode). Decode-only: the tokens after each"
+  echo "sequence's first over the decode steps' time (sampling included), both engines."
   echo
-  echo "| model | params | llama.cpp weights / KV | workload | generated tokens | hpcrl tok/s | llama.cpp tok/s | hpcrl / llama.cpp | hpcrl decode-only tok/s | llama.cpp decode-only tok/s | decode-only hpcrl / llama.cpp |"
+  echo "| model | params | llama.cpp weights | workload | generated tokens | hpcrl tok/s | llama.cpp tok/s | hpcrl / llama.cpp | hpcrl decode-only tok/s | llama.cpp decode-only tok/s | decode-only hpcrl / llama.cpp |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
   printf "%s" "$PERF_ROWS"
   echo
-  printf "%s" "${PERF_NOTES:-}"
+  printf "%s" "$PERF_NOTES"
+  echo "* load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >> "$SUMMARY"
 cat "$SUMMARY"
 log "outputs in $OUTDIR"

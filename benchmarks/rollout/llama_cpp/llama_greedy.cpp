@@ -21,10 +21,7 @@
 #include <vector>
 
 #include "llama.h"
-
-static void quiet_log(enum ggml_log_level level, const char* text, void*) {
-  if (level >= GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
-}
+#include "llama_driver.h"
 
 int main(int argc, char** argv) {
   if (argc < 5) {
@@ -45,18 +42,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::vector<std::vector<llama_token>> prompts;
-  {
-    std::ifstream in(prompts_path);
-    std::string line;
-    while (std::getline(in, line)) {
-      std::istringstream ss(line);
-      std::vector<llama_token> p;
-      long v;
-      while (ss >> v) p.push_back(llama_token(v));
-      if (!p.empty()) prompts.push_back(p);
-    }
-  }
+  const std::vector<std::vector<llama_token>> prompts = read_prompts(prompts_path);
   if (prompts.empty()) {
     std::fprintf(stderr, "%s: no prompts\n", prompts_path.c_str());
     return 2;

@@ -289,6 +289,9 @@ struct StageConfig {
   std::vector<std::string> trained_roles() const;
   std::vector<std::string> used_roles() const;
   const std::string& data() const;
+  // Steps (sft, distill) or iterations (grpo, ppo) the stage is configured
+  // for; stop_at_accuracy may end it sooner.
+  int64_t configured_steps() const;
 };
 
 // --- trace -------------------------------------------------------------------

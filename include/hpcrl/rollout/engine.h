@@ -5,13 +5,16 @@
 // prefill; every live row's token is chosen in one batched call on the
 // model's device, each from a random number keyed by (seed, prompt, sample,
 // token) (sampling.h), so what a sample produces does not depend on which other
-// sequences share the batch; with
+// sequences share the batch; EOS and max_new_tokens are checked on the device,
+// and the host reads the tokens every host_sync_interval steps; with
 // continuous batching a finished sequence's slot takes the next waiting one.
 // The log-prob returned for each token is the one the training forward computes
 // for the same sequence (same weights and modules), within fp32 rounding.
 //
 // The engine runs on the trainer's model object itself (colocated, same layout:
-// no weight copy). Under tp every rank of the tp group calls generate() with the
+// no weight sync), reading its current weights at the start of every generate()
+// call (a float32 model on the CPU has them packed into the engine's own copy
+// for that call: slot_projections.h). Under tp every rank of the tp group calls generate() with the
 // same prompts; sp ranks decode independently (like dp ranks); with expert
 // parallelism the ranks of an ep group step together (idle ranks run an empty
 // step) because every MoE layer is a collective over ep.
@@ -50,6 +53,16 @@ struct SamplingParams {
 struct EngineOptions {
   int64_t max_batch = 64;            // sequences decoded together (slots)
   bool continuous_batching = true;   // refill finished slots from the queue
+  // Decode steps between the host's reads of the generated tokens (EOS and
+  // max_new_tokens are checked on the device every step; stop strings, retiring
+  // and refilling wait for a read, and a row that ended keeps being computed
+  // until then, its extra tokens dropped). 0: 1 on the CPU, where the read
+  // costs nothing, 8 on a GPU, where each read is a blocking device sync.
+  int64_t host_sync_interval = 0;
+  // Attention scores one prefill forward may hold (64 Mi float32 = 256 MiB):
+  // long prompts are prefilled in chunks of positions that fit it (chunked
+  // prefill), at most SlotForward::kPrefillTokens prompt tokens per forward.
+  int64_t prefill_attention_elements = int64_t(1) << 26;
   // Called on rank-local progress: (finished sequences, all sequences of this call).
   std::function<void(int64_t, int64_t)> progress;
   // Polled before every iteration (prefill/decode step); true abandons the call, which then
@@ -72,6 +85,8 @@ struct GenerateStats {
   int64_t generated_tokens = 0;
   int64_t forward_calls = 0;     // prefill and decode steps (idle ep steps not counted)
   int64_t decode_steps = 0;
+  int64_t host_syncs = 0;        // reads of the generated tokens by the host (device_rows.h)
+  int64_t prefill_forwards = 0;  // prefill chunks run (each a forward; counted in forward_calls)
   int64_t cache_bytes = 0;       // the preallocated KV slots
   double prefill_seconds = 0;    // prefill forwards + choosing their first tokens (the rollout/prefill spans)
   double decode_seconds = 0;     // decode steps + choosing their tokens (the rollout/decode spans)

@@ -22,24 +22,44 @@
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/model/rope.h"
 #include "hpcrl/rollout/kv_slots.h"
+#include "hpcrl/rollout/slot_projections.h"
 
 namespace hpcrl::rollout {
 
 class SlotForward {
  public:
-  explicit SlotForward(model::DecoderModel& model);
+  // Rows (prompt tokens) one prefill forward computes at most: bounds its
+  // activations and GEMM buffers whatever the prompts' lengths.
+  static constexpr int64_t kPrefillTokens = 2048;
 
-  // Prefills prompts[prompt_of[f]] into slot first + f for f in [0, F): the
-  // distinct prompts run once (right-padded to a common length), and the n
-  // samples of a prompt copy its keys/values. Returns [F, V] logits (float32, or
-  // float64 for a float64 model) of each sequence's first generated token (full
-  // vocabulary on every tp rank).
+  // attention_elements: the attention scores one prefill forward may hold
+  // (prefill_chunk); pack_weights: see SlotProjections (true unless every
+  // step decodes a single row).
+  SlotForward(model::DecoderModel& model, int64_t attention_elements, bool pack_weights);
+
+  // Positions per prefill forward (a chunk) for `prompts` distinct prompts of
+  // up to `longest` tokens: the largest whose attention scores, [prompts,
+  // heads, chunk, ≤ longest], stay within attention_elements and whose rows,
+  // prompts · chunk, within kPrefillTokens; 0 when not even one position fits
+  // (admit fewer prompts).
+  int64_t prefill_chunk(int64_t prompts, int64_t longest) const;
+
+  // Prefills prompts[prompt_of[f]] into slot first + f for f in [0, F), where
+  // the first U = prompts.size() sequences are one of each prompt in order
+  // (prompt_of[u] = u): the distinct prompts run once, right-padded to a common
+  // length, in chunks of `chunk` positions that attend to the keys/values the
+  // earlier chunks left in those U slots; then the other samples copy their
+  // prompt's slot. Returns [F, V] logits (float32, or float64 for a float64
+  // model) of each sequence's first generated token (full vocabulary on every
+  // tp rank). Runs ceil(longest / chunk) forwards.
   at::Tensor prefill(KvSlots& slots, int64_t first, const std::vector<const std::vector<int32_t>*>& prompts,
-                     const std::vector<int64_t>& prompt_of);
+                     const std::vector<int64_t>& prompt_of, int64_t chunk);
 
-  // One step for slots [0, rows): tokens[r] is appended at position length(r).
-  // Returns [rows, V] logits of the next token (dtype as for prefill).
-  at::Tensor decode(KvSlots& slots, int64_t rows, const std::vector<int64_t>& tokens);
+  // One step for slots [0, rows): tokens[r] ([rows] int64 on the model's device)
+  // is appended at position length(r), which `positions` holds on the device
+  // too (the host's lengths give the step's key range). Returns [rows, V]
+  // logits of the next token (dtype as for prefill), valid until the next step.
+  at::Tensor decode(KvSlots& slots, int64_t rows, const at::Tensor& tokens, const at::Tensor& positions);
 
   // A one-token forward that touches no cache and whose result is dropped:
   // ranks of an expert-parallel group call it when they have nothing to run,
@@ -56,11 +76,22 @@ class SlotForward {
                         const at::Tensor& token_mask, const KvStore& store);
   // hidden: [N, C] -> [N, V] (at least float32), gathered over tp.
   at::Tensor full_logits(const at::Tensor& hidden);
+  // The decode step's layers on the CPU float32 path (slot_forward_cpu.cpp):
+  // run_layers at T = 1 with the small per-row operations — RMSNorm, RoPE,
+  // the key/value column writes, attention — one CPU-kernel pass each.
+  // x: [R, C] embeddings of rows [0, R) -> [R, C] after the final norm, valid
+  // until the next step.
+  at::Tensor decode_layers_cpu(at::Tensor x, KvSlots& slots, const model::RopeTables& rope);
 
   model::DecoderModel& model_;
   model::RotaryEmbedding rope_;
   int64_t heads_, kv_heads_;
+  const int64_t attention_elements_;
   at::Device device_;
+  SlotProjections proj_;
+  // decode_layers_cpu applies: float32 on the CPU, no MoE layer (whose block keeps its own path).
+  bool cpu_decode_ = false;
+  StepBuffer normed_out_, attention_out_;
 };
 
 }  // namespace hpcrl::rollout

@@ -1,0 +1,58 @@
+// The linear layers of the slot forward (slot_forward.h): per decoder layer the
+// q/k/v projection, the attention output projection and the dense MLP, and the
+// LM head, with tensor parallelism's reductions and biases where the model's
+// modules put them.
+//
+// Two ways to compute them. A float32 model on the CPU decoding more than one
+// row gets the engine's packed weights (packed_linear.h), built when the
+// forward is made: q/k/v fused into
+// one matrix, gate/up into another, every product one GEMM over all rows that
+// reads each weight once, written into buffers reused from step to step. Any
+// other dtype or device runs the model's own weights through LibTorch, with a
+// GEMV for a single CPU row.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "hpcrl/model/decoder_model.h"
+#include "hpcrl/rollout/packed_linear.h"
+
+namespace hpcrl::rollout {
+
+class SlotProjections {
+ public:
+  // pack: use packed weights where they apply (a float32 model on the CPU).
+  // They pay from two rows on; a run of one row at a time uses the model's
+  // weights in place (a GEMV reads them as fast) and skips the packing copy.
+  SlotProjections(model::DecoderModel& model, bool pack);
+
+  // True when the packed CPU weights are used.
+  bool packed() const { return !layers_.empty(); }
+
+  // xc: [..., C] -> q [..., heads·D], k and v [..., kv_heads·D] (this tp rank's heads).
+  std::array<at::Tensor, 3> qkv(int64_t layer, const at::Tensor& xc);
+  // Attention output [..., heads·D] -> [..., C], summed over tp.
+  at::Tensor attention_output(int64_t layer, const at::Tensor& o);
+  // down(silu(gate(xc)) · up(xc)), summed over tp; the layer must have a dense MLP.
+  at::Tensor mlp(int64_t layer, const at::Tensor& xc);
+  // Final hidden states [N, C] -> this tp rank's logits [N, V/tp].
+  at::Tensor local_logits(const at::Tensor& hidden);
+
+ private:
+  struct PackedLayer {
+    PackedLinear qkv, o, gate_up, down;  // gate_up/down undefined for an MoE layer
+  };
+
+  model::DecoderModel& model_;
+  std::vector<PackedLayer> layers_;  // empty: LibTorch path
+  PackedLinear head_;
+  // Per-step outputs, reused (each is consumed before the next layer writes it).
+  StepBuffer qkv_out_, o_out_, gate_up_out_, act_out_, down_out_, logits_out_;
+  int64_t q_width_ = 0, kv_width_ = 0, intermediate_ = 0;
+};
+
+}  // namespace hpcrl::rollout

@@ -1,0 +1,64 @@
+// Device-side state of the live rows (device_rows.h).
+#include "rollout/device_rows.h"
+
+#include <torch/torch.h>
+
+#include "hpcrl/rollout/engine.h"
+
+namespace hpcrl::rollout {
+
+DeviceRows::DeviceRows(int64_t slots, int64_t interval, const SamplingParams& params, at::Device device)
+    : max_new_tokens_(params.max_new_tokens) {
+  const auto longs = at::TensorOptions().dtype(at::kLong).device(device);
+  last_ = at::zeros({slots}, longs);
+  position_ = at::zeros({slots}, longs);
+  generated_ = at::zeros({slots}, longs);
+  count_ = at::zeros({slots}, longs);
+  ended_ = at::zeros({slots}, longs.dtype(at::kBool));
+  log_ids_ = at::zeros({slots, interval + 1}, longs);
+  log_logprobs_ = at::zeros({slots, interval + 1}, longs.dtype(at::kFloat));
+  std::vector<int64_t> eos(params.eos_ids.begin(), params.eos_ids.end());
+  eos_ = at::tensor(eos, at::kLong).to(device);
+}
+
+void DeviceRows::start(int64_t first, const std::vector<int64_t>& positions) {
+  const int64_t n = int64_t(positions.size());
+  position_.narrow(0, first, n).copy_(at::tensor(positions, at::kLong));
+  generated_.narrow(0, first, n).zero_();
+  count_.narrow(0, first, n).zero_();
+  ended_.narrow(0, first, n).fill_(false);
+}
+
+void DeviceRows::append(int64_t first, const at::Tensor& ids, const at::Tensor& logprobs) {
+  const int64_t R = ids.size(0);
+  at::Tensor ended = ended_.narrow(0, first, R), count = count_.narrow(0, first, R);
+  at::Tensor generated = generated_.narrow(0, first, R);
+  const at::Tensor live = ended.logical_not().to(at::kLong);
+  // An ended row writes at its count too, but does not advance it: the entry is never read.
+  const at::Tensor column = count.unsqueeze(1);
+  log_ids_.narrow(0, first, R).scatter_(1, column, ids.unsqueeze(1));
+  log_logprobs_.narrow(0, first, R).scatter_(1, column, logprobs.to(at::kFloat).unsqueeze(1));
+  count.add_(live);
+  generated.add_(live);
+  last_.narrow(0, first, R).copy_(ids);
+  at::Tensor ends = generated >= max_new_tokens_;
+  if (eos_.numel() > 0) ends.logical_or_(at::isin(ids, eos_));
+  ended.logical_or_(ends);
+}
+
+void DeviceRows::advance(int64_t rows) { position_.narrow(0, 0, rows).add_(1); }
+
+DeviceRows::Log DeviceRows::take_log(int64_t rows) {
+  // A copy even on the CPU: the device tensors are overwritten by the next steps.
+  auto host = [](const at::Tensor& t) { return t.to(at::kCPU, t.scalar_type(), false, /*copy=*/true); };
+  Log log{host(count_.narrow(0, 0, rows)), host(log_ids_.narrow(0, 0, rows)), host(log_logprobs_.narrow(0, 0, rows))};
+  count_.narrow(0, 0, rows).zero_();
+  return log;
+}
+
+void DeviceRows::move(int64_t from, int64_t to) {
+  if (from == to) return;
+  for (at::Tensor* t : {&last_, &position_, &generated_, &ended_}) (*t)[to].copy_((*t)[from]);
+}
+
+}  // namespace hpcrl::rollout

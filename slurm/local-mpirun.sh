@@ -4,9 +4,10 @@
 # Stopping it: SIGTERM, SIGINT or SIGUSR1 to this script, or SIGUSR1 to mpirun, reaches
 # every rank as a stop request: they checkpoint and the script exits 75 (resume with
 # --resume). SIGTERM sent to mpirun itself also ends in 75 with the checkpoint, within
-# what Open MPI allows: mpirun then SIGTERMs the ranks and SIGKILLs them
-# HPCRL_STOP_GRACE_S seconds later (default 120; Open MPI's own default is 1 s), and
-# exits 1 whatever they return, so the exit code rank 0 records is used instead.
+# what Open MPI 4.1 allows: mpirun waits HPCRL_STOP_GRACE_S seconds (default 60; Open
+# MPI's own default is 1 s), SIGTERMs the ranks, waits as long again for them, SIGKILLs
+# what is left and exits 1 whatever they returned, so the exit code rank 0 records is
+# used instead. The ranks go on working during the first wait.
 set -euo pipefail
 NP=${1:?usage: slurm/local-mpirun.sh NP CONFIG.yaml [hpcrl run options]}
 CONFIG=${2:?usage: slurm/local-mpirun.sh NP CONFIG.yaml [hpcrl run options]}
@@ -18,8 +19,9 @@ hpcrl_set_args "$@"
 # Ranks share the cores: one OpenMP thread each unless told otherwise.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# How long mpirun lets its ranks finish after it SIGTERMs them (its own SIGTERM, or a failure).
-export OMPI_MCA_odls_base_sigkill_timeout=${HPCRL_STOP_GRACE_S:-120}
+# How long mpirun waits before it SIGTERMs its ranks (on its own SIGTERM, or a failure),
+# and again before it SIGKILLs them.
+export OMPI_MCA_odls_base_sigkill_timeout=${HPCRL_STOP_GRACE_S:-60}
 status=$(mktemp "${TMPDIR:-/tmp}/hpcrl-exit.XXXXXX")
 trap 'rm -f "$status"' EXIT
 export HPCRL_EXIT_CODE_FILE=$status

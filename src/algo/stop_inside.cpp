@@ -81,7 +81,7 @@ void test_signal(const std::string& work, int world_rank) {
 void warn_if_past_lead() {
   if (g_lead <= 0 || g_lead_warned || g_latency.bound_s() <= g_lead) return;
   g_lead_warned = true;
-  spdlog::warn("a stop may take longer than the {:.0f} s the scheduler gives before the kill: {:.1f} s passed here "
+  spdlog::warn("a stop may take longer than the {:g} s the scheduler gives before the kill: {:.1f} s passed here "
                "without a stop check (ending at a {} check){}. Give the job a longer lead (sbatch "
                "--signal=USR1@SECONDS with --stop-lead SECONDS), shorten the steps (fewer prompts or tokens per "
                "iteration), or place the roles so that every rank generates (stops are then taken between decode "

@@ -77,7 +77,7 @@ std::string stop_latency_markdown(const algo::StopLatency& l, double lead_s) {
       "could take up to {:.1f} s",
       l.longest_gap_s, l.longest_checkpoint_s, l.bound_s());
   if (lead_s <= 0) return md + " (no --stop-lead given to compare with).\n";
-  return md + fmt::format(" against a lead of {:.0f} s (--stop-lead): {}.\n", lead_s,
+  return md + fmt::format(" against a lead of {:g} s (--stop-lead): {}.\n", lead_s,
                           l.bound_s() <= lead_s ? "within it" : "LONGER: a preempted job would be killed first");
 }
 

@@ -153,3 +153,31 @@ TEST(StopInsideE2E, StopOnStepZeroOfAStageWritesItsOpeningEvaluationOnce) {
   EXPECT_EQ(opening, 1u);
   expect_same_metrics(dir + "/straight/metrics.jsonl", dir + "/run/metrics.jsonl");
 }
+
+// --stop-lead is what the scheduler leaves between its signal and the kill. A run
+// whose stretches without a stop check (plus a checkpoint) exceed it is warned at
+// once, and the trace summary compares the two at the end.
+const std::string kShortSft =
+    kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: 3, batch: 16, lr: 3.0e-3}}]'";
+
+TEST(StopInsideE2E, AStretchLongerThanTheStopLeadIsWarnedAtOnceAndInTheSummary) {
+  // 1 ms: any stretch between two stop checks of a real run is longer.
+  const std::string dir = scratch_dir("stop-lead-short");
+  Proc p = run_hpcrl("run " + kShortSft + " --out " + dir + "/run --stop-lead 0.001");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_NE(p.output.find("a stop may take longer than the 0.001 s the scheduler gives"), std::string::npos)
+      << p.output;
+  const std::string summary = read_text(dir + "/run/trace/summary.md");
+  EXPECT_NE(summary.find("against a lead of 0.001 s (--stop-lead): LONGER: a preempted job would be killed first"),
+            std::string::npos)
+      << summary;
+}
+
+TEST(StopInsideE2E, AStopLeadLongerThanEveryStretchGivesNoWarning) {
+  const std::string dir = scratch_dir("stop-lead-long");
+  Proc p = run_hpcrl("run " + kShortSft + " --out " + dir + "/run --stop-lead 100000");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_EQ(p.output.find("a stop may take longer"), std::string::npos) << p.output;
+  EXPECT_NE(read_text(dir + "/run/trace/summary.md").find("against a lead of 100000 s (--stop-lead): within it"),
+            std::string::npos);
+}

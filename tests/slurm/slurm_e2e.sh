@@ -66,6 +66,9 @@ job_field() { scontrol show job "$jid" | grep -o "$1=[^ ]*" | head -1 | cut -d= 
 wait_for_grpo() {
   local n=$1 t0=$SECONDS
   until [ "$(grpo_lines runs/slurm-e2e/metrics.jsonl)" -ge "$n" ]; do
+    case "$(job_field JobState)" in FAILED | CANCELLED | TIMEOUT | NODE_FAIL | COMPLETED)
+      fail "job $jid ended $(job_field JobState) ($(job_field Reason)) before GRPO iteration $n" ;;
+    esac
     [ $((SECONDS - t0)) -lt 600 ] || fail "no GRPO iteration $n within 600 s (job state $(job_field JobState))"
     [ "$(job_field JobState)" != PENDING ] || [ $((SECONDS - t0)) -lt 120 ] ||
       fail "job $jid still pending after 120 s: $(job_field Reason)"
@@ -81,6 +84,9 @@ wait_for_requeue() {
     [ $((SECONDS - t0)) -lt 300 ] || fail "job $jid was not requeued within 300 s (state $(job_field JobState))"
     sleep 1
   done
+  # slurmd refuses a credential created in the same second as the revocation of the
+  # previous attempt's ("Job credential revoked": the job fails at once), so wait past it.
+  sleep 2
   scontrol update JobId="$jid" StartTime=now
 }
 

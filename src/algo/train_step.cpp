@@ -76,12 +76,14 @@ double Trainer::finish_step(const std::string& stage, int64_t step, int world_ra
 }
 
 double Trainer::finish_zero1_step(const std::string& stage, int64_t step, int world_rank) {
+  // Before the reduce-scatter: ZeRO-1's norm and step read the reduced shards, not
+  // the parameters' own gradients, so a NaN put there afterwards would be ignored.
+  inject_nonfinite_for_test(stage, step, world_rank);
   {
     trace::ScopedSpan span(stage + "/grad_sync");
     zero1_->reduce_gradients();
   }
   trace::ScopedSpan span(stage + "/optimizer");
-  inject_nonfinite_for_test(stage, step, world_rank);
   double norm = zero1_->clip_grad_norm(grad_clip_, role_.ctx);
   if (accept_norm(norm, stage, step, world_rank)) zero1_->step(schedule_.at(step));
   zero1_->zero_grad();

@@ -35,7 +35,9 @@ step() { echo "== slurm_e2e [$((SECONDS - started)) s] $*"; }
 started=$SECONDS
 
 source "$ROOT/tests/slurm/local_slurm.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/hpcrl-slurm.XXXXXX")
+# Under /tmp, not $TMPDIR: munge and slurmd put Unix sockets in it, whose paths
+# must stay under 108 bytes.
+work=$(mktemp -d /tmp/hpcrl-slurm.XXXXXX)
 trap 'slurm_stop; rm -rf "$work"' EXIT
 step "starting a one-node Slurm in $work/slurm"
 slurm_start "$work/slurm"

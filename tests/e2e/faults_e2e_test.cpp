@@ -31,13 +31,6 @@ const std::string kLongGrpo =
               "prompts: 8, group: 4, max_new_tokens: 32, temperature: 1.0, lr: 1.0e-4, "
               "kl: {coef: 0.01, estimator: k3}}}]' --set run.eval_before_train=false";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -171,9 +164,7 @@ TEST(FaultsE2E, CheckpointPastAFileSizeLimitNamesTheFileAndKeepsThePreviousOne) 
 
   Proc resumed = run_hpcrl("run " + cfg + " --out " + dir + "/run --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  auto a = read_metrics(dir + "/straight/metrics.jsonl"), b = read_metrics(dir + "/run/metrics.jsonl");
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(without_timing(a[i]), without_timing(b[i])) << "line " << i;
+  expect_same_metrics(dir + "/straight/metrics.jsonl", dir + "/run/metrics.jsonl");
 }
 
 // --- non-finite gradients -----------------------------------------------------
@@ -303,7 +294,5 @@ TEST(FaultsE2E, SigtermToMpirunCheckpointsAndExits75UnderTheWrapper) {
   Proc resumed = run_shell("cd " HPCRL_SOURCE_DIR " && HPCRL=" HPCRL_BINARY " bash slurm/local-mpirun.sh " + args +
                            " --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  auto a = read_metrics(dir + "/straight/metrics.jsonl"), b = read_metrics(dir + "/run/metrics.jsonl");
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(without_timing(a[i]), without_timing(b[i])) << "line " << i;
+  expect_same_metrics(dir + "/straight/metrics.jsonl", dir + "/run/metrics.jsonl");
 }

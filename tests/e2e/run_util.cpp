@@ -126,4 +126,17 @@ void expect_same_rollouts(const std::vector<nlohmann::json>& a, const std::vecto
   }
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void expect_same_metrics(const std::string& a_path, const std::string& b_path) {
+  auto a = read_metrics(a_path), b = read_metrics(b_path);
+  ASSERT_EQ(a.size(), b.size()) << a_path << " vs " << b_path;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(without_timing(a[i]), without_timing(b[i])) << "line " << i;
+}
+
 }  // namespace hpcrl::test

@@ -36,6 +36,11 @@ std::vector<nlohmann::json> lines_with(const std::vector<nlohmann::json>& m, con
                                        const std::string& key);
 // Two runs' curves agree: as many lines (at least one), each line's `key`
 // within rel_tol · max(1, |a|) (gtest failures name the key and the line).
+// A whole file's text ("" when it cannot be read).
+std::string read_text(const std::string& path);
+// Two runs' metrics.jsonl equal line for line, timing fields aside (a resumed run
+// against an uninterrupted one).
+void expect_same_metrics(const std::string& a_path, const std::string& b_path);
 void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
                          const std::string& key, double rel_tol);
 // Two RL runs' iteration lines (as many, at least one): the same rollouts

@@ -26,19 +26,6 @@ const std::string kGrpo =
               "prompts: 8, group: 4, max_new_tokens: 32, temperature: 1.0, lr: 1.0e-4, "
               "kl: {coef: 0.01, estimator: k3}}}]'";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void expect_same_metrics(const std::string& a_path, const std::string& b_path) {
-  auto a = read_metrics(a_path), b = read_metrics(b_path);
-  ASSERT_EQ(a.size(), b.size()) << a_path << " vs " << b_path;
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(without_timing(a[i]), without_timing(b[i])) << "line " << i;
-}
-
 // The iteration whose rollout a rank abandoned, from its log ("grpo iteration K's rollout").
 int abandoned_iteration(const std::string& log) {
   std::smatch m;

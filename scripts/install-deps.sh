@@ -15,6 +15,7 @@ packages=(
   procps                        # pgrep: the preemption end-to-end test signals one rank
   python3 python3-protobuf      # tests/trace/read_tfevents.py: TensorBoard files read back independently
   chromium                      # tests/trace/report_render_check.sh: `hpcrl report`'s page rendered headless
+  slurmctld slurmd slurm-client munge  # tests/slurm/slurm_e2e.sh: the batch scripts under a one-node Slurm
   clang-14 libclang-rt-14-dev libfuzzer-14-dev  # scripts/fuzz.sh: the parsers' libFuzzer targets (ASan + UBSan)
 )
 

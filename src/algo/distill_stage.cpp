@@ -79,6 +79,7 @@ class DistillRun {
   RewardFunction verifier_;
   rollout::SamplingParams sampling_;
   std::shared_ptr<model::DecoderModel> teacher_generator_;  // sequence-level: what the teacher generates with
+  InsideStops eval_stops_;
 };
 
 // Distributions are matched at the models' own temperature.
@@ -118,6 +119,7 @@ DistillRun::DistillRun(StageEnv& env)
   }
   if (student_.member()) trainer_.emplace(student_, cfg_.train, cfg_.steps);
   saved_ = {{&student_, trainer_ ? &trainer_->optimizer() : nullptr}};
+  eval_stops_ = InsideStops(env, student_);
   if (teacher_apart(teacher_, student_))
     remote_teacher_ = std::make_unique<RemoteTeacher>(teacher_, student_, env.world->size(),
                                                       cfg_.top_k > 0 ? cfg_.top_k : teacher_.config->arch->vocab_size,
@@ -127,7 +129,7 @@ DistillRun::DistillRun(StageEnv& env)
 StageResult DistillRun::run() {
   StageLoop loop;
   loop.name = "distill";
-  loop.start = resume_stage(env_, saved_, sampler_, "distill");
+  loop.start = resume_stage(env_, saved_, sampler_, "distill", &loop.eval_owed);
   if (student_.member()) student_.model->train();
   loop.total = cfg_.steps;
   loop.eval_every = cfg_.eval_every;
@@ -142,7 +144,9 @@ StageResult DistillRun::run() {
     return fmt::format("loss {:.4f}", train_step(step, rows));
   };
   loop.evaluate = [&](int64_t step) { evaluate(step); };
-  loop.checkpoint = [&](int64_t step) { checkpoint_stage(env_, step, saved_, sampler_, "distill"); };
+  loop.checkpoint = [&](int64_t step, bool eval_owed) {
+    checkpoint_stage(env_, step, saved_, sampler_, "distill", eval_owed);
+  };
   run_stage_loop(env_, loop, result_);
   return result_;
 }
@@ -164,7 +168,8 @@ double DistillRun::train_step(int64_t step, const std::vector<size_t>& rows) {
   const double seconds = step_span.elapsed_seconds();
   write_step_metrics(env_, "distill", step,
                      {loss, trainer_->lr(step), grad_norm, global_tokens / seconds, seconds, batch.mean_row_tokens(),
-                      double(batch.padded_row_tokens())});
+                      double(batch.padded_row_tokens()),
+                      trainer_->skips_nonfinite() ? double(trainer_->skipped_steps()) : -1.0});
   return loss;
 }
 
@@ -239,7 +244,9 @@ at::Tensor DistillRun::student_forward_backward(const TokenBatch& batch, const T
 
 void DistillRun::evaluate(int64_t step) {
   if (data_.eval.size() == 0 || !student_.member()) return;
-  auto r = algo::evaluate(student_, data_.eval, *prompts_, verifier_.verifier(), eval_options(*env_.pipeline));
+  EvalOptions options = eval_options(*env_.pipeline);
+  options.stops = &eval_stops_;
+  auto r = algo::evaluate(student_, data_.eval, *prompts_, verifier_.verifier(), options);
   result_.eval_accuracy = r.accuracy;
   result_.eval_loss = r.loss;
   spdlog::info("distill step {}: student eval accuracy {:.3f}, loss {:.4f}", step, r.accuracy, r.loss);

@@ -61,14 +61,23 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
   const int64_t lo = total * dp_rank / dp, hi = total * (dp_rank + 1) / dp;
 
   // A pipelined role generates with its pp = 1 copy (loaded with the current weights here).
-  rollout::Engine engine(sync_rollout_model(role), role.tokenizer.get(), {options.batch, true});
+  auto model = sync_rollout_model(role);
+  rollout::EngineOptions engine_options{options.batch, true};
+  if (options.stops) engine_options.abandon = options.stops->engine_hook(*model, "evaluation");
+  rollout::Engine engine(model, role.tokenizer.get(), engine_options);
   rollout::SamplingParams sampling = eval_sampling(options, prompts);
   EvalSums sums;
   at::Tensor correct_per_example = at::zeros({total}, at::kDouble);
   auto per_example = correct_per_example.accessor<double, 1>();
   const bool was_training = role.model->is_training();
   role.model->eval();
-  for (int64_t start = lo; start < hi; start += options.batch) {
+  // Every dp rank runs as many rounds as the largest share needs, so that the
+  // world can agree on a stop between any two of them.
+  const int64_t rounds = ((total + dp - 1) / dp + options.batch - 1) / options.batch;
+  for (int64_t round = 0; round < rounds; ++round) {
+    if (options.stops) options.stops->between_batches("evaluation");
+    const int64_t start = lo + round * options.batch;
+    if (start >= hi) continue;
     const int64_t end = std::min(hi, start + options.batch);
     std::vector<std::vector<int32_t>> p_ids, r_ids;
     for (int64_t i = start; i < end; ++i) {
@@ -90,6 +99,7 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
       sums.response_tokens += static_cast<double>(s.tokens.size());
     }
   }
+  if (options.stops) options.stops->check("evaluation");
   if (was_training) role.model->train();
   // Rows were split over dp only; tp/sp ranks of one dp slot computed the same sums.
   const at::Tensor both = sum_over_dp(role, at::cat({pack(sums), correct_per_example}));

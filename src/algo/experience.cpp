@@ -49,6 +49,7 @@ Experience PolicyStage::collect(int64_t iteration, RlMetrics& m) {
 }
 
 RolloutRound PolicyStage::produce(int64_t iteration) {
+  iteration_start_ = sampler_->cursor();
   RlMetrics m;  // the spans' seconds
   // The rollout copy of a pipelined policy, or the generation copy in another layout, gets the updated weights.
   if (generator_.ctx.pp_size() > 1) timed("weight_sync", m, [&] { sync_rollout_model(generator_); });
@@ -128,6 +129,8 @@ std::vector<rollout::Sample> PolicyStage::generate(const std::vector<std::vector
     generator_.model->eval();
     samples = engine_->generate(p_ids, cfg_.group, sampling);
     generator_.model->train();
+    // Every generating rank meets here, abandoned or not: the world learns of a stop.
+    generation_stops_.check(name_ + " iteration " + std::to_string(iteration) + "'s rollout");
   });
   return samples;
 }

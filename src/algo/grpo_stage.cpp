@@ -29,6 +29,8 @@ StageResult run_grpo(StageEnv& env) {
   training.train = [&](Experience& exp, RlMetrics& m, int64_t it) {
     critic_free_advantages(cfg, pl.kl_estimator, policy, exp);
     stage.update(exp, *trainer, pl, it, m);
+    if (trainer && trainer->skips_nonfinite())
+      m.extra.emplace_back("nonfinite/skipped_steps", double(trainer->skipped_steps()));
   };
   training.lr = [&](int64_t it) { return trainer->lr(it * cfg.epochs * n_mini); };
   return run_policy_stage(env, stage, training);

@@ -11,8 +11,9 @@ namespace hpcrl::algo {
 StageResult run_policy_stage(StageEnv& env, PolicyStage& stage, PolicyTraining& training) {
   if (stage.disaggregated()) return run_disaggregated(env, stage, training);
   StageResult result;
-  const int64_t start = stage.resume(training.saved);
-  StageLoop steps = stage.stage_loop(start, training.saved, result);
+  bool eval_owed = false;
+  const int64_t start = stage.resume(training.saved, &eval_owed);
+  StageLoop steps = stage.stage_loop(start, eval_owed, training.saved, result);
   steps.step = [&](int64_t it) -> std::string {
     trace::TimedSpan iter_span(stage.name() + "/iteration", {{"step", double(it)}});
     RlMetrics m;

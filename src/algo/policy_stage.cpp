@@ -19,7 +19,8 @@ namespace hpcrl::algo {
 PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy, Role* reference,
                          const DataSplits& data, std::string stage_name, Role* generator)
     : env_(env), cfg_(cfg), policy_(policy), generator_(generator ? *generator : policy), reference_(reference),
-      data_(data), name_(std::move(stage_name)), rewards_(env, cfg.rewards, generator_, cfg.train.micro_batch, name_) {
+      data_(data), name_(std::move(stage_name)), rewards_(env, cfg.rewards, generator_, cfg.train.micro_batch, name_),
+      generation_stops_(env, generator_), eval_stops_(env, policy_) {
   // Prompts are built where they are generated or evaluated: on the policy's and the generator's ranks
   // (a reference or critic of its own only answers the trainer; validation gives every rank a role).
   const Role* here = policy.member() ? &policy : generator_.member() ? &generator_ : nullptr;
@@ -28,9 +29,12 @@ PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy
                                                static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
                                                env.pipeline->find_data(cfg.data)->shuffle);
   // A pipelined policy samples from its pp = 1 copy, refreshed at each produce().
-  if (generator_.member())
-    engine_ = std::make_unique<rollout::Engine>(sync_rollout_model(generator_), generator_.tokenizer.get(),
-                                                rollout::EngineOptions{generator_.config->rollout.max_batch, true});
+  if (generator_.member()) {
+    auto model = sync_rollout_model(generator_);
+    rollout::EngineOptions options{generator_.config->rollout.max_batch, true};
+    options.abandon = generation_stops_.engine_hook(*model, "rollout");
+    engine_ = std::make_unique<rollout::Engine>(model, generator_.tokenizer.get(), options);
+  }
   if (reference && on_own_ranks(*reference, policy))
     remote_reference_ = std::make_unique<RemoteReference>(*reference, policy, env.world->size(), cfg.train,
                                                           sampling_temperature(cfg), name_);
@@ -64,15 +68,19 @@ void PolicyStage::timed(const std::string& phase, RlMetrics& m, const std::funct
   m.seconds_by_span.emplace_back(phase, seconds);
 }
 
-int64_t PolicyStage::resume(const std::vector<TrainedRole>& saved) { return resume_stage(env_, saved, *sampler_, name_); }
+int64_t PolicyStage::resume(const std::vector<TrainedRole>& saved, bool* eval_owed) {
+  return resume_stage(env_, saved, *sampler_, name_, eval_owed);
+}
 
-void PolicyStage::checkpoint(int64_t iteration, const std::vector<TrainedRole>& saved) {
-  checkpoint_stage(env_, iteration, saved, *sampler_, name_);
+void PolicyStage::checkpoint(int64_t iteration, const std::vector<TrainedRole>& saved, bool eval_owed) {
+  checkpoint_stage(env_, iteration, saved, *sampler_, name_, eval_owed);
 }
 
 void PolicyStage::evaluate(int64_t step, StageResult& result) {
   if (data_.eval.size() == 0) return;
-  auto r = algo::evaluate(policy_, data_.eval, *prompts_, rewards_.verifier(), eval_options(*env_.pipeline));
+  EvalOptions options = eval_options(*env_.pipeline);
+  options.stops = &eval_stops_;
+  auto r = algo::evaluate(policy_, data_.eval, *prompts_, rewards_.verifier(), options);
   result.eval_accuracy = r.accuracy;
   result.eval_loss = r.loss;
   spdlog::info("{} iteration {}: eval accuracy {:.3f}, loss {:.4f} ({} examples, {:.1f}s)", name_, step, r.accuracy,
@@ -107,16 +115,19 @@ void PolicyStage::write_metrics(int64_t step, const RlMetrics& m, double lr) {
   env_.metrics->write(name_, env_.stage_index, step, out);
 }
 
-StageLoop PolicyStage::stage_loop(int64_t start, const std::vector<TrainedRole>& saved, StageResult& result) {
+StageLoop PolicyStage::stage_loop(int64_t start, bool eval_owed, const std::vector<TrainedRole>& saved,
+                                  StageResult& result) {
   StageLoop steps;
   steps.name = name_;
   steps.unit = "iter";
   steps.start = start;
+  steps.eval_owed = eval_owed;
   steps.total = cfg_.iterations;
   steps.eval_every = cfg_.eval_every;
   steps.stop_at_accuracy = cfg_.stop_at_accuracy;
   steps.evaluate = [this, &result](int64_t it) { evaluate(it, result); };
-  steps.checkpoint = [this, &saved](int64_t it) { checkpoint(it, saved); };
+  steps.checkpoint = [this, &saved](int64_t it, bool owed) { checkpoint(it, saved, owed); };
+  steps.rewind = [this] { sampler_->restore(iteration_start_, name_ + "'s data position at the iteration's start"); };
   return steps;
 }
 

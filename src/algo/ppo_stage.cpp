@@ -82,6 +82,8 @@ StageResult run_ppo(StageEnv& env) {
       for (const auto& kv : critic_loss_metrics(cfg, critic, sums, tokens, n_mini)) m.extra.push_back(kv);
     }
     m.extra.emplace_back("critic/values_mean", values_mean(policy, old_values, mask, tokens));
+    if (actor && actor->skips_nonfinite())
+      m.extra.emplace_back("nonfinite/skipped_steps", double(actor->skipped_steps()));
   };
   if (remote && critic.member()) training.serve = [&](int64_t it) { remote->serve(*critic_trainer, it, n_mini); };
   training.lr = [&](int64_t it) { return actor->lr(it * cfg.epochs * n_mini); };

@@ -45,6 +45,7 @@ class SftRun {
   io::DataSampler sampler_;
   int64_t local_batch_ = 0;  // this rank's rows of a step
   std::vector<TrainedRole> saved_;
+  InsideStops eval_stops_;
 };
 
 SftRun::SftRun(StageEnv& env)
@@ -61,12 +62,13 @@ SftRun::SftRun(StageEnv& env)
     local_batch_ = role_.local_batch(cfg_.batch, env.stage->path + ".batch");
   }
   saved_ = {{&role_, trainer_ ? &trainer_->optimizer() : nullptr}};
+  eval_stops_ = InsideStops(env, role_);
 }
 
 StageResult SftRun::run() {
   StageLoop loop;
   loop.name = "sft";
-  loop.start = resume_stage(env_, saved_, sampler_, "sft");
+  loop.start = resume_stage(env_, saved_, sampler_, "sft", &loop.eval_owed);
   loop.total = cfg_.steps;
   loop.eval_every = cfg_.eval_every;
   loop.stop_at_accuracy = cfg_.stop_at_accuracy;
@@ -76,7 +78,9 @@ StageResult SftRun::run() {
     return role_.member() ? train_step(step, rows) : std::string();
   };
   loop.evaluate = [&](int64_t step) { evaluate(step); };
-  loop.checkpoint = [&](int64_t step) { checkpoint_stage(env_, step, saved_, sampler_, "sft"); };
+  loop.checkpoint = [&](int64_t step, bool eval_owed) {
+    checkpoint_stage(env_, step, saved_, sampler_, "sft", eval_owed);
+  };
   run_stage_loop(env_, loop, result_);
   return result_;
 }
@@ -93,7 +97,8 @@ std::string SftRun::train_step(int64_t step, const std::vector<size_t>& rows) {
   const double seconds = step_span.elapsed_seconds();
   write_step_metrics(env_, "sft", step,
                      {loss, trainer_->lr(step), grad_norm, global_tokens / seconds, seconds, batch.mean_row_tokens(),
-                      double(batch.padded_row_tokens())});
+                      double(batch.padded_row_tokens()),
+                      trainer_->skips_nonfinite() ? double(trainer_->skipped_steps()) : -1.0});
   return fmt::format("loss {:.4f}", loss);
 }
 
@@ -127,7 +132,9 @@ at::Tensor SftRun::forward_backward_nll(const TokenBatch& batch, double global_t
 
 void SftRun::evaluate(int64_t step) {
   if (!role_.member() || data_.eval.size() == 0) return;
-  auto r = algo::evaluate(role_, data_.eval, *prompts_, reward::VerifiableReward(), eval_options(*env_.pipeline));
+  EvalOptions options = eval_options(*env_.pipeline);
+  options.stops = &eval_stops_;
+  auto r = algo::evaluate(role_, data_.eval, *prompts_, reward::VerifiableReward(), options);
   result_.eval_accuracy = r.accuracy;
   result_.eval_loss = r.loss;
   spdlog::info("sft step {}: eval loss {:.4f}, accuracy {:.3f} ({} examples, {:.1f}s)", step, r.loss, r.accuracy,

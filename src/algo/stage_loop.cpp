@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "hpcrl/algo/stop_inside.h"
 #include "hpcrl/trace/metrics.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"
@@ -18,46 +19,81 @@ bool reached_target(const StageEnv& env, const StageLoop& loop, const StageResul
   if (env.world && env.world->size() > 1) env.world->all_reduce(hit, dist::ReduceOp::kMax);
   return hit.item<int>() != 0;
 }
+
+// Whether the periodic evaluation after `done` steps ends the stage (collective).
+bool ends_at_target(const StageEnv& env, const StageLoop& loop, const StageResult& result, int64_t done) {
+  const bool periodic = loop.eval_every > 0 && done % loop.eval_every == 0 && done != loop.total;
+  if (!periodic || loop.stop_at_accuracy <= 0 || !reached_target(env, loop, result)) return false;
+  spdlog::info("{}: held-out accuracy {:.3f} reached stop_at_accuracy {} after {} of {} {}s; the stage ends here",
+               loop.name, result.eval_accuracy, loop.stop_at_accuracy, done, loop.total, loop.unit);
+  return true;
+}
 }  // namespace
 
 void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result) {
-  if (loop.start == 0 && env.pipeline->run.eval_before_train) loop.evaluate(0);
+  int64_t done = loop.start;  // complete steps
+  bool eval_owed = false;     // the evaluation after `done` steps is running, not yet written
+  int64_t evaluated = -1;     // the step whose evaluation has been written
+  auto evaluate = [&](int64_t s) {
+    eval_owed = true;
+    loop.evaluate(s);
+    eval_owed = false;
+    evaluated = s;
+  };
+  result.steps_done = done;
   Progress progress(loop.name, loop.total, env.progress && env.world->rank() == 0, loop.unit);
-  for (int64_t s = loop.start; s < loop.total; ++s) {
-    if (env.should_stop && env.should_stop()) {
-      loop.checkpoint(s);
-      result.stopped = true;
-      result.steps_done = s;
-      return;
+  try {
+    // Before the first step, unless a checkpoint exists: its evaluation is in metrics.jsonl already.
+    if (loop.eval_owed) {
+      evaluate(done);
+      if (ends_at_target(env, loop, result, done)) return loop.checkpoint(done, false);
+    } else if (done == 0 && !env.resume_from && env.pipeline->run.eval_before_train) {
+      evaluate(0);
     }
-    progress.update(s + 1, loop.step(s));
-    result.steps_done = s + 1;
-    const bool last = s + 1 == loop.total;
-    if (loop.eval_every > 0 && (s + 1) % loop.eval_every == 0 && !last) {
-      loop.evaluate(s + 1);
-      if (loop.stop_at_accuracy > 0 && reached_target(env, loop, result)) {
-        progress.finish();
-        spdlog::info("{}: held-out accuracy {:.3f} reached stop_at_accuracy {} after {} of {} {}s; the stage ends here",
-                     loop.name, result.eval_accuracy, loop.stop_at_accuracy, s + 1, loop.total, loop.unit);
-        loop.checkpoint(s + 1);
+    for (int64_t s = done; s < loop.total; ++s) {
+      stop_point("step", env.world->rank());
+      if (env.should_stop && env.should_stop()) {
+        loop.checkpoint(s, false);
+        result.stopped = true;
         return;
       }
+      progress.update(s + 1, loop.step(s));
+      result.steps_done = done = s + 1;
+      const bool last = done == loop.total;
+      if (loop.eval_every > 0 && done % loop.eval_every == 0 && !last) {
+        evaluate(done);
+        if (ends_at_target(env, loop, result, done)) {
+          progress.finish();
+          return loop.checkpoint(done, false);
+        }
+      }
+      if (env.checkpoint_every > 0 && done % env.checkpoint_every == 0 && !last) loop.checkpoint(done, false);
     }
-    if (env.checkpoint_every > 0 && (s + 1) % env.checkpoint_every == 0 && !last) loop.checkpoint(s + 1);
+    progress.finish();
+    if (evaluated != loop.total) evaluate(loop.total);
+    loop.checkpoint(loop.total, false);
+  } catch (const StepAbandoned&) {
+    progress.finish();
+    // Cut short inside step `done`: back to its start. Inside an evaluation: step `done` is complete.
+    if (!eval_owed && loop.rewind) loop.rewind();
+    loop.checkpoint(done, eval_owed);
+    result.stopped = true;
+    result.steps_done = done;
   }
-  progress.finish();
-  loop.evaluate(loop.total);
-  loop.checkpoint(loop.total);
 }
 
 void write_step_metrics(const StageEnv& env, const std::string& name, int64_t step, const StepMetrics& m) {
   if (!env.metrics) return;
-  trace::Metrics line = {{"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"tokens_per_s", m.tokens_per_s},
-                         {"seconds/step", m.seconds}};
+  trace::Metrics line{{"loss", m.loss},
+                      {"lr", m.lr},
+                      {"grad_norm", m.grad_norm},
+                      {"tokens_per_s", m.tokens_per_s},
+                      {"seconds/step", m.seconds}};
   if (m.seq_len_max > 0) {
     line.emplace_back("seq_len/mean", m.seq_len_mean);
     line.emplace_back("seq_len/max", m.seq_len_max);
   }
+  if (m.skipped_steps >= 0) line.emplace_back("nonfinite/skipped_steps", m.skipped_steps);
   env.metrics->write(name, env.stage_index, step + 1, line);
 }
 
@@ -85,7 +121,7 @@ EvalOptions eval_options(const config::PipelineConfig& pipeline) {
 }
 
 int64_t resume_stage(const StageEnv& env, const std::vector<TrainedRole>& saved, io::DataSampler& sampler,
-                     const std::string& name) {
+                     const std::string& name, bool* eval_owed) {
   if (!env.resume_from) return 0;
   const std::string& dir = *env.resume_from;
   auto state = load_train_checkpoint(dir, saved, env.world);
@@ -102,15 +138,19 @@ int64_t resume_stage(const StageEnv& env, const std::vector<TrainedRole>& saved,
   HPCRL_CHECK_INPUT(state.contains("cursor"), dir << "/state.json: no data cursor (\"cursor\"); the checkpoint is "
                                                      "damaged: resume from an earlier step directory or start over");
   sampler.restore(io::DataCursor::from_json(state.at("cursor"), dir + "/state.json"), dir);
-  spdlog::info("{}: resumed at step {} from {}", name, step, dir);
+  const bool owed = state.value("eval_owed", false);
+  if (eval_owed) *eval_owed = owed;
+  spdlog::info("{}: resumed at step {} from {}{}", name, step, dir, owed ? " (its evaluation first)" : "");
   return step;
 }
 
 void checkpoint_stage(const StageEnv& env, int64_t step, const std::vector<TrainedRole>& saved,
-                      const io::DataSampler& sampler, const std::string& name) {
-  trace::ScopedSpan span(name + "/checkpoint");
-  save_train_checkpoint(env.checkpoint_dir, step, saved, {{"cursor", sampler.cursor().to_json()}}, env.world,
-                        env.keep_last);
+                      const io::DataSampler& sampler, const std::string& name, bool eval_owed) {
+  trace::TimedSpan span(name + "/checkpoint");
+  nlohmann::json state = {{"cursor", sampler.cursor().to_json()}};
+  if (eval_owed) state["eval_owed"] = true;  // written only when set: other checkpoints stay as they were
+  save_train_checkpoint(env.checkpoint_dir, step, saved, state, env.world, env.keep_last);
+  checkpoint_took(span.elapsed_seconds());
 }
 
 }  // namespace hpcrl::algo

@@ -107,9 +107,30 @@ void load_saved_model(const std::string& step_dir, Role& role) {
   model::load_weights(*role.model, io::TensorStore(dir));
 }
 
+namespace {
+std::string write_checkpoint(const std::string& stage_dir, int64_t step, const std::vector<TrainedRole>& roles,
+                             const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last);
+}  // namespace
+
 std::string save_train_checkpoint(const std::string& stage_dir, int64_t step, const std::vector<TrainedRole>& roles,
                                   const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last) {
   trace::ScopedSpan span("checkpoint/save", {{"step", double(step)}});
+  const std::string previous = latest_checkpoint(stage_dir);
+  try {
+    return write_checkpoint(stage_dir, step, roles, state, world, keep_last);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {  // a failed write, or the file system's own error (std::filesystem)
+    // The new step is written beside the old ones and renamed into place only when complete.
+    throw RuntimeError("checkpoint of step " + std::to_string(step) + " not written: " + e.what() + ". " +
+                       (previous.empty() ? "No earlier checkpoint of this stage exists"
+                                         : "The previous one, " + previous + ", is intact: --resume continues from it"));
+  }
+}
+
+namespace {
+std::string write_checkpoint(const std::string& stage_dir, int64_t step, const std::vector<TrainedRole>& roles,
+                             const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last) {
   const int rank = world->rank();
   const std::string final_dir = stage_dir + "/" + step_name(step);
   const std::string partial = final_dir + ".partial";
@@ -148,6 +169,7 @@ std::string save_train_checkpoint(const std::string& stage_dir, int64_t step, co
   world->barrier();
   return final_dir;
 }
+}  // namespace
 
 nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vector<TrainedRole>& roles,
                                      const dist::CommPtr& world) {

@@ -5,16 +5,24 @@
 
 #include <torch/torch.h>
 
+#include <spdlog/spdlog.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 
 #include "hpcrl/optim/grad_clip.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"
+#include "hpcrl/util/strings.h"
 
 namespace hpcrl::algo {
 
 Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps, double lr_override)
-    : role_(role), params_(role.param_set()), grad_clip_(hp.grad_clip) {
+    : role_(role),
+      params_(role.param_set()),
+      grad_clip_(hp.grad_clip),
+      max_skips_(hp.on_nonfinite == config::OnNonFinite::skip_step ? hp.max_consecutive_skips : 0) {
   const auto& oc = role.config->optim;
   optim::AdamWOptions o;
   o.lr = lr_override > 0 ? lr_override : hp.lr;
@@ -60,28 +68,51 @@ double Trainer::finish_step(const std::string& stage, int64_t step, int world_ra
     }
   }
   trace::ScopedSpan span(stage + "/optimizer");
+  inject_nonfinite_for_test(stage, step, world_rank);
   double norm = optim::clip_grad_norm(params_, grad_clip_, role_.ctx);
-  check_norm(norm, stage, step, world_rank);
-  optimizer_->step(schedule_.at(step));
+  if (accept_norm(norm, stage, step, world_rank)) optimizer_->step(schedule_.at(step));
   optimizer_->zero_grad();
   return norm;
 }
 
 double Trainer::finish_zero1_step(const std::string& stage, int64_t step, int world_rank) {
+  // Before the reduce-scatter: ZeRO-1's norm and step read the reduced shards, not
+  // the parameters' own gradients, so a NaN put there afterwards would be ignored.
+  inject_nonfinite_for_test(stage, step, world_rank);
   {
     trace::ScopedSpan span(stage + "/grad_sync");
     zero1_->reduce_gradients();
   }
   trace::ScopedSpan span(stage + "/optimizer");
   double norm = zero1_->clip_grad_norm(grad_clip_, role_.ctx);
-  check_norm(norm, stage, step, world_rank);
-  zero1_->step(schedule_.at(step));
+  if (accept_norm(norm, stage, step, world_rank)) zero1_->step(schedule_.at(step));
   zero1_->zero_grad();
   return norm;
 }
 
-void Trainer::check_norm(double norm, const std::string& stage, int64_t step, int world_rank) const {
-  if (std::isfinite(norm)) return;
+bool Trainer::accept_norm(double norm, const std::string& stage, int64_t step, int world_rank) {
+  // Agreed over the gradient group, so its ranks skip or stop together even when
+  // only one of them saw the NaN (a test hook's, or one that the sync did not spread).
+  at::Tensor finite = at::full({1}, std::isfinite(norm) ? 1 : 0, at::kInt);
+  if (role_.ctx.grad && role_.ctx.grad->size() > 1) role_.ctx.grad->all_reduce(finite, dist::ReduceOp::kMin);
+  if (finite.item<int>() != 0) {
+    skipped_in_a_row_ = 0;
+    return true;
+  }
+  const std::string what = fmt::format("stage {} step {}: the gradient norm of role '{}' is {} on rank {} ({})", stage,
+                                       step, role_.name, norm, world_rank, nonfinite_tensor());
+  if (max_skips_ > 0 && skipped_in_a_row_ < max_skips_) {
+    ++skipped_;
+    ++skipped_in_a_row_;
+    spdlog::warn("{}; on_nonfinite: skip_step: this update is skipped ({} in a row, at most {})", what,
+                 skipped_in_a_row_, max_skips_);
+    return false;
+  }
+  if (max_skips_ > 0)
+    throw RuntimeError(fmt::format("{}, after {} skipped steps in a row (on_nonfinite: skip_step, "
+                                   "max_consecutive_skips: {}); the run is diverging or the data is bad: lower the "
+                                   "learning rate or check the data, then resume from the last checkpoint",
+                                   what, skipped_in_a_row_, max_skips_));
   // Clipping rescales a finite norm; it cannot repair a NaN or an inf, so with
   // grad_clip on the hint is about the step size and the data.
   const std::string fix = grad_clip_ > 0
@@ -89,8 +120,36 @@ void Trainer::check_norm(double norm, const std::string& stage, int64_t step, in
                                     ") is on but cannot rescale a non-finite gradient: lower the learning rate "
                                     "or check the data for empty or overlong rows"
                               : "lower the learning rate, set grad_clip (e.g. 1.0), or check the data for empty rows";
-  throw RuntimeError(fmt::format("stage {} step {}: the gradient norm of role '{}' is {} on rank {}; {}", stage, step,
-                                 role_.name, norm, world_rank, fix));
+  throw RuntimeError(fmt::format("{}; {} (or set on_nonfinite: skip_step to skip such steps)", what, fix));
+}
+
+std::string Trainer::nonfinite_tensor() const {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params_) {
+    const at::Tensor& g = p.tensor.grad();
+    if (g.defined() && !at::isfinite(g).all().item<bool>()) return "first non-finite: the gradient of " + p.name;
+  }
+  return "this rank's gradients are finite: the non-finite values are on another rank of the role";
+}
+
+void Trainer::inject_nonfinite_for_test(const std::string& stage, int64_t step, int world_rank) {
+  static const char* spec = std::getenv("HPCRL_TEST_NONFINITE_GRAD");
+  if (!spec || params_.empty()) return;
+  // STAGE:STEP[,STEP...][@RANK]
+  const std::string s = spec;
+  const size_t colon = s.find(':'), at = s.find('@');
+  if (colon == std::string::npos || s.substr(0, colon) != stage) return;
+  if (at != std::string::npos && std::stoi(s.substr(at + 1)) != world_rank) return;
+  const std::string steps = s.substr(colon + 1, at == std::string::npos ? std::string::npos : at - colon - 1);
+  bool due = false;
+  for (const auto& t : str::split(steps, ',')) due |= !t.empty() && std::stoll(t) == step;
+  if (!due) return;
+  torch::NoGradGuard no_grad;
+  for (auto& p : params_)
+    if (p.tensor.grad().defined()) {
+      p.tensor.mutable_grad().view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+      return;
+    }
 }
 
 }  // namespace hpcrl::algo

@@ -1,12 +1,16 @@
 // `hpcrl run PIPELINE.yaml [--set k=v]... [--out DIR] [--resume | --force]`:
 // run a pipeline under whatever launched us (plain, mpirun, srun). Any rank's
 // failure ends the whole job (exit 2 bad input, 1 runtime); a preempted run
-// exits 75 after its checkpoint.
+// exits 75 after its checkpoint. With HPCRL_EXIT_CODE_FILE set, rank 0 also
+// writes the exit code there when the run ends (not when it fails).
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "cli/command.h"
 #include "hpcrl/dist/bootstrap.h"
 #include "hpcrl/runner/pipeline_runner.h"
+#include "hpcrl/util/fs.h"
 #include "hpcrl/util/log.h"
 
 namespace {
@@ -25,6 +29,10 @@ hpcrl::cli::Registration reg{"run", 10, [](CLI::App& app) {
   sub->add_option("--out", args->options.out, "Run directory (default: run.out, i.e. runs/<name>)");
   auto* resume = sub->add_flag("--resume", args->resume, "Continue the run in the run directory from its last checkpoint");
   auto* force = sub->add_flag("--force", args->force, "Replace an existing run directory");
+  sub->add_option("--stop-lead", args->options.stop_lead_s,
+                  "Seconds the scheduler gives between its stop signal and the kill (sbatch --signal=USR1@SECONDS): "
+                  "warns when a stop could take longer")
+      ->check(CLI::NonNegativeNumber);
   resume->excludes(force);
   return [args] {
     return hpcrl::dist::run_or_abort([&] {
@@ -34,6 +42,10 @@ hpcrl::cli::Registration reg{"run", 10, [](CLI::App& app) {
                            : args->force ? hpcrl::runner::RunDirMode::kForce
                                          : hpcrl::runner::RunDirMode::kFresh;
       int rc = hpcrl::runner::run_pipeline(args->options);
+      // For a launcher wrapper (slurm/local-mpirun.sh): SIGTERM sent to mpirun itself makes
+      // mpirun exit 1 whatever its ranks return, so the job's own verdict is written here.
+      if (const char* path = std::getenv("HPCRL_EXIT_CODE_FILE"); path && *path && w.rank == 0)
+        hpcrl::fs::write_file_atomic(path, std::to_string(rc) + "\n");
       hpcrl::dist::finalize();
       return rc;
     });

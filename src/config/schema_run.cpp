@@ -1,6 +1,7 @@
 // Schema of the `run`, `trace` and `placement` sections and of the file's top
 // level (see docs/config.md for every key's meaning and default).
 #include <cctype>
+#include <cmath>
 
 #include "config/schema_sections.h"
 
@@ -82,6 +83,9 @@ Codec<RunConfig> run_codec() {
       field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)),
       field<S>("eval_before_train", [](auto& s) -> auto& { return s.eval_before_train; }, boolean()),
       field<S>("eval_sampling", [](auto& s) -> auto& { return s.eval_sampling; }, eval_sampling_codec()),
+      // Written back only when changed, so resolved configs of runs without it stay as they were.
+      only_if<S>(field<S>("comm_timeout_s", [](auto& s) -> auto& { return s.comm_timeout_s; }, number(0, HUGE_VAL)),
+                 [](const S& s) { return s.comm_timeout_s != RunConfig{}.comm_timeout_s; }),
   }};
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     if (n.find("name") && s.name.size() > kMaxRunName)

@@ -24,6 +24,22 @@ void add_train_fields(std::vector<Field<S>>& f) {
   f.push_back(field<S>("micro_batch", [](auto& s) -> auto& { return s.train.micro_batch; }, integer(0)));
   f.push_back(field<S>("micro_batch_tokens", [](auto& s) -> auto& { return s.train.micro_batch_tokens; }, integer(0)));
   f.push_back(field<S>("packing", [](auto& s) -> auto& { return s.train.packing; }, boolean()));
+  // Both written back only when they change something, as the old configs had neither.
+  f.push_back(only_if<S>(
+      field<S>("on_nonfinite", [](auto& s) -> auto& { return s.train.on_nonfinite; }, enumeration<OnNonFinite>()),
+      [](const S& s) { return s.train.on_nonfinite != OnNonFinite::stop; }));
+  f.push_back(only_if<S>(
+      field<S>("max_consecutive_skips", [](auto& s) -> auto& { return s.train.max_consecutive_skips; }, integer(1)),
+      [](const S& s) { return s.train.on_nonfinite == OnNonFinite::skip_step; }));
+}
+
+// max_consecutive_skips counts skipped steps, which only on_nonfinite: skip_step makes.
+template <class S>
+void check_train_fields(const S& s, const YNode& n, const std::string& path, Reading& reading) {
+  if (s.train.on_nonfinite != OnNonFinite::skip_step && n.find("max_consecutive_skips"))
+    error_at_key(reading, n, path, "max_consecutive_skips",
+                 "applies only to on_nonfinite: skip_step (this stage stops at the first non-finite gradient)",
+                 "remove max_consecutive_skips or set `on_nonfinite: skip_step`");
 }
 
 // Distillation's `top_k` is the teacher's logit top-k, so there `with_top_k` is false.
@@ -88,7 +104,11 @@ Codec<SftStage> sft_codec() {
   add_train_fields(f);
   f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
   f.push_back(stop_at_accuracy_field<S>());
-  return structure<S>({"an sft stage", std::move(f)});
+  StructSpec<S> spec{"an sft stage", std::move(f)};
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
+    check_train_fields(s, n, path, reading);
+  };
+  return structure<S>(std::move(spec));
 }
 
 Codec<KlConfig> kl_codec() {
@@ -164,6 +184,7 @@ void resolve_policy_loss_defaults(RlStage& s, const Reading& reading, const std:
 
 // Checks that GRPO and PPO share.
 void check_rl(RlStage& s, const YNode& n, const std::string& path, Reading& reading) {
+  check_train_fields(s, n, path, reading);
   resolve_policy_loss_defaults(s, reading, path);
   // A swapped pair, unless CISPO, whose weight has no floor (low 1) and a cap above 1.
   if (s.clip_high < s.clip_low && s.policy_loss != PolicyLossKind::cispo)
@@ -286,6 +307,7 @@ Codec<DistillStage> distill_codec() {
     if (field.name == "beta") field.applies = [](const S& s) { return s.loss == DistillLoss::jsd; };
   StructSpec<S> spec{"a distill stage", std::move(f)};
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
+    check_train_fields(s, n, path, reading);
     if (!s.teacher.empty() && s.teacher == s.student)
       error_at_key(reading, n, path, "student", "teacher and student are the same role '" + s.student + "'",
                    "distil into a different role (e.g. `student: {init: {preset: tiny-2l}}` under models)");

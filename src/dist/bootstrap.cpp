@@ -1,7 +1,10 @@
 // MPI start-up and the world/group communicator factory. The same binary runs
-// under mpirun, srun (OpenMPI/MPICH pick up PMIx/PMI2 themselves inside
-// MPI_Init_thread) and as a singleton without any launcher, where MPI reports a
-// world of one. Test mains and embedding programs may have initialised MPI
+// under mpirun, srun and as a singleton without any launcher, where MPI reports
+// a world of one. Under srun, MPI_Init_thread finds its peers through the PMI
+// that srun's --mpi plugin provides, and only one that the MPI library was built
+// for works: Debian's Open MPI 4.1 needs `srun --mpi=pmix` (with --mpi=none or
+// pmi2 it fails in MPI_Init_thread: "OMPI was not built with SLURM's PMI
+// support"); docs/slurm.md. Test mains and embedding programs may have initialised MPI
 // already: then init() only reads the world and leaves finalisation to them.
 #include "hpcrl/dist/bootstrap.h"
 
@@ -12,6 +15,7 @@
 
 #include "dist/group_communicator.h"
 #include "dist/mpi/mpi_types.h"
+#include "hpcrl/dist/watchdog.h"
 #include "hpcrl/util/check.h"
 
 namespace hpcrl::dist {
@@ -128,6 +132,7 @@ const WorldInfo& world() {
 }
 
 void finalize() {
+  stop_watchdog();  // its thread uses MPI
   std::lock_guard<std::mutex> lock(g_mu);
   g_world_comm.reset();
   int finalized = 0;

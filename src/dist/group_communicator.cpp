@@ -6,6 +6,7 @@
 #include <atomic>
 #include <numeric>
 
+#include "hpcrl/dist/watchdog.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"
 
@@ -16,9 +17,10 @@
 namespace hpcrl::dist {
 namespace {
 
-// Runs `f` and, when communication tracing is on, records it (one branch otherwise).
+// Runs `f` under the watchdog's eye and, when communication tracing is on, records it.
 template <class F>
-void traced(const char* op, const std::string& group, int64_t bytes, F&& f) {
+void traced(const char* op, const std::string& group, const std::vector<int>& ranks, int64_t bytes, F&& f) {
+  WatchedCall watch(op, group, ranks);
   if (!trace::comm_enabled()) {
     f();
     return;
@@ -31,10 +33,14 @@ void traced(const char* op, const std::string& group, int64_t bytes, F&& f) {
 // Records a p2p async operation when its completion is first observed.
 class TracedWork : public Work {
  public:
-  TracedWork(WorkPtr inner, const char* op, std::string group, int64_t bytes, double start_us)
-      : inner_(std::move(inner)), op_(op), group_(std::move(group)), bytes_(bytes), start_us_(start_us) {}
+  TracedWork(WorkPtr inner, const char* op, std::string group, const std::vector<int>& ranks, int64_t bytes,
+             double start_us)
+      : inner_(std::move(inner)), op_(op), group_(std::move(group)), ranks_(ranks), bytes_(bytes), start_us_(start_us) {}
   void wait() override {
-    inner_->wait();
+    {
+      WatchedCall watch(op_, group_, ranks_);
+      inner_->wait();
+    }
     record();
   }
   bool is_completed() override {
@@ -51,6 +57,7 @@ class TracedWork : public Work {
   WorkPtr inner_;
   const char* op_;
   std::string group_;
+  const std::vector<int>& ranks_;  // the communicator's, which outlives its requests
   int64_t bytes_;
   double start_us_;
   std::atomic<bool> recorded_{false};
@@ -104,7 +111,7 @@ void GroupCommunicator::check_peer(int peer, int tag, const char* op) const {
 void GroupCommunicator::all_reduce(at::Tensor& t, ReduceOp op) {
   Backend& b = backend_for(t);
   b.drain();
-  traced("all_reduce", name_, t.nbytes(), [&] {
+  traced("all_reduce", name_, world_ranks_, t.nbytes(), [&] {
     if (t.is_contiguous()) {
       b.all_reduce(t, op);
     } else {
@@ -123,7 +130,7 @@ at::Tensor GroupCommunicator::all_gather(const at::Tensor& t, int64_t dim) {
   std::vector<int64_t> stacked{size()};
   stacked.insert(stacked.end(), t.sizes().begin(), t.sizes().end());
   at::Tensor out = at::empty(stacked, t.options());  // [size, *t.shape]
-  traced("all_gather", name_, out.nbytes(), [&] { b.all_gather(in, out); });
+  traced("all_gather", name_, world_ranks_, out.nbytes(), [&] { b.all_gather(in, out); });
   std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
   shape[d] *= size();
   // [size, ..., t_d, ...] -> [..., size, t_d, ...] -> [..., size·t_d, ...]: rank-major along dim.
@@ -141,7 +148,7 @@ at::Tensor GroupCommunicator::reduce_scatter(const at::Tensor& t, ReduceOp op, i
   std::vector<int64_t> shape(in.sizes().begin(), in.sizes().end());
   shape[0] /= size();
   at::Tensor out = at::empty(shape, t.options());  // [t_d / size, ...rest]
-  traced("reduce_scatter", name_, in.nbytes(), [&] { b.reduce_scatter(in, out, op); });
+  traced("reduce_scatter", name_, world_ranks_, in.nbytes(), [&] { b.reduce_scatter(in, out, op); });
   return d == 0 ? out : out.movedim(0, d).contiguous();
 }
 
@@ -159,7 +166,7 @@ void GroupCommunicator::all_gather_into(at::Tensor& out, const at::Tensor& t) {
   Backend& b = backend_for(t);
   b.drain();
   at::Tensor in = t.contiguous();
-  traced("all_gather", name_, out.nbytes(), [&] { b.all_gather(in, out); });
+  traced("all_gather", name_, world_ranks_, out.nbytes(), [&] { b.all_gather(in, out); });
 }
 
 void GroupCommunicator::reduce_scatter_into(at::Tensor& out, const at::Tensor& t, ReduceOp op) {
@@ -170,7 +177,7 @@ void GroupCommunicator::reduce_scatter_into(at::Tensor& out, const at::Tensor& t
   Backend& b = backend_for(t);
   b.drain();
   at::Tensor in = t.contiguous();
-  traced("reduce_scatter", name_, in.nbytes(), [&] { b.reduce_scatter(in, out, op); });
+  traced("reduce_scatter", name_, world_ranks_, in.nbytes(), [&] { b.reduce_scatter(in, out, op); });
 }
 
 void GroupCommunicator::broadcast(at::Tensor& t, int root) {
@@ -178,7 +185,7 @@ void GroupCommunicator::broadcast(at::Tensor& t, int root) {
                                                                  << " is not a rank of the group (size " << size() << ")");
   Backend& b = backend_for(t);
   b.drain();
-  traced("broadcast", name_, t.nbytes(), [&] {
+  traced("broadcast", name_, world_ranks_, t.nbytes(), [&] {
     if (t.is_contiguous()) {
       b.broadcast(t, root);
     } else {
@@ -228,7 +235,7 @@ at::Tensor GroupCommunicator::exchange(const at::Tensor& t, const std::vector<in
   shape[0] = out_rows;
   at::Tensor in = t.contiguous();
   at::Tensor out = at::empty(shape, t.options());  // [sum(recv_rows), ...rest]
-  traced("all_to_all", name_, in.nbytes(), [&] { b.all_to_all(in, out, send_elems, recv_elems); });
+  traced("all_to_all", name_, world_ranks_, in.nbytes(), [&] { b.all_to_all(in, out, send_elems, recv_elems); });
   return out;
 }
 
@@ -236,13 +243,13 @@ void GroupCommunicator::send(const at::Tensor& t, int peer, int tag) {
   check_peer(peer, tag, "send");
   Backend& b = backend_for(t);
   at::Tensor buf = t.contiguous();
-  traced("send", name_, buf.nbytes(), [&] { b.send(buf, peer, tag); });
+  traced("send", name_, world_ranks_, buf.nbytes(), [&] { b.send(buf, peer, tag); });
 }
 
 void GroupCommunicator::recv(at::Tensor& t, int peer, int tag) {
   check_peer(peer, tag, "recv");
   Backend& b = backend_for(t);
-  traced("recv", name_, t.nbytes(), [&] {
+  traced("recv", name_, world_ranks_, t.nbytes(), [&] {
     if (t.is_contiguous()) {
       b.recv(t, peer, tag);
     } else {
@@ -255,15 +262,19 @@ void GroupCommunicator::recv(at::Tensor& t, int peer, int tag) {
 
 void GroupCommunicator::barrier() {
   mpi_.drain();
-  traced("barrier", name_, 0, [&] { mpi_.barrier(); });
+  traced("barrier", name_, world_ranks_, 0, [&] { mpi_.barrier(); });
 }
 
 WorkPtr GroupCommunicator::all_reduce_async(at::Tensor t, ReduceOp op) {
   check_async_tensor(t, "all_reduce_async");
   Backend& b = backend_for(t);
   const std::string& group = name_;
-  return b.run_async([&b, &group, t, op]() mutable { traced("all_reduce", group, t.nbytes(), [&] { b.all_reduce(t, op); }); },
-                     {t});
+  const std::vector<int>& ranks = world_ranks_;
+  return b.run_async(
+      [&b, &group, &ranks, t, op]() mutable {
+        traced("all_reduce", group, ranks, t.nbytes(), [&] { b.all_reduce(t, op); });
+      },
+      {t});
 }
 
 WorkPtr GroupCommunicator::broadcast_async(at::Tensor t, int root) {
@@ -273,8 +284,12 @@ WorkPtr GroupCommunicator::broadcast_async(at::Tensor t, int root) {
                                                                        << ")");
   Backend& b = backend_for(t);
   const std::string& group = name_;
-  return b.run_async([&b, &group, t, root]() mutable { traced("broadcast", group, t.nbytes(), [&] { b.broadcast(t, root); }); },
-                     {t});
+  const std::vector<int>& ranks = world_ranks_;
+  return b.run_async(
+      [&b, &group, &ranks, t, root]() mutable {
+        traced("broadcast", group, ranks, t.nbytes(), [&] { b.broadcast(t, root); });
+      },
+      {t});
 }
 
 WorkPtr GroupCommunicator::send_async(at::Tensor t, int peer, int tag) {
@@ -282,7 +297,7 @@ WorkPtr GroupCommunicator::send_async(at::Tensor t, int peer, int tag) {
   check_async_tensor(t, "send_async");
   Backend& b = backend_for(t);
   double t0 = trace::comm_enabled() ? trace::now_us() : 0;
-  return std::make_shared<TracedWork>(b.send_async(t, peer, tag), "send", name_, t.nbytes(), t0);
+  return std::make_shared<TracedWork>(b.send_async(t, peer, tag), "send", name_, world_ranks_, t.nbytes(), t0);
 }
 
 WorkPtr GroupCommunicator::recv_async(at::Tensor t, int peer, int tag) {
@@ -290,7 +305,7 @@ WorkPtr GroupCommunicator::recv_async(at::Tensor t, int peer, int tag) {
   check_peer(peer, tag, "recv_async");
   Backend& b = backend_for(t);
   double t0 = trace::comm_enabled() ? trace::now_us() : 0;
-  return std::make_shared<TracedWork>(b.recv_async(t, peer, tag), "recv", name_, t.nbytes(), t0);
+  return std::make_shared<TracedWork>(b.recv_async(t, peer, tag), "recv", name_, world_ranks_, t.nbytes(), t0);
 }
 
 }  // namespace hpcrl::dist

@@ -5,6 +5,7 @@
 #include "hpcrl/io/safetensors_writer.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,11 +27,21 @@ namespace {
 using ordered_json = nlohmann::ordered_json;
 namespace stdfs = std::filesystem;
 
+// The free bytes of the file system holding `path`, for error messages ("?" when unknown).
+std::string free_bytes_near(const std::string& path) {
+  struct statvfs st {};
+  const std::string dir = stdfs::path(path).parent_path().string();
+  if (::statvfs(dir.empty() ? "." : dir.c_str(), &st) != 0) return "?";
+  return std::to_string(static_cast<unsigned long long>(st.f_bavail) * st.f_frsize);
+}
+
 // A file written under a temporary name and renamed on commit(); removed if
-// commit() is never reached (an exception unwound past it).
+// commit() is never reached (an exception unwound past it). A failed write
+// names the file, the bytes it needs and what the file system has free (a full
+// disk, a quota or a file-size limit are the usual causes).
 class AtomicFile {
  public:
-  explicit AtomicFile(const std::string& path) : path_(path), tmp_(fs::temp_sibling(path)) {
+  AtomicFile(const std::string& path, uint64_t size) : path_(path), tmp_(fs::temp_sibling(path)), size_(size) {
     stdfs::path p(path);
     if (p.has_parent_path()) stdfs::create_directories(p.parent_path());
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -53,10 +64,11 @@ class AtomicFile {
       ssize_t w = ::write(fd_, p, n);
       if (w < 0) {
         if (errno == EINTR) continue;
-        throw RuntimeError("write failed for " + tmp_ + ": " + std::strerror(errno) + " (is the disk full?)");
+        fail(errno);
       }
       p += w;
       n -= static_cast<size_t>(w);
+      written_ += static_cast<uint64_t>(w);
     }
   }
 
@@ -76,7 +88,21 @@ class AtomicFile {
   }
 
  private:
+  [[noreturn]] void fail(int err) {
+    // The partial file goes now: it would hold the space the message asks for.
+    ::close(fd_);
+    fd_ = -1;
+    ::unlink(tmp_.c_str());
+    throw RuntimeError("cannot write " + path_ + ": " + std::strerror(err) + " after " + std::to_string(written_) +
+                       " of the " + std::to_string(size_) + " bytes it needs (" + free_bytes_near(path_) +
+                       " bytes free on its file system" +
+                       (err == EFBIG ? "; a file-size limit (ulimit -f) stops it" : "") +
+                       "): free space, raise the quota or limit, or write elsewhere");
+  }
+
   std::string path_, tmp_;
+  uint64_t size_;
+  uint64_t written_ = 0;
   int fd_ = -1;
 };
 
@@ -151,7 +177,9 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   auto order = file_order(tensors);
   std::string header = build_header(path, order, metadata);
 
-  AtomicFile out(path);
+  uint64_t size = 8 + header.size();
+  for (const TensorToWrite* t : order) size += t->nbytes();
+  AtomicFile out(path, size);
   uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(static_cast<uint64_t>(header.size()) >> (8 * i));
   out.write(len, 8);

@@ -67,6 +67,10 @@ std::vector<Sample> GenerationRun::run() {
 }
 
 bool GenerationRun::step() {
+  if (options_.abandon && options_.abandon()) {
+    stats_.abandoned = true;  // a stop was agreed: the rest of the call is left undone
+    return false;
+  }
   const bool has_work = !pending_.empty() || !active_.empty();
   const bool prefill_now = !pending_.empty() && int64_t(active_.size()) < slot_count_ &&
                            (options_.continuous_batching || active_.empty());

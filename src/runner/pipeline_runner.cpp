@@ -3,8 +3,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -13,12 +17,14 @@
 #include "hpcrl/algo/grpo_stage.h"
 #include "hpcrl/algo/ppo_stage.h"
 #include "hpcrl/algo/sft_stage.h"
+#include "hpcrl/algo/stop_inside.h"
 #include "hpcrl/algo/checkpoint_integrity.h"
 #include "hpcrl/algo/train_checkpoint.h"
 #include "hpcrl/config/loader.h"
 #include "hpcrl/config/render.h"
 #include "hpcrl/config/resume_diff.h"
 #include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/dist/watchdog.h"
 #include "hpcrl/io/checkpoint_state.h"
 #include "hpcrl/io/tensor_store.h"
 #include "hpcrl/model/weights.h"
@@ -52,7 +58,29 @@ struct StageRow {
   bool skipped = false;  // completed in an earlier run (resume)
 };
 
-void print_final_table(const std::vector<StageRow>& rows, const std::string& run_dir) {
+// The slowest any rank could be to stop (collective over the world): its longest
+// stretch without a stop check and its longest checkpoint.
+algo::StopLatency worst_stop_latency(const dist::CommPtr& world) {
+  algo::StopLatency l = algo::stop_latency();
+  at::Tensor t = at::tensor({l.longest_gap_s, l.longest_checkpoint_s}, at::kDouble);
+  if (world->size() > 1) world->all_reduce(t, dist::ReduceOp::kMax);
+  l.longest_gap_s = t[0].item<double>();
+  l.longest_checkpoint_s = t[1].item<double>();
+  return l;
+}
+
+// The trace summary's lines on stopping: how long a stop could take, against the lead given.
+std::string stop_latency_markdown(const algo::StopLatency& l, double lead_s) {
+  std::string md = fmt::format(
+      "\n## Stopping\n\nLongest stretch without a stop check: {:.1f} s; longest checkpoint: {:.1f} s; a stop "
+      "could take up to {:.1f} s",
+      l.longest_gap_s, l.longest_checkpoint_s, l.bound_s());
+  if (lead_s <= 0) return md + " (no --stop-lead given to compare with).\n";
+  return md + fmt::format(" against a lead of {:g} s (--stop-lead): {}.\n", lead_s,
+                          l.bound_s() <= lead_s ? "within it" : "LONGER: a preempted job would be killed first");
+}
+
+void print_final_table(const std::vector<StageRow>& rows, const std::string& run_dir, const std::string& stopping) {
   std::string out = "\nstage            steps       held-out accuracy   seconds\n";
   for (const auto& r : rows) {
     char line[200];
@@ -66,7 +94,8 @@ void print_final_table(const std::vector<StageRow>& rows, const std::string& run
   try {
     auto summary = trace::summarize_run(run_dir);
     trace::write_summary(summary, run_dir + "/trace");
-    std::string md = trace::format_markdown(summary);
+    std::ofstream(run_dir + "/trace/summary.md", std::ios::app) << stopping;
+    std::string md = trace::format_markdown(summary) + stopping;
     std::printf("\ntime breakdown (trace/summary.md):\n%s\n", md.c_str());
   } catch (const std::exception& e) {
     spdlog::warn("trace summary not written: {}", e.what());
@@ -202,10 +231,19 @@ PipelineRun::PipelineRun(const RunOptions& options)
       dir_(w_.rank == 0 ? RunDirectory::prepare(root_, options.mode, config::to_yaml(cfg_), start_command())
                         : RunDirectory::attach(root_, options.mode == RunDirMode::kResume)) {
   world_->barrier();
+  dist::start_watchdog(cfg_.run.comm_timeout_s);
   log::add_rank_file(dir_.logs_dir());
   if (cfg_.trace.chrome) trace::start(dir_.trace_dir(), w_.rank, {cfg_.trace.chrome, cfg_.trace.comm});
-  install_stop_handlers();
+  install_stop_handlers(w_.rank);
+  algo::set_stop_lead(options.stop_lead_s);
+  // Past a file-size limit (ulimit -f) a write fails with EFBIG and a message naming the
+  // file (io/safetensors_writer.cpp), instead of SIGXFSZ killing the rank mid-checkpoint.
+  std::signal(SIGXFSZ, SIG_IGN);
   spdlog::info("run {} in {} on {} rank(s){}", cfg_.run.name, dir_.root(), w_.size, dir_.resumed() ? " (resuming)" : "");
+  // Where the launcher put this rank (mpirun and srun must agree: tests/slurm/slurm_e2e.sh).
+  spdlog::info("rank {} of {}: node {} of {}, local rank {} of {}, pid {}", w_.rank, w_.size, w_.node, w_.num_nodes,
+               w_.local_rank, w_.local_size, static_cast<long>(::getpid()));
+  spdlog::default_logger()->flush();  // in the rank's log file now, for whoever looks for this process
   if (cfg_.trace.metrics) metrics_ = std::make_unique<trace::MetricsWriter>(dir_.metrics_path(), w_.rank);
   if (cfg_.trace.tensorboard)  // validation requires metrics: the scalars mirror metrics.jsonl's lines
     metrics_->mirror_to_tensorboard(dir_.root() + "/tensorboard");
@@ -235,6 +273,11 @@ int PipelineRun::run() {
     row.steps = result.steps_done;
     if (result.stopped) {
       trace::stop();
+      if (stop_signalled())  // the ranks that got no signal of their own learnt of it from the others
+        spdlog::warn("checkpoint written {:.1f} s after {} arrived", seconds_since_stop_signal(), stop_signal_name());
+      // Every rank's checkpoint and trace are on disk before any rank exits: a launcher
+      // ends the others as soon as one exits non-zero (mpirun, srun --kill-on-bad-exit).
+      world_->barrier();
       spdlog::warn("stopped at step {} of stage {} on request; checkpoint written. Continue with: {}",
                    result.steps_done, i, resume_command(start_command()));
       return kExitResumable;
@@ -247,10 +290,11 @@ int PipelineRun::run() {
                                 .dump(1));
     rows.push_back(row);
   }
+  const std::string stopping = stop_latency_markdown(worst_stop_latency(world_), options_.stop_lead_s);
   world_->barrier();
   trace::stop();
   world_->barrier();
-  if (w_.rank == 0) print_final_table(rows, dir_.root());
+  if (w_.rank == 0) print_final_table(rows, dir_.root(), stopping);
   return kExitOk;
 }
 
@@ -288,6 +332,7 @@ algo::StageEnv PipelineRun::stage_env(size_t index, const std::string& sdir, con
   env.rollout_role = [this](const std::string& n) { return roles_->rollout_of(n); };
   env.data = [this](const std::string& n) -> const algo::DataSplits& { return inputs_.data.at(n); };
   env.should_stop = [this] { return stop_requested(world_); };
+  env.stop_signalled = [] { return stop_signalled(); };
   env.checkpoint_dir = sdir;
   env.checkpoint_every = cfg_.run.checkpoint_every;
   env.keep_last = cfg_.run.keep_last;

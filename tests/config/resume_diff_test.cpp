@@ -40,9 +40,11 @@ TEST(ResumeDiff, ChangedStepsAreNamedWithBothValues) {
 }
 
 TEST(ResumeDiff, KeysThatChangeNothingACheckpointHoldsMayDiffer) {
-  // Checkpoint cadence and retention, tracing, a command reward's patience, the run's name.
+  // Checkpoint cadence and retention, tracing, a command reward's patience, the watchdog's
+  // patience (a requeued job on a slower file system may need more), the run's name.
   auto d = resume_differences(load({}), load({"run.checkpoint_every=50", "run.keep_last=5", "trace.chrome=false",
-                                              "rewards.math.timeout_s=90", "run.name=other"}));
+                                              "rewards.math.timeout_s=90", "run.comm_timeout_s=600",
+                                              "run.name=other"}));
   EXPECT_TRUE(d.empty()) << describe(d);
 }
 

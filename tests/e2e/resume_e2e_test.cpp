@@ -23,11 +23,6 @@ void wait_for_lines(const std::string& metrics, size_t lines) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
-void expect_same_metrics(const std::string& a_path, const std::string& b_path) {
-  auto a = read_metrics(a_path), b = read_metrics(b_path);
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(without_timing(a[i]), without_timing(b[i])) << "line " << i;
-}
 }  // namespace
 
 TEST(ResumeE2E, KillDashNineWhileCheckpointingEveryStepLeavesAResumableRun) {

@@ -35,12 +35,15 @@ static std::string command(const std::string& args, int np) {
          std::to_string(np) + " --oversubscribe --bind-to none " + bin + " " + args;
 }
 
-Proc run_hpcrl(const std::string& args, int np) { return run_shell("cd " HPCRL_SOURCE_DIR " && " + command(args, np)); }
+Proc run_hpcrl(const std::string& args, int np, const std::string& env) {
+  return run_shell("cd " HPCRL_SOURCE_DIR " && " + (env.empty() ? "" : "env " + env + " ") + command(args, np));
+}
 
-int spawn_hpcrl(const std::string& args, int np, const std::string& log_path) {
+int spawn_hpcrl(const std::string& args, int np, const std::string& log_path, const std::string& env) {
   pid_t pid = fork();
   if (pid == 0) {
-    std::string cmd = "cd " HPCRL_SOURCE_DIR " && exec " + command(args, np) + " >" + log_path + " 2>&1";
+    std::string cmd = "cd " HPCRL_SOURCE_DIR " && exec " + (env.empty() ? "" : "env " + env + " ") +
+                      command(args, np) + " >" + log_path + " 2>&1";
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -121,6 +124,19 @@ void expect_same_rollouts(const std::vector<nlohmann::json>& a, const std::vecto
     EXPECT_EQ(a[i]["response_len/mean"], b[i]["response_len/mean"]);
     for (const auto& [key, tol] : close) expect_close_curves({a[i]}, {b[i]}, key, tol);
   }
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void expect_same_metrics(const std::string& a_path, const std::string& b_path) {
+  auto a = read_metrics(a_path), b = read_metrics(b_path);
+  ASSERT_EQ(a.size(), b.size()) << a_path << " vs " << b_path;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(without_timing(a[i]), without_timing(b[i])) << "line " << i;
 }
 
 }  // namespace hpcrl::test

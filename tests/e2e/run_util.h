@@ -18,11 +18,13 @@ struct Proc {
 // Runs `cmd` through /bin/sh, output captured.
 Proc run_shell(const std::string& cmd);
 
-// `hpcrl ARGS` (np > 1: under mpirun -np np --oversubscribe).
-Proc run_hpcrl(const std::string& args, int np = 1);
+// `hpcrl ARGS` (np > 1: under mpirun -np np --oversubscribe); `env`: "VAR=value ..."
+// assignments the run (every rank) gets.
+Proc run_hpcrl(const std::string& args, int np = 1, const std::string& env = "");
 
-// Starts `hpcrl ARGS` in the background (np ranks); returns the shell pid.
-int spawn_hpcrl(const std::string& args, int np, const std::string& log_path);
+// Starts `hpcrl ARGS` in the background (np ranks); returns the pid of mpirun
+// (np > 1) or hpcrl.
+int spawn_hpcrl(const std::string& args, int np, const std::string& log_path, const std::string& env = "");
 // Waits for the background run; returns its exit code.
 int wait_exit(int pid);
 
@@ -34,6 +36,11 @@ std::vector<nlohmann::json> lines_with(const std::vector<nlohmann::json>& m, con
                                        const std::string& key);
 // Two runs' curves agree: as many lines (at least one), each line's `key`
 // within rel_tol · max(1, |a|) (gtest failures name the key and the line).
+// A whole file's text ("" when it cannot be read).
+std::string read_text(const std::string& path);
+// Two runs' metrics.jsonl equal line for line, timing fields aside (a resumed run
+// against an uninterrupted one).
+void expect_same_metrics(const std::string& a_path, const std::string& b_path);
 void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
                          const std::string& key, double rel_tol);
 // Two RL runs' iteration lines (as many, at least one): the same rollouts

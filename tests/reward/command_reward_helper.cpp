@@ -17,6 +17,8 @@
 //   exit_now         exits 0 at once without reading
 //   metadata         answers metadata.weight (a number) instead
 //   padded           adds a 2000-character "reason" to every answer (fills pipes quickly)
+//   flood            prints 'x' on stdout without end and without a newline
+//   flood_stderr     writes 64 MiB to stderr, then answers
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -55,6 +57,17 @@ int main(int argc, char** argv) {
       if (mode == "string_score") {
         std::cout << R"({"score": "high"})" << std::endl;
         continue;
+      }
+      if (mode == "flood") {
+        const std::string chunk(1 << 16, 'x');
+        while (std::cout.write(chunk.data(), chunk.size())) {
+        }
+        return 0;
+      }
+      if (mode == "flood_stderr") {
+        const std::string chunk(1 << 16, 'e');
+        for (int k = 0; k < 1024; ++k) std::cerr.write(chunk.data(), chunk.size());
+        std::cerr << std::endl;
       }
       if (mode == "hang") {
         std::cerr << "thinking hard about sample " << i << std::endl;

@@ -286,3 +286,37 @@ TEST(CommandReward, ProgramIgnoringEofIsTerminatedAfterTheGrace) {
   EXPECT_LT(sec, 7.0);
   expect_reaped(pid);
 }
+
+TEST(CommandReward, StdoutFloodWithoutNewlineStopsAtOneMiB) {
+  // An answer line may hold at most 1 MiB: a program printing without end is
+  // stopped there, with the start of what it printed, not read into memory.
+  CommandReward r = helper("flood", 1);
+  Batch a(3, {true});
+  std::string msg = error_of<InputError>([&] { r.score(a.samples); });
+  EXPECT_TRUE(contains(msg, "bytes without a newline while answering sample 1")) << msg.substr(0, 400);
+  EXPECT_TRUE(contains(msg, "start of that output: xxxx")) << msg.substr(0, 400);
+  EXPECT_LT(msg.size(), 4096u);  // the message quotes a bounded start of the flood
+  EXPECT_EQ(r.pid(), -1);
+}
+
+TEST(CommandReward, StderrFloodIsDrainedAndKeptBounded) {
+  // 64 MiB on stderr while answering: drained (the program never blocks on a
+  // full pipe) and kept as a bounded tail, so scoring goes on and memory stays flat.
+  auto rss_kb = [] {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    return 0L;
+  };
+  CommandReward r = helper("flood_stderr", 1);
+  Batch a(3, {true, false, true});
+  const long before = rss_kb();
+  auto scores = r.score(a.samples);
+  const long grown = rss_kb() - before;
+  ASSERT_EQ(scores.size(), 3u);
+  EXPECT_EQ(scores[0], 1.0);  // answers still arrive in order after the flood
+  EXPECT_EQ(scores[1], 0.0);
+  EXPECT_EQ(scores[2], 1.0);
+  EXPECT_LT(grown, 16 * 1024) << "RSS grew by " << grown << " KiB while the program wrote 64 MiB to stderr";
+}

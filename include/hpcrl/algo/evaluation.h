@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hpcrl/algo/prompting.h"
+#include "hpcrl/algo/stop_inside.h"
 #include "hpcrl/algo/role.h"
 #include "hpcrl/io/dataset.h"
 #include "hpcrl/reward/verifiable.h"
@@ -33,9 +34,13 @@ struct EvalOptions {
   int64_t batch = 64;
   uint64_t seed = 0;
   bool loss = true;      // also compute teacher-forced loss (needs responses)
+  // Where a stop may cut the evaluation short (between batches and decode steps;
+  // StepAbandoned); null: it runs to the end.
+  const InsideStops* stops = nullptr;
 };
 
-// Collective over the role's ranks.
+// Collective over the role's ranks (over the world with options.stops enabled,
+// which needs the role to span it).
 EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& prompts,
                     const reward::VerifiableReward& verifier, const EvalOptions& options);
 

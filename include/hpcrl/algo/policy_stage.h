@@ -20,6 +20,7 @@
 #include "hpcrl/algo/rollout_batch.h"
 #include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/algo/stage_env.h"
+#include "hpcrl/algo/stop_inside.h"
 #include "hpcrl/algo/train_checkpoint.h"
 #include "hpcrl/algo/train_step.h"
 #include "hpcrl/io/dataset_cursor.h"
@@ -115,9 +116,10 @@ class PolicyStage {
   io::DataSampler& sampler() { return *sampler_; }
 
   int64_t minibatches_per_epoch() const;
-  // Loads the checkpoint env.resume_from (if any); returns the iteration to start at.
-  int64_t resume(const std::vector<TrainedRole>& saved);
-  void checkpoint(int64_t iteration, const std::vector<TrainedRole>& saved);
+  // Loads the checkpoint env.resume_from (if any); returns the iteration to start at
+  // (`eval_owed`, when given: whether its evaluation is still to be done).
+  int64_t resume(const std::vector<TrainedRole>& saved, bool* eval_owed = nullptr);
+  void checkpoint(int64_t iteration, const std::vector<TrainedRole>& saved, bool eval_owed = false);
 
   // Rollout + rewards (+ dynamic sampling) + old and reference log-probs.
   Experience collect(int64_t iteration, RlMetrics& m);
@@ -132,7 +134,7 @@ class PolicyStage {
   void evaluate(int64_t step, StageResult& result);
   // The stage's iteration loop from `start`, evaluating into `result` and
   // checkpointing `saved` (both must outlive it); the caller sets .step.
-  StageLoop stage_loop(int64_t start, const std::vector<TrainedRole>& saved, StageResult& result);
+  StageLoop stage_loop(int64_t start, bool eval_owed, const std::vector<TrainedRole>& saved, StageResult& result);
   void write_metrics(int64_t step, const RlMetrics& m, double lr);
 
   const PromptBuilder& prompts() const { return *prompts_; }
@@ -171,6 +173,9 @@ class PolicyStage {
   std::unique_ptr<SampleChannel> redeal_;  // resharded(): samples from the generation layout to the training one
   rollout::ReleasedWeights released_;      // resharded(): the generation copy's storage between rollouts
   std::unique_ptr<RemoteReference> remote_reference_;  // a reference on ranks of its own
+  InsideStops generation_stops_;  // rollouts may be abandoned part-way (colocated: every rank generates)
+  InsideStops eval_stops_;
+  io::DataCursor iteration_start_;  // the data position when the current iteration began (rewind)
 };
 
 // The iteration's reward, accuracy and length metrics from its rollout totals.

@@ -35,6 +35,9 @@ struct StageEnv {
   std::function<const DataSplits&(const std::string&)> data;  // by dataset name
   // Collective over the world: true when any rank was asked to stop (SIGTERM/SIGUSR1).
   std::function<bool()> should_stop;
+  // This rank was asked to stop (not collective, cheap): polled inside long work,
+  // which then agrees on it with the other ranks (algo/stop_inside.h).
+  std::function<bool()> stop_signalled;
 
   std::string checkpoint_dir;  // checkpoints/<NN>-<stage>/ of this stage
   int64_t checkpoint_every = 0;

@@ -30,8 +30,14 @@ class Trainer {
     expert_sync_->prepare(last);
   }
   // Finishes the step: dp sync, clipping, update. Returns the pre-clip grad norm.
-  // RuntimeError naming `stage`, `step` and the rank when the norm is NaN/inf.
+  // When the norm is NaN/inf: RuntimeError naming `stage`, `step`, the rank and a
+  // tensor whose gradient is not finite — or, with on_nonfinite: skip_step, no
+  // update for this step (the same on every rank: the norm is global) and that
+  // error only after max_consecutive_skips skipped steps in a row.
   double finish_step(const std::string& stage, int64_t step, int world_rank);
+  // on_nonfinite: skip_step is on; then skipped_steps() counts this stage's skipped steps.
+  bool skips_nonfinite() const { return max_skips_ > 0; }
+  int64_t skipped_steps() const { return skipped_; }
 
   double lr(int64_t step) const { return schedule_.at(step); }
   // The role's optimizer (plain AdamW or ZeRO-1), for checkpoints.
@@ -40,7 +46,13 @@ class Trainer {
 
  private:
   double finish_zero1_step(const std::string& stage, int64_t step, int world_rank);
-  void check_norm(double norm, const std::string& stage, int64_t step, int world_rank) const;
+  // Whether the update may use gradients of norm `norm` (see finish_step).
+  bool accept_norm(double norm, const std::string& stage, int64_t step, int world_rank);
+  // Test hook: HPCRL_TEST_NONFINITE_GRAD="STAGE:STEP[,STEP...][@RANK]" makes this rank's
+  // first gradient NaN at those steps of that stage (faults_e2e_test.cpp).
+  void inject_nonfinite_for_test(const std::string& stage, int64_t step, int world_rank);
+  // "the gradient of <name>" for the first parameter with a NaN/inf gradient on this rank.
+  std::string nonfinite_tensor() const;
 
   Role& role_;
   optim::ParamSet params_;
@@ -51,6 +63,8 @@ class Trainer {
   std::unique_ptr<optim::GradSync> expert_sync_;  // this rank's experts over their edp replicas
   optim::LrSchedule schedule_;
   double grad_clip_;
+  int64_t max_skips_ = 0;  // > 0: on_nonfinite: skip_step
+  int64_t skipped_ = 0, skipped_in_a_row_ = 0;
 };
 
 }  // namespace hpcrl::algo

@@ -49,6 +49,7 @@ HPCRL_CONFIG_ENUM(AdvantageEstimator, grpo, rloo, reinforce_pp, reinforce_pp_bas
 HPCRL_CONFIG_ENUM(StdNorm, group, batch, none)
 HPCRL_CONFIG_ENUM(PolicyLossKind, ppo_clip, gspo, gspo_token, cispo)
 HPCRL_CONFIG_ENUM(DistillLoss, forward_kl, reverse_kl, jsd)
+HPCRL_CONFIG_ENUM(OnNonFinite, stop, skip_step)
 
 #undef HPCRL_CONFIG_ENUM
 

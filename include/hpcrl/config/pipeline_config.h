@@ -43,6 +43,7 @@ struct RunConfig {
   int64_t eval_every = 0;        // steps between evaluations; 0 = only at stage end
   bool eval_before_train = true; // evaluate before each stage's first step
   EvalSampling eval_sampling;
+  double comm_timeout_s = 1800;  // communication watchdog: a call waiting longer ends the job; 0 = off
 };
 
 // --- models ------------------------------------------------------------------
@@ -173,6 +174,10 @@ struct TrainHparams {
   int64_t micro_batch = 0;             // sequences per micro-batch per rank; 0 = the whole per-rank batch
   int64_t micro_batch_tokens = 0;      // token budget per micro-batch; 0 = off (micro_batch decides)
   bool packing = false;                // several sequences per row, no padding (algo/micro_batches.h)
+  // A NaN/inf gradient norm: end the run (stop) or skip that optimizer step
+  // (skip_step), ending it after max_consecutive_skips skipped steps in a row.
+  OnNonFinite on_nonfinite = OnNonFinite::stop;
+  int64_t max_consecutive_skips = 3;
 };
 
 struct SamplingConfig {

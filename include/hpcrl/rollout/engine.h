@@ -65,6 +65,11 @@ struct EngineOptions {
   int64_t prefill_attention_elements = int64_t(1) << 26;
   // Called on rank-local progress: (finished sequences, all sequences of this call).
   std::function<void(int64_t, int64_t)> progress;
+  // Polled before every iteration (prefill/decode step); true abandons the call, which then
+  // returns the samples finished so far with GenerateStats::abandoned set. Ranks that step
+  // together (a tp group, an ep lockstep group) must get the same answer at the same
+  // iteration: the caller agrees it over them (algo/stop_inside.h).
+  std::function<bool()> abandon;
 };
 
 struct Sample {
@@ -85,6 +90,7 @@ struct GenerateStats {
   int64_t cache_bytes = 0;       // the preallocated KV slots
   double prefill_seconds = 0;    // prefill forwards + choosing their first tokens (the rollout/prefill spans)
   double decode_seconds = 0;     // decode steps + choosing their tokens (the rollout/decode spans)
+  bool abandoned = false;        // EngineOptions::abandon stopped the call part-way
 };
 
 class Engine {

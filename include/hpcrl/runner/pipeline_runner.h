@@ -19,6 +19,10 @@ struct RunOptions {
   std::vector<std::string> overrides;  // --set a.b=v
   std::string out;                     // --out DIR ("" = run.out)
   RunDirMode mode = RunDirMode::kFresh;
+  // Seconds the scheduler gives between its stop signal and the kill (--stop-lead;
+  // sbatch --signal=USR1@SECONDS): a stop that could take longer is warned about
+  // when measured, and the trace summary compares the two. 0 = unknown.
+  double stop_lead_s = 0;
 };
 
 int run_pipeline(const RunOptions& options);

@@ -1,20 +1,28 @@
 // Preemption: SIGTERM or SIGUSR1 (Slurm's --signal=USR1@120) on any rank asks
-// the run to stop. The handler only sets a flag; at the next step boundary all
-// ranks reduce the flag (so no rank is left waiting in a collective), save a
-// checkpoint and exit with 75 (EX_TEMPFAIL: stopped, resumable).
+// the run to stop. The handler only records the signal (and writes one line to
+// stderr, so the job log shows when it arrived); the ranks then agree on the
+// stop collectively — at the next step boundary, or inside long work (between
+// decode steps of a rollout, between evaluation batches: algo/stop_inside.h) —
+// save a checkpoint and exit with 75 (EX_TEMPFAIL: stopped, resumable).
 #pragma once
+
+#include <string>
 
 #include "hpcrl/dist/communicator.h"
 
 namespace hpcrl::runner {
 
-// Installs the handlers (idempotent).
-void install_stop_handlers();
-// This process received a stop signal.
+// Installs the handlers (idempotent). `rank` labels the arrival line.
+void install_stop_handlers(int rank = 0);
+// This process received a stop signal (not collective; safe to poll often).
 bool stop_signalled();
 // Collective over `world`: true when any rank received one.
 bool stop_requested(const dist::CommPtr& world);
 // For tests: pretend a signal arrived.
 void request_stop();
+// "SIGUSR1" / "SIGTERM" of the first stop signal this process received ("" before any).
+std::string stop_signal_name();
+// Seconds since that signal arrived (0 before any).
+double seconds_since_stop_signal();
 
 }  // namespace hpcrl::runner

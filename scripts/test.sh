@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 started=$SECONDS
 echo "== test [1/4] Debian packages (scripts/install-deps.sh)"
 bash scripts/install-deps.sh
-echo "== test [2/4] build everything into build/: ~35 min on 2 cores with a cold ccache"
+echo "== test [2/4] build everything into build/: ~30 min on 2 cores with a cold ccache"
 bash scripts/build.sh
 echo "   (built at $((SECONDS - started)) s)"
 echo "== test [3/4] every test through CTest, $(nproc) at a time (a multi-rank test takes as many slots as ranks): ~10 min on 2 cores"

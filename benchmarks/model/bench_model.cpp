@@ -7,7 +7,7 @@
 //
 // Model FLOPs per token (PaLM appendix B): 6·N (N = non-embedding parameters,
 // plus the LM head matmul) + 12·L·T·H·D for attention scores and values.
-#include <torch/torch.h>
+#include <torch/utils.h>
 #include <torch/version.h>
 
 #include <chrono>

@@ -11,7 +11,7 @@
 // (p−1)/(v·m+p−1) for interleaved (v = 2), and the step time against pp=1.
 //   OMP_NUM_THREADS=1 mpirun -np 2 build/benchmarks/pipeline/bench_pipeline [--layers 8] [--hidden 256]
 //       [--seq 128] [--rows 2] [--iters 5]
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <chrono>

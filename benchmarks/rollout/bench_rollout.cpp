@@ -16,7 +16,7 @@
 //   OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=2 build/benchmarks/rollout/bench_rollout [--quick]
 // (PASSIVE: with the pthreads OpenBLAS, spinning OpenMP workers starve the BLAS
 // threads; batch-8 decode measured 3.6x slower without it on this machine.)
-#include <torch/torch.h>
+#include <torch/utils.h>
 #include <torch/version.h>
 #include <ATen/CPUGeneratorImpl.h>
 

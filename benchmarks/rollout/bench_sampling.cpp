@@ -8,7 +8,7 @@
 // logsumexp, all on [R, V] at once.
 //   OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=2 build/benchmarks/rollout/bench_sampling [--quick]
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <chrono>

@@ -1,7 +1,7 @@
 // The GRPO/PPO actor update (policy_stage.h): cfg.epochs passes over the
 // experience in mini-batches, one optimizer step each, the clipped-surrogate
 // loss normalised by the mini-batch's global denominator.
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/algo/forward_backward.h"
 #include "hpcrl/algo/micro_batches.h"

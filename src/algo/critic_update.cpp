@@ -1,7 +1,7 @@
 // The PPO critic's update and metrics (critic_update.h).
 #include "hpcrl/algo/critic_update.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 

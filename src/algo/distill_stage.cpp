@@ -2,7 +2,7 @@
 #include "hpcrl/algo/distill_stage.h"
 
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <memory>
 #include <numeric>

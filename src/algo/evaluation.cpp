@@ -1,7 +1,7 @@
 // Held-out loss and accuracy (see evaluation.h).
 #include "hpcrl/algo/evaluation.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/role_sums.h"

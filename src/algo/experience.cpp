@@ -1,7 +1,7 @@
 // Collecting a GRPO/PPO iteration's experience (policy_stage.h): rounds of
 // rollouts and rewards until enough groups are kept, then the kept samples'
 // behaviour and reference log-probs.
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <nlohmann/json.hpp>
 

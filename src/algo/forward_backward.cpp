@@ -1,7 +1,7 @@
 // One step's forward and backward over its micro-batches (see forward_backward.h).
 #include "hpcrl/algo/forward_backward.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/util/check.h"

@@ -1,7 +1,7 @@
 // The GRPO stage loop (see grpo_stage.h).
 #include "hpcrl/algo/grpo_stage.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <optional>
 

@@ -1,7 +1,7 @@
 // Pipelined training steps (see pipeline_train.h).
 #include "hpcrl/algo/pipeline_train.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <map>
 

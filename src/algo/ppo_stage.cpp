@@ -2,7 +2,7 @@
 #include "hpcrl/algo/ppo_stage.h"
 
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <memory>

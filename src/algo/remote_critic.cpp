@@ -1,7 +1,7 @@
 // The PPO critic served from its own ranks (remote_critic.h).
 #include "hpcrl/algo/remote_critic.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <numeric>
 

@@ -1,7 +1,7 @@
 // Model-reward scores computed on the reward model's own ranks (remote_reward.h).
 #include "hpcrl/algo/remote_reward.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/algo/reward_model.h"
 #include "hpcrl/algo/sample_transfer.h"

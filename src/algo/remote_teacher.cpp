@@ -1,7 +1,7 @@
 // The distillation teacher served from its own ranks (remote_teacher.h).
 #include "hpcrl/algo/remote_teacher.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <numeric>
 

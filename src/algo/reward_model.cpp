@@ -3,7 +3,7 @@
 // batched no-grad forward that reads each row's value at its last token.
 #include "hpcrl/algo/reward_model.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <numeric>

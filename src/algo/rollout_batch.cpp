@@ -1,7 +1,7 @@
 // Experience helpers (see rollout_batch.h).
 #include "hpcrl/algo/rollout_batch.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/algo/pipeline_train.h"
 

@@ -2,7 +2,7 @@
 #include "hpcrl/algo/rollout_copy.h"
 
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/model/pipeline_stage.h"
 #include "hpcrl/trace/trace.h"

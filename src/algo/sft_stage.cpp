@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/algo/evaluation.h"
 #include "hpcrl/algo/forward_backward.h"

@@ -1,7 +1,7 @@
 // The teacher's top-k pass, vocab-parallel top-k and log-probs at ids (see teacher_topk.h).
 #include "hpcrl/algo/teacher_topk.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <vector>

@@ -1,7 +1,7 @@
 // The critic's forward-only value pass (see value_pass.h).
 #include "hpcrl/algo/value_pass.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <vector>

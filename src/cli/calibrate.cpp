@@ -15,7 +15,7 @@
 // repeat started on every rank together: ranks that share a node share its
 // cores and memory, so the profile describes a run with as many ranks per node
 // as the calibration had (calibrate with the ranks per node your runs use).
-#include <torch/torch.h>
+#include <torch/utils.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -13,7 +13,7 @@
 // atomically or to stdout.
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cstdio>
 #include <cstring>

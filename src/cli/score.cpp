@@ -13,7 +13,7 @@
 // several micro-batches in flight (interleaved needs M % pp == 0) is
 // exercised too — every copy must come out bit-identical, which is checked.
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // Grouped-query attention with tp head split and Ulysses sp (attention.h).
 #include "hpcrl/model/attention.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/model/attention_kernel.h"
 #include "hpcrl/parallel/sequence/ulysses.h"

@@ -5,7 +5,7 @@
 //   ≥ 2.5      : at::scaled_dot_product_attention(enable_gqa=true)
 #include "hpcrl/model/attention_kernel.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 #include <torch/version.h>
 
 #include <cmath>

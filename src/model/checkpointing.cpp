@@ -6,7 +6,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/custom_function.h>
-#include <torch/torch.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/utils.h>
 
 #ifdef HPCRL_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>

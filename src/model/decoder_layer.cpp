@@ -1,7 +1,7 @@
 // Decoder layer (decoder_layer.h).
 #include "hpcrl/model/decoder_layer.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 namespace hpcrl::model {
 

@@ -4,7 +4,7 @@
 #include "hpcrl/model/decoder_model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <mutex>
 

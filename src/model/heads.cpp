@@ -1,7 +1,7 @@
 // Value head (heads.h).
 #include "hpcrl/model/heads.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 namespace hpcrl::model {
 

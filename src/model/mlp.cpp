@@ -1,7 +1,7 @@
 // SwiGLU MLP (mlp.h).
 #include "hpcrl/model/mlp.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/parallel/tensor/comm_ops.h"
 #include "hpcrl/util/check.h"

@@ -5,7 +5,7 @@
 // is the same index_add whatever the ep size.
 #include "hpcrl/model/moe_block.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "hpcrl/model/moe_router.h"

@@ -2,7 +2,7 @@
 // parameter names follow the MoE checkpoint layout and it never shards over tp.
 #include "hpcrl/model/moe_expert.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 namespace hpcrl::model {
 

@@ -4,7 +4,7 @@
 // hidden states has to cross the wire).
 #include "hpcrl/model/pipeline_stage.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <map>
 

@@ -1,7 +1,7 @@
 // Model construction from "preset:NAME" or an HF directory (pretrained.h).
 #include "hpcrl/model/pretrained.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <filesystem>
 

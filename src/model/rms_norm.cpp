@@ -1,7 +1,7 @@
 // RMSNorm (rms_norm.h): y = w · (x / sqrt(mean(x²) + eps)), statistics in fp32.
 #include "hpcrl/model/rms_norm.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/parallel/tensor/comm_ops.h"
 

@@ -2,7 +2,7 @@
 // and _compute_llama3_parameters so that converted checkpoints reproduce HF.
 #include "hpcrl/model/rope.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

@@ -4,7 +4,7 @@
 #include "hpcrl/model/weights.h"
 
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <ATen/CPUGeneratorImpl.h>
 

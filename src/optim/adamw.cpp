@@ -4,7 +4,7 @@
 #include "hpcrl/optim/adamw.h"
 
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 // Layout-aware gradient norm (see grad_clip.h).
 #include "hpcrl/optim/grad_clip.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

@@ -8,7 +8,7 @@
 // 0 with m = v = 0 is 0), so they never leak into the parameters.
 #include "hpcrl/optim/zero1.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 

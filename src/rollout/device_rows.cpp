@@ -1,7 +1,7 @@
 // Device-side state of the live rows (device_rows.h).
 #include "rollout/device_rows.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/rollout/engine.h"
 

@@ -2,7 +2,7 @@
 // GenerationRun (generation_run.h holds the loop).
 #include "hpcrl/rollout/engine.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/util/check.h"
 #include "rollout/generation_run.h"

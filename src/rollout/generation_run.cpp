@@ -5,7 +5,7 @@
 // live rows stay [0, B) and no step copies more than the retired rows' caches.
 #include "rollout/generation_run.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // Preallocated slot KV cache (kv_slots.h).
 #include "hpcrl/rollout/kv_slots.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/model/attention.h"
 #include "hpcrl/util/check.h"

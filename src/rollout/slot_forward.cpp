@@ -6,7 +6,7 @@
 // for a float32 model on the CPU, the model's own weights otherwise).
 #include "hpcrl/rollout/slot_forward.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 

@@ -5,7 +5,7 @@
 // one pass each on reused buffers, where LibTorch spends a handful of
 // dispatched ops apiece (at one row the dispatch costs as much as the work).
 // The linear layers are SlotProjections' either way (packed GEMMs from two rows on).
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <ATen/Parallel.h>
 

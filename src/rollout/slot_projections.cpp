@@ -1,7 +1,7 @@
 // The slot forward's linear layers (slot_projections.h).
 #include "hpcrl/rollout/slot_projections.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/model/attention.h"
 #include "hpcrl/model/decoder_layer.h"

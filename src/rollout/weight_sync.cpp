@@ -2,7 +2,7 @@
 #include "hpcrl/rollout/weight_sync.h"
 
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cstring>
 #include <map>

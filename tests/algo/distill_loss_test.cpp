@@ -1,6 +1,6 @@
 // Distillation divergences against hand-computed values and gradients.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/algo/distill_loss.h"
 #include "hpcrl/util/error.h"

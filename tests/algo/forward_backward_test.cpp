@@ -4,7 +4,7 @@
 // micro-batch's share of the rank's rows. Pipelined steps (pp > 1) against
 // these are the pp end-to-end tests (tests/e2e/pp_e2e_test.cpp).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/algo/forward_backward.h"
 #include "reward_model_setup.h"

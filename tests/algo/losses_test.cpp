@@ -1,6 +1,6 @@
 // RL losses and advantages against values worked out by hand (comments show the arithmetic).
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

@@ -3,7 +3,7 @@
 // property packing rests on — a packed row gives every sequence exactly the
 // log-probs it gets alone in its own row.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "../model/test_models.h"
 #include "hpcrl/algo/loss_agg.h"

@@ -2,7 +2,7 @@
 // std_norm choices) and the surrogates beside PPO's clip (GSPO, GSPO-token,
 // CISPO) against values worked out by hand; comments show the arithmetic.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

@@ -10,7 +10,7 @@
 // The ep block is built from the same seed as the reference and its weights are
 // checked equal, which also proves the initialisation is layout-independent.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <map>

@@ -2,7 +2,7 @@
 // experts computed directly (dropless), the shared expert's sigmoid gate, the
 // HF parameter names of both families, and gradients against finite differences.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Router and load-balancing loss against values computed by hand.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <vector>

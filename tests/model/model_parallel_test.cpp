@@ -8,7 +8,7 @@
 // sequences per row, attention kept within each), and an MoE model with ep=2. Runs under mpirun -np 2 and -np 4; a layout larger than the world
 // is skipped there and runs in the -np 4 job.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/model/weights.h"

@@ -3,7 +3,7 @@
 // log-probs/entropy equal to a full log-softmax, bf16, and activation
 // checkpointing leaving every gradient unchanged.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <set>
 

@@ -4,7 +4,7 @@
 // and entropy (values and gradients, without gathering logits), the gather/
 // scatter pair, replicated-chunk gradient sums, and the Ulysses exchanges.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/parallel/sequence/ulysses.h"
 #include "hpcrl/parallel/tensor/comm_ops.h"

@@ -2,7 +2,7 @@
 // mask, and grouped-query attention against per-head attention computed
 // independently in float64.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

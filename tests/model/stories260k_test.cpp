@@ -2,7 +2,7 @@
 // to HF layout) must reproduce the logits that llama2.c's own C implementation
 // computed for 16 tokens (positions 0..15, BOS = 1) to 1e-4.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <filesystem>
 #include <fstream>

@@ -2,7 +2,7 @@
 // (same outputs, same config), tied models store no lm_head, a critic starts
 // from a causal-LM checkpoint, and broken checkpoints are clear errors.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <filesystem>
 

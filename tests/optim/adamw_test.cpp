@@ -1,6 +1,7 @@
 // AdamW equals torch's reference AdamW step for step; state round-trips.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/optim/adamw.h>
+#include <torch/utils.h>
 
 #include "hpcrl/optim/adamw.h"
 #include "hpcrl/util/error.h"

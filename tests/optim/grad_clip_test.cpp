@@ -1,6 +1,6 @@
 // Single-rank gradient norm and clipping against direct computation.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/optim/grad_clip.h"
 

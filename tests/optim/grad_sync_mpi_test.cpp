@@ -2,7 +2,7 @@
 // gradients computed on one rank; grad-norm clipping with tp shards counts
 // replicated parameters once.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/dist/bootstrap.h"
 #include "hpcrl/optim/grad_clip.h"

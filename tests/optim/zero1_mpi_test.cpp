@@ -6,7 +6,7 @@
 // state(), a clear error when resuming with another dp size or without ZeRO-1,
 // and the expert group (edp, 1/ep) as the Trainer wires it.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/dist/bootstrap.h"
 #include "hpcrl/optim/grad_clip.h"

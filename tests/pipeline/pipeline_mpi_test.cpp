@@ -10,7 +10,7 @@
 // Runs under mpirun -np 2 and -np 4; a layout larger than the world is skipped
 // (the -np 4 job runs it); larger worlds run it as data-parallel replicas.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 #include <unistd.h>
 
 #include <filesystem>

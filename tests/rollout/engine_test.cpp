@@ -16,7 +16,7 @@
 // difference — padding leakage, a wrong position, a stale cache column — is
 // orders of magnitude above the 5e-6 used.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <numeric>

@@ -5,7 +5,7 @@
 // and fused outputs that leave a partial last panel; and a row's result is
 // bit-identical whatever rows are computed beside it.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <ATen/CPUGeneratorImpl.h>
 

@@ -12,7 +12,7 @@
 //     rank the training rank's weights.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <filesystem>
 

@@ -5,7 +5,7 @@
 // deviations); a row's draw depends on its (seed, prompt, sample, step) only,
 // not on the rows beside it; log-probs are of the whole (tempered) vocabulary.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 #include "hpcrl/io/tensor_store.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/io/safetensors_index.h"
 #include "hpcrl/io/safetensors_writer.h"

@@ -10,7 +10,7 @@
 // embedding / LM head is redrawn as N(0, 1/fan_in), biases as N(0, 0.1²) and norm
 // weights as 1 + N(0, 0.1²): the layers then shape the logits, greedy decoding
 // wanders over the vocabulary, and a wrong bias, norm or head layout shows up.
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <cstdio>
 #include <cstdlib>

@@ -6,7 +6,8 @@
 // theory} for the trace summary's bubble table.
 #include "hpcrl/parallel/pipeline/executor.h"
 
-#include <torch/torch.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/utils.h>
 
 #include <chrono>
 #include <map>

@@ -3,7 +3,7 @@
 // receivers allocate each from result_buffer, so no shapes travel.
 #include "hpcrl/parallel/pipeline/forward_only.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include <memory>
 

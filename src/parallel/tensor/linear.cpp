@@ -3,7 +3,7 @@
 // with shard_specs(), so a layout never changes the numbers.
 #include "hpcrl/parallel/tensor/linear.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/parallel/tensor/comm_ops.h"
 #include "hpcrl/util/check.h"

@@ -1,7 +1,7 @@
 // Vocab-parallel embedding (vocab_embedding.h).
 #include "hpcrl/parallel/tensor/vocab_embedding.h"
 
-#include <torch/torch.h>
+#include <torch/utils.h>
 
 #include "hpcrl/parallel/tensor/comm_ops.h"
 #include "hpcrl/util/check.h"

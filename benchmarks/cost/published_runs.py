@@ -100,6 +100,7 @@ def main():
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--profiles", default=tempfile.mkdtemp())
     a = ap.parse_args()
+    os.makedirs(a.profiles, exist_ok=True)
     profiles = {p: f"profiles/{p}.yaml" for p in ("h100-sxm", "h20")}
     fitted = dict(profiles)
     if a.fit:

@@ -7,23 +7,14 @@
 
 #include "hpcrl/cost/op_counts.h"
 #include "hpcrl/cost/phase_cost.h"
+#include "test_profile.h"
 
 namespace hpcrl::cost {
 namespace {
 
 const ModelArch kTiny2l = model_arch_preset("tiny-2l");
 
-HardwareProfile test_cpu() {
-  HardwareProfile p;
-  p.name = "test-cpu";
-  p.peak_flops = 30e9;
-  p.memory_bandwidth = 10e9;
-  p.memory_capacity = 16e9;
-  p.kernel_overhead_s = 2e-6;
-  p.gpus_per_node = 2;
-  p.intra_node = p.inter_node = {2e9, 1e-6};
-  return p;
-}
+using cost_test::test_cpu;
 
 TEST(OpCounts, LayerForwardValuesByHand) {
   // 2 rows of 8 tokens: N = 16, scores 2 rows · 4 heads · 8 · 8 = 512 values. Per layer

@@ -15,6 +15,7 @@
 #include "hpcrl/trace/summary.h"
 #include "hpcrl/util/error.h"
 #include "synthetic_run.h"
+#include "test_profile.h"
 #include "trace/report_parts.h"
 
 namespace hpcrl::cost {
@@ -22,18 +23,7 @@ namespace {
 
 namespace stdfs = std::filesystem;
 
-HardwareProfile test_cpu() {
-  HardwareProfile p;
-  p.name = "test-cpu";
-  p.path = "test-cpu.yaml";
-  p.peak_flops = 30e9;
-  p.memory_bandwidth = 10e9;
-  p.memory_capacity = 16e9;
-  p.kernel_overhead_s = 2e-6;
-  p.gpus_per_node = 2;
-  p.intra_node = p.inter_node = {2e9, 1e-6};
-  return p;
-}
+using cost_test::test_cpu;
 
 struct SyntheticRun {
   std::string dir;

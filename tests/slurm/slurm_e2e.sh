@@ -120,7 +120,12 @@ for attempt in 1 2; do
       fail "rank $rank did not log SIGUSR1 in attempt $attempt"
   done
 done
-[ "$(grep -c 'tasks 0-1: Exited with exit code 75' "$out")" = 2 ] || fail "both tasks did not exit 75 twice"
+# srun reports tasks that end together as one range ("tasks 0-1: Exited with exit code 75")
+# and tasks that end apart one by one ("task 1: ..."); each task must have exited 75 twice.
+for task in 0 1; do
+  exits=$(grep -cE "tasks? (0-1|$task): Exited with exit code 75" "$out" || true)
+  [ "$exits" = 2 ] || fail "task $task did not exit 75 twice: $(grep -E 'Exited with exit code' "$out" | tr '\n' ';')"
+done
 [ "$(grep -c "requeueing job $jid" "$out")" = 2 ] || fail "the job did not requeue itself twice"
 grep -q "attempt 2 of job $jid: resuming" "$out" || fail "attempt 2 did not resume"
 grep -q "attempt 3 of job $jid: resuming" "$out" || fail "attempt 3 did not resume"

@@ -10,6 +10,8 @@
 namespace hpcrl::cost {
 
 namespace {
+// GradSync's bucket (optim/grad_sync.h): the last one is all-reduced after the backward.
+constexpr double kGradBucketBytes = double(8u << 20);
 int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 
 // Parameter tensors per layer (four attention projections, three MLP matrices, two norms).
@@ -92,7 +94,7 @@ PhaseCost forward_pass(const ModelArch& a, const Layout& l, const HardwareProfil
   PhaseCost c;
   const int64_t local = ceil_div(sequences, l.dp());
   if (local == 0 || tokens == 0) return c;
-  const int64_t rows = micro > 0 ? std::min(micro, local) : local, n_micro = ceil_div(local, rows);
+  const int64_t rows = micro > 0 ? std::min(micro, local) : local, n_micro = micro_batch_count(sequences, l, micro);
   const double shard = double(l.model_ranks());
   for (int64_t m = 0; m < n_micro; ++m) {
     const int64_t b = std::min(rows, local - m * rows);
@@ -113,7 +115,7 @@ PhaseCost training_pass(const ModelArch& a, const Layout& l, const HardwareProfi
   PhaseCost c;
   const int64_t local = ceil_div(sequences, l.dp());
   if (local == 0 || tokens == 0) return c;
-  const int64_t rows = micro > 0 ? std::min(micro, local) : local, n_micro = ceil_div(local, rows);
+  const int64_t rows = micro > 0 ? std::min(micro, local) : local, n_micro = micro_batch_count(sequences, l, micro);
   const double shard = double(l.model_ranks()), passes = checkpointing ? 4 : 3;
   for (int64_t m = 0; m < n_micro; ++m) {
     const int64_t b = std::min(rows, local - m * rows);
@@ -135,11 +137,21 @@ PhaseCost training_pass(const ModelArch& a, const Layout& l, const HardwareProfi
   return c;
 }
 
-PhaseCost gradient_sync(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int bytes_per_value) {
+int64_t micro_batch_count(int64_t sequences, const Layout& l, int64_t micro) {
+  const int64_t local = ceil_div(sequences, l.dp());
+  if (local == 0) return 0;
+  return ceil_div(local, micro > 0 ? std::min(micro, local) : local);
+}
+
+PhaseCost gradient_sync(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int bytes_per_value,
+                        double overlap_s) {
   PhaseCost c;
   const int64_t group = l.dp() * l.sp;  // gradients are summed over the data and the sequence shards
   const double grads = weight_bytes(a, bytes_per_value) / double(l.tp * l.pp);
-  c.comm_s = all_reduce_seconds(grads, group, hw.link(crosses_nodes(group, l.tp, hw.gpus_per_node)));
+  const Link& link = hw.link(crosses_nodes(group, l.tp, hw.gpus_per_node));
+  const double whole = all_reduce_seconds(grads, group, link);
+  const double last_bucket = all_reduce_seconds(std::min(grads, kGradBucketBytes), group, link);
+  c.comm_s = std::max(last_bucket, whole - overlap_s);
   c.comm_bytes = group > 1 ? grads : 0;
   return c;
 }

@@ -63,11 +63,16 @@ SpanEstimate span(std::string name, const RoleOnRanks& role, std::string part, c
 void add_training(StageEstimate& e, const std::string& name, const RoleOnRanks& r, const HardwareProfile& hw,
                   int64_t sequences, int64_t tokens, int64_t steps, int64_t micro, bool entropy, int bytes) {
   const ModelArch& a = *r.model->arch;
-  PhaseCost fb =
-      training_pass(a, r.layout, hw, sequences, tokens, micro, r.model->activation_checkpointing, entropy, bytes);
+  const bool checkpointing = r.model->activation_checkpointing;
+  PhaseCost fb = training_pass(a, r.layout, hw, sequences, tokens, micro, checkpointing, entropy, bytes);
+  // The backward of a step's last micro-batch, which the gradient all-reduce runs behind: two of a
+  // micro-batch's three passes (three of four with the recomputed forward).
+  const int64_t micro_batches = micro_batch_count(sequences, r.layout, micro);
+  const double last_backward_s =
+      micro_batches > 0 ? fb.seconds() / double(micro_batches) * (checkpointing ? 3.0 / 4.0 : 2.0 / 3.0) : 0;
   PhaseCost sync, opt;
   for (int64_t k = 0; k < steps; ++k) {
-    sync += gradient_sync(a, r.layout, hw, bytes);
+    sync += gradient_sync(a, r.layout, hw, bytes, last_backward_s);
     opt += optimizer_step(a, r.layout, hw, r.model->optim.zero1);
   }
   const std::string part = e.unit == "step" ? "step" : "T";

@@ -73,5 +73,22 @@ TEST(PhaseCost, DataParallelismSplitsTheSequencesAndAddsTheGradientAllReduce) {
   EXPECT_GT(gradient_sync(kTiny2l, Layout{1, 1, 1, 1, 2}, hw, 4).comm_s, 0.0);
 }
 
+TEST(PhaseCost, GradientSyncShowsWhatTheLastBackwardDoesNotHideAndAtLeastTheLastBucket) {
+  const HardwareProfile hw = test_gpu();
+  const Layout dp2{1, 1, 1, 1, 2};
+  // base-100m's fp32 gradients are many 8 MiB buckets; at dp 2 a ring all-reduce of B bytes takes
+  // 2·(1/2)·B / 300e9 + 2·1·8e-6 s on the intra-node link.
+  const ModelArch big = model_arch_preset("base-100m");
+  const double grads = weight_bytes(big, 4);
+  const double whole = grads / 300e9 + 16e-6, last_bucket = double(8u << 20) / 300e9 + 16e-6;
+  EXPECT_DOUBLE_EQ(gradient_sync(big, dp2, hw, 4).comm_s, whole);              // nothing to hide behind
+  EXPECT_DOUBLE_EQ(gradient_sync(big, dp2, hw, 4, 0.25 * whole).comm_s, 0.75 * whole);
+  EXPECT_DOUBLE_EQ(gradient_sync(big, dp2, hw, 4, 10 * whole).comm_s, last_bucket);  // a long backward
+  EXPECT_DOUBLE_EQ(gradient_sync(big, dp2, hw, 4, 10 * whole).comm_bytes, grads);   // the bytes all move
+  // tiny-2l's gradients fit one bucket, complete only when the backward ends: none of it hides.
+  const double tiny = gradient_sync(kTiny2l, dp2, hw, 4).comm_s;
+  EXPECT_DOUBLE_EQ(gradient_sync(kTiny2l, dp2, hw, 4, 1.0).comm_s, tiny);
+}
+
 }  // namespace
 }  // namespace hpcrl::cost

@@ -56,8 +56,15 @@ PhaseCost forward_pass(const ModelArch& a, const Layout& layout, const HardwareP
 PhaseCost training_pass(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int64_t sequences,
                         int64_t tokens, int64_t micro, bool checkpointing, bool entropy, int bytes_per_value);
 
-// The dp (× sp) gradient all-reduce of one optimizer step and the AdamW update of this rank's parameters.
-PhaseCost gradient_sync(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int bytes_per_value);
+// Micro-batches per rank of `sequences` split over the layout's dp in `micro`-row micro-batches (0: one).
+int64_t micro_batch_count(int64_t sequences, const Layout& layout, int64_t micro);
+
+// The dp (× sp) gradient all-reduce of one optimizer step, as far as it shows after the backward:
+// training all-reduces the gradients in buckets while the step's last backward runs (optim/grad_sync.h),
+// so `overlap_s` of that backward hides as much, but never the last bucket, which is complete only
+// when the backward ends. And the AdamW update of this rank's parameters.
+PhaseCost gradient_sync(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int bytes_per_value,
+                        double overlap_s = 0);
 PhaseCost optimizer_step(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, bool zero1);
 
 // Generation of `sequences` responses (mean `response` tokens, the longest `max_response`) after prompts

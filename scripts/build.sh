@@ -18,4 +18,4 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 [ -f build/CMakeCache.txt ] && generator=()
 cmake -S . -B build "${generator[@]}" "${configure_args[@]}"
-cmake --build build -j"$(nproc)" "${targets[@]}"
+cmake --build build -j"$(OMP_NUM_THREADS= OMP_THREAD_LIMIT= nproc)" "${targets[@]}"  # nproc obeys OMP_NUM_THREADS

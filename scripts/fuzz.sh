@@ -27,7 +27,7 @@ started=$SECONDS
 if [ ! -f "$out/build.ninja" ]; then
   CC=clang-14 CXX=clang++-14 cmake -S fuzz -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-cmake --build "$out" -j"$(nproc)" >/dev/null
+cmake --build "$out" -j"$(OMP_NUM_THREADS= OMP_THREAD_LIMIT= nproc)" >/dev/null  # nproc obeys OMP_NUM_THREADS
 echo "   fuzz targets built in $((SECONDS - started)) s"
 rm -rf "$out/seeds"
 python3 fuzz/make_seeds.py "$out/seeds"

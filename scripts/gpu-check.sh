@@ -10,7 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-cuda}
 prefix=${HPCRL_TORCH_PREFIX:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')}
-jobs=$(nproc)
+jobs=$(OMP_NUM_THREADS= OMP_THREAD_LIMIT= nproc)  # nproc obeys OMP_NUM_THREADS
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 # shellcheck disable=SC2086
 cmake -S . -B "$build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" -DHPCRL_BUILD_BENCHMARKS=OFF \

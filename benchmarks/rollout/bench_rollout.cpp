@@ -8,12 +8,17 @@
 //   bandwidth  weight bytes read per second at batch 1 (decode reads every
 //              weight once per token) against the memory bandwidth of a large
 //              tensor copy and a large reduction: the ceiling of batch-1 decode.
+//   calls      the time of a generate call outside its prefill and decode
+//              (packing the weights into the engine's copy, buffers) with the
+//              engine kept from call to call and the weights changed between
+//              calls, as in an RL run, against a new engine for every call.
 //   batching   continuous vs static batching on a mixed-length workload: EOS
 //              is a set of token ids, so with near-uniform random weights each
 //              step ends a sequence with a fixed probability and response
 //              lengths are geometric — a long tail, like RL rollouts.
 // Random weights: throughput does not depend on what the weights say.
 //   OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=2 build/benchmarks/rollout/bench_rollout [--quick]
+//       [--only decode|calls|batching]
 // (PASSIVE: with the pthreads OpenBLAS, spinning OpenMP workers starve the BLAS
 // threads; batch-8 decode measured 3.6x slower without it on this machine.)
 #include <torch/utils.h>
@@ -195,6 +200,62 @@ void decode_table(const std::vector<Row>& rows, double ceiling) {
   }
 }
 
+// Seconds of one generate call (1 prompt x 8 samples, 16 new tokens) and of
+// what it spent outside prefill and decode.
+struct CallTime {
+  double whole = 0, outside = 0, decode = 0;
+};
+CallTime timed_call(rollout::Engine& engine, const std::vector<std::vector<int32_t>>& ps) {
+  rollout::SamplingParams p;
+  p.max_new_tokens = 16;
+  p.seed = 5;
+  const auto t0 = Clock::now();
+  engine.generate(ps, 8, p);
+  const double whole = since(t0);
+  const auto& st = engine.last_stats();
+  return {whole, whole - st.prefill_seconds - st.decode_seconds, st.decode_seconds};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+void calls_table(const char* name, const ModelArch& arch, int rounds) {
+  model::ModelOptions o;
+  o.seed = 4;
+  // Two models of the same weights: engines on one model share its packed copy,
+  // so the new engines of the baseline generate with the other.
+  auto kept_model = std::make_shared<model::DecoderModel>(arch, parallel::ParallelContext{}, o);
+  auto fresh_model = std::make_shared<model::DecoderModel>(arch, parallel::ParallelContext{}, o);
+  kept_model->eval();
+  fresh_model->eval();
+  auto ps = prompts(1, 32, arch.vocab_size, 9);
+  rollout::Engine kept(kept_model, nullptr, {8, true});
+  timed_call(kept, ps);  // the kept engine's first call, which allocates its packed copy
+  std::vector<double> fresh_whole, fresh_outside, fresh_decode, kept_whole, kept_outside, kept_decode;
+  for (int r = 0; r < rounds; ++r) {
+    {  // an optimizer step: every call must pack new weights
+      torch::NoGradGuard no_grad;
+      for (auto* m : {kept_model.get(), fresh_model.get()})
+        for (auto& w : m->parameters()) w.mul_(1.0001);
+    }
+    rollout::Engine fresh(fresh_model, nullptr, {8, true});
+    const CallTime f = timed_call(fresh, ps), k = timed_call(kept, ps);
+    fresh_whole.push_back(f.whole);
+    fresh_outside.push_back(f.outside);
+    fresh_decode.push_back(f.decode);
+    kept_whole.push_back(k.whole);
+    kept_outside.push_back(k.outside);
+    kept_decode.push_back(k.decode);
+  }
+  std::printf("| %s | %.1fM | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2fx |\n", name,
+              arch.num_parameters() / 1e6, median(fresh_whole), median(fresh_outside), median(fresh_decode),
+              median(kept_whole), median(kept_outside), median(kept_decode),
+              median(fresh_whole) / median(kept_whole));
+  std::fflush(stdout);
+}
+
 void batching_table(int64_t sequences, int64_t max_batch) {
   ModelArch arch = model_arch_preset("small-25m");
   model::ModelOptions o;
@@ -231,11 +292,19 @@ void batching_table(int64_t sequences, int64_t max_batch) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && !std::strcmp(argv[1], "--quick");
-  if (argc > 1 && !quick) {
-    std::fprintf(stderr, "usage: bench_rollout [--quick]\n");
-    return 2;
+  bool quick = false;
+  std::string only;  // one section, or all
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick"))
+      quick = true;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+      only = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: bench_rollout [--quick] [--only decode|calls|batching]\n");
+      return 2;
+    }
   }
+  const auto runs = [&](const char* section) { return only.empty() || only == section; };
   torch::manual_seed(0);
   auto [copy_bw, read_bw] = memory_bandwidth();
   const double ceiling = std::max(copy_bw, read_bw);
@@ -251,7 +320,16 @@ int main(int argc, char** argv) {
     rows.push_back({"base-100m", model_arch_preset("base-100m"), {1, 8, 64}, 32, {1, 8}});
     rows.push_back({"qwen2.5-0.5b-shaped", qwen25_05b_shaped(), {1, 8, 64}, 12, {1}});
   }
-  decode_table(rows, ceiling);
-  batching_table(quick ? 24 : 64, 8);
+  if (runs("decode")) decode_table(rows, ceiling);
+  if (runs("calls")) {
+    const int rounds = quick ? 3 : 5;
+    std::printf("\n## Generate calls with new weights: a new engine per call vs one engine kept across calls "
+                "(1 prompt x 8 samples, 16 new tokens, medians of %d interleaved rounds)\n\n", rounds);
+    std::printf("| model | params | new engine: call s | outside prefill+decode s | decode s | kept engine: call s | "
+                "outside prefill+decode s | decode s | new / kept |\n|---|---|---|---|---|---|---|---|---|\n");
+    calls_table("small-25m", model_arch_preset("small-25m"), rounds);
+    if (!quick) calls_table("qwen2.5-0.5b-shaped", qwen25_05b_shaped(), rounds);
+  }
+  if (runs("batching")) batching_table(quick ? 24 : 64, 8);
   return 0;
 }

@@ -79,6 +79,9 @@ class DistillRun {
   RewardFunction verifier_;
   rollout::SamplingParams sampling_;
   std::shared_ptr<model::DecoderModel> teacher_generator_;  // sequence-level: what the teacher generates with
+  // Kept from step to step (its packed weights keep their memory: engine.h);
+  // made again only if the model it generates with is another object.
+  std::unique_ptr<rollout::Engine> engine_;
   InsideStops eval_stops_;
 };
 
@@ -202,11 +205,13 @@ std::vector<std::vector<int32_t>> DistillRun::generate(int64_t step, const std::
   const Role& gen_role = cfg_.on_policy ? student_ : teacher_;
   torch::NoGradGuard no_grad;
   generator->eval();
-  rollout::Engine engine(generator, gen_role.tokenizer.get(), {gen_role.config->rollout.max_batch, true});
+  if (!engine_ || &engine_->model() != generator.get())
+    engine_ = std::make_unique<rollout::Engine>(generator, gen_role.tokenizer.get(),
+                                                rollout::EngineOptions{gen_role.config->rollout.max_batch, true});
   sampling_.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(step);
   sampling_.prompt_offset = student_.ctx.dp_rank() * local_batch_;
   std::vector<std::vector<int32_t>> r_ids;
-  for (auto& s : engine.generate(p_ids, 1, sampling_)) r_ids.push_back(s.tokens);
+  for (auto& s : engine_->generate(p_ids, 1, sampling_)) r_ids.push_back(s.tokens);
   student_.model->train();
   return r_ids;
 }

@@ -151,6 +151,9 @@ Plan make_plan(const config::PipelineConfig& cfg, int world, int gpus_per_node) 
                            ? context
                            : std::min(use.seq_len[m.name], context);
         work.kv_sequences = m.rollout.max_batch;
+        // rollout/slot_projections.h: packed from two rows on.
+        work.packs_weights = rollout && cfg.run.device == config::Device::cpu &&
+                             cfg.run.dtype == config::DType::float32 && m.rollout.max_batch > 1;
         memory = estimate_memory(*m.arch, m, mesh, cfg.run.dtype, work);
       }
       // Generation in the training layout on the same ranks uses the role's own weights (algo/rollout_copy.cpp).
@@ -195,6 +198,7 @@ nlohmann::json plan_json(const Plan& plan) {
                               {"weights", e.weights},
                               {"grads", e.grads},
                               {"optimizer", e.optimizer},
+                              {"engine_weights", e.engine_weights},
                               {"activations", e.activations},
                               {"activations_full", e.activations_full},
                               {"activations_checkpointed", e.activations_checkpointed},
@@ -277,6 +281,7 @@ std::string plan_text(const Plan& plan) {
       const MemoryEstimate& e = *rp.memory;
       os << "  memory per rank (busiest pp stage, " << e.parameters << " parameters): weights "
          << human_bytes(e.weights) << ", grads " << human_bytes(e.grads) << ", optimizer " << human_bytes(e.optimizer)
+         << (e.engine_weights ? ", engine's packed weights " + human_bytes(e.engine_weights) : std::string())
          << ", activations " << human_bytes(e.activations) << " (" << human_bytes(e.activations_full)
          << " without checkpointing, " << human_bytes(e.activations_checkpointed) << " with), logits "
          << human_bytes(e.logits) << ", kv cache " << human_bytes(e.kv_cache) << " = " << human_bytes(e.total())

@@ -23,6 +23,12 @@
 //   kv_cache            2·layers·kv_heads_per_rank·head_dim·dtype bytes per token,
 //                       kv_sequences sequences of seq_len tokens (the engine's slots
 //                       are allocated at that size up front: rollout/kv_slots.cpp)
+//   engine_weights      a float32 CPU engine's packed copy of every layer's q/k/v
+//                       (with biases), o, gate/up and down matrices and the LM
+//                       head (the embedding when tied), 4 B each, which it keeps
+//                       from one generation call to the next
+//                       (rollout/slot_projections.h); resident, and counted even
+//                       when the engine shares the trainer's own weights
 // seq_len comes from the caller (plan.cpp: the longest sequence a stage allows).
 #include <algorithm>
 
@@ -86,6 +92,11 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
     e.activations_checkpointed = stage_layers * tokens * C * bytes + full_layer;
     e.activations = role.activation_checkpointing ? e.activations_checkpointed : e.activations_full;
   }
+  if (work.generates && work.packs_weights) {
+    const int64_t projections = attn - 2 * C - (a.qk_norm ? 2 * D : 0);  // the norms stay in the model
+    const int64_t dense_ffn = a.num_experts > 0 ? 0 : ffn;                // MoE blocks keep their own weights
+    e.engine_weights = (stage_layers * (projections + dense_ffn) + vocab_shard) * 4;
+  }
   if (work.generates) {
     e.kv_sequences = work.kv_sequences;
     e.kv_cache = 2 * stage_layers * kv_local * D * bytes * work.kv_sequences * e.seq_len;
@@ -102,7 +113,7 @@ std::vector<RankMemory> rank_memory(const Plan& plan) {
     for (int r = rp.mesh.first_rank(); r <= rp.mesh.last_rank(); ++r) {
       RankMemory& m = per_rank[r];
       m.roles.push_back(rp.name);
-      m.resident += rp.shares_weights_with_trainer ? 0 : e.resident();
+      m.resident += rp.shares_weights_with_trainer ? e.engine_weights : e.resident();
       if (e.transient() > m.transient) m.transient = e.transient(), m.transient_role = rp.name;
     }
   }

@@ -4,6 +4,7 @@
 
 #include <torch/utils.h>
 
+#include "hpcrl/rollout/slot_projections.h"
 #include "hpcrl/util/check.h"
 #include "rollout/generation_run.h"
 
@@ -35,13 +36,20 @@ void validate(const std::vector<std::vector<int32_t>>& prompts, int64_t n, const
 }  // namespace
 
 Engine::Engine(std::shared_ptr<model::DecoderModel> model, const io::Tokenizer* tokenizer, EngineOptions options)
-    : model_(std::move(model)), tokenizer_(tokenizer), options_(std::move(options)) {
+    : model_(std::move(model)),
+      tokenizer_(tokenizer),
+      options_(std::move(options)),
+      projections_(SlotProjections::shared_for(*model_)) {
   HPCRL_CHECK_INPUT(options_.max_batch >= 1, "rollout max_batch must be at least 1, got " << options_.max_batch);
   HPCRL_CHECK_INPUT(options_.host_sync_interval >= 0,
                     "host_sync_interval must be >= 0 (0 = by device), got " << options_.host_sync_interval);
   HPCRL_CHECK_INPUT(options_.prefill_attention_elements >= 1,
                     "prefill_attention_elements must be >= 1, got " << options_.prefill_attention_elements);
 }
+
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
 
 std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& prompts, int64_t n,
                                      const SamplingParams& params) {
@@ -50,7 +58,7 @@ std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& pr
   stats_ = {};
   // With no prompts only an ep rank has work: its group's other ranks step with it.
   if (prompts.empty() && !ep_lockstep(*model_)) return {};
-  GenerationRun run(*model_, tokenizer_, options_, prompts, n, params);
+  GenerationRun run(*model_, tokenizer_, options_, *projections_, prompts, n, params);
   std::vector<Sample> samples = run.run();
   stats_ = run.stats();
   return samples;

@@ -28,7 +28,8 @@ dist::CommPtr ep_lockstep(const model::DecoderModel& model) {
 }
 
 GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* tokenizer, const EngineOptions& options,
-                             const std::vector<std::vector<int32_t>>& prompts, int64_t n, const SamplingParams& params)
+                             SlotProjections& projections, const std::vector<std::vector<int32_t>>& prompts,
+                             int64_t n, const SamplingParams& params)
     : options_(options),
       params_(params),
       stop_(params, tokenizer),
@@ -40,7 +41,7 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
       // prompt of the group at the head of the queue (see admit).
       slots_(model, slot_count_ + (total_ > slot_count_ ? 1 : 0),
              std::max<int64_t>(1, longest_prompt(prompts) + params.max_new_tokens)),
-      forward_(model, options.prefill_attention_elements, /*pack_weights=*/slot_count_ > 1),
+      forward_(model, options.prefill_attention_elements, projections, /*pack_weights=*/slot_count_ > 1),
       sync_interval_(options.host_sync_interval > 0
                          ? options.host_sync_interval
                          : (model.model->embed_tokens->weight.device().is_cpu() ? 1 : 8)),

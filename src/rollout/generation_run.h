@@ -23,10 +23,12 @@ dist::CommPtr ep_lockstep(const model::DecoderModel& model);
 
 class GenerationRun {
  public:
-  // Queues n samples of every prompt (prompt-major) and allocates the KV slots.
-  // `prompts`, `options` and `params` must outlive the run.
+  // Queues n samples of every prompt (prompt-major), allocates the KV slots and
+  // prepares the engine's `projections` (over `model`) for this call.
+  // `prompts`, `options`, `params` and `projections` must outlive the run.
   GenerationRun(model::DecoderModel& model, const io::Tokenizer* tokenizer, const EngineOptions& options,
-                const std::vector<std::vector<int32_t>>& prompts, int64_t n, const SamplingParams& params);
+                SlotProjections& projections, const std::vector<std::vector<int32_t>>& prompts, int64_t n,
+                const SamplingParams& params);
 
   // Iterates until no rank of the ep group has work left; the samples ordered
   // by (prompt_index, sample_index).

@@ -43,17 +43,25 @@ at::Tensor StepBuffer::take(int64_t rows, int64_t cols) {
 PackedLinear::PackedLinear(const std::vector<at::Tensor>& weights, const std::vector<at::Tensor>& biases,
                            const cpu::Kernels* kernels)
     : kernels_(kernels ? kernels : &cpu::best_kernels()) {
-  HPCRL_CHECK(!weights.empty() && (biases.empty() || biases.size() == weights.size()),
+  pack(weights, biases);
+}
+
+void PackedLinear::pack(const std::vector<at::Tensor>& weights, const std::vector<at::Tensor>& biases) {
+  HPCRL_CHECK(kernels_ && !weights.empty() && (biases.empty() || biases.size() == weights.size()),
               "PackedLinear needs weights and, if any, one bias slot per weight");
-  k_ = weights.front().size(1);
+  const int64_t K = weights.front().size(1);
+  int64_t N = 0;
   for (const auto& w : weights) {
-    HPCRL_CHECK(w.dim() == 2 && w.size(1) == k_ && w.scalar_type() == at::kFloat && w.device().is_cpu(),
-                "PackedLinear packs float32 CPU [N, " << k_ << "] weights, got " << w.sizes() << " "
-                                                        << w.scalar_type() << " on " << w.device());
-    n_ += w.size(0);
+    HPCRL_CHECK(w.dim() == 2 && w.size(1) == K && w.scalar_type() == at::kFloat && w.device().is_cpu(),
+                "PackedLinear packs float32 CPU [N, " << K << "] weights, got " << w.sizes() << " "
+                                                       << w.scalar_type() << " on " << w.device());
+    N += w.size(0);
   }
-  const int64_t P = kernels_->panel;
-  panels_ = (n_ + P - 1) / P;
+  const int64_t P = kernels_->panel, panels = (N + P - 1) / P;
+  if (!packed_.defined() || K != k_ || panels != panels_) packed_ = huge_page_floats(panels * K * P).view({panels, K, P});
+  k_ = K;
+  n_ = N;
+  panels_ = panels;
   // Rows of the concatenated weight matrix, and the bias entry of each (if any).
   std::vector<at::Tensor> dense_weights, dense_biases;  // contiguous: the pointers below stay valid
   std::vector<const float*> row, row_bias;
@@ -62,17 +70,15 @@ PackedLinear::PackedLinear(const std::vector<at::Tensor>& weights, const std::ve
     const at::Tensor b = biases.empty() || !biases[i].defined() ? at::Tensor() : biases[i].contiguous();
     if (b.defined()) dense_biases.push_back(b);
     for (int64_t r = 0; r < w.size(0); ++r) {
-      row.push_back(w.data_ptr<float>() + r * k_);
+      row.push_back(w.data_ptr<float>() + r * K);
       row_bias.push_back(b.defined() ? b.data_ptr<float>() + r : nullptr);
     }
   }
-  packed_ = huge_page_floats(panels_ * k_ * P).view({panels_, k_, P});
   float* out = packed_.data_ptr<float>();
-  const int64_t K = k_, N = n_;
   // A transpose in 16-deep blocks: the block's reads (P rows × 64 bytes) and
   // writes (16 × P floats) stay in L1 instead of striding over a whole panel.
   constexpr int64_t kDepth = 16;
-  at::parallel_for(0, panels_, 1, [&](int64_t p0, int64_t p1) {
+  at::parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p)
       for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
         const int64_t kn = std::min(kDepth, K - k0);
@@ -84,8 +90,9 @@ PackedLinear::PackedLinear(const std::vector<at::Tensor>& weights, const std::ve
         }
       }
   });
+  bias_ = at::Tensor();
   if (!dense_biases.empty()) {
-    bias_ = at::zeros({panels_ * P}, at::kFloat);
+    bias_ = at::zeros({panels * P}, at::kFloat);
     float* b = bias_.data_ptr<float>();
     for (int64_t n = 0; n < N; ++n)
       if (row_bias[n]) b[n] = *row_bias[n];

@@ -18,12 +18,13 @@
 
 namespace hpcrl::rollout {
 
-SlotForward::SlotForward(model::DecoderModel& model, int64_t attention_elements, bool pack_weights)
+SlotForward::SlotForward(model::DecoderModel& model, int64_t attention_elements, SlotProjections& projections,
+                         bool pack_weights)
     : model_(model),
       rope_(model.arch()),
       attention_elements_(attention_elements),
       device_(model.model->embed_tokens->weight.device()),
-      proj_(model, pack_weights) {
+      proj_(projections) {
   HPCRL_CHECK(model.options().lm_head, "generation needs a model with an LM head (this one was built with "
                                        "options.lm_head = false, e.g. a critic)");
   const auto layout = model::attention_layout(model.arch(), model.parallel_context().tp_size(), 1);
@@ -31,6 +32,7 @@ SlotForward::SlotForward(model::DecoderModel& model, int64_t attention_elements,
   kv_heads_ = layout.kv_heads;
   const at::Tensor& w = model.model->embed_tokens->weight;
   cpu_decode_ = w.device().is_cpu() && w.scalar_type() == at::kFloat && model.arch().num_experts == 0;
+  proj_.prepare(pack_weights);
 }
 
 at::Tensor SlotForward::run_layers(at::Tensor x, const at::Tensor& positions, const at::Tensor& allowed,

@@ -3,6 +3,9 @@
 
 #include <torch/utils.h>
 
+#include <mutex>
+#include <unordered_map>
+
 #include "hpcrl/model/attention.h"
 #include "hpcrl/model/decoder_layer.h"
 #include "hpcrl/parallel/tensor/comm_ops.h"
@@ -29,6 +32,14 @@ const at::Tensor& head_weight(const model::DecoderModel& m) {
   return m.lm_head ? m.lm_head->weight : m.model->embed_tokens->weight;
 }
 
+// Packs into `linear`'s memory when it holds a packed matrix already.
+void repack(PackedLinear& linear, const std::vector<at::Tensor>& weights, const std::vector<at::Tensor>& biases) {
+  if (linear.defined())
+    linear.pack(weights, biases);
+  else
+    linear = PackedLinear(weights, biases);
+}
+
 // Packing pays on the CPU in float32, the dtype the kernels are written for.
 bool packs(const model::DecoderModel& m) {
   const at::Tensor& w = m.model->embed_tokens->weight;
@@ -36,27 +47,40 @@ bool packs(const model::DecoderModel& m) {
 }
 }  // namespace
 
-SlotProjections::SlotProjections(model::DecoderModel& model, bool pack) : model_(model) {
-  if (!pack || !packs(model)) return;
+SlotProjections::SlotProjections(model::DecoderModel& model) : model_(model) {}
+
+std::shared_ptr<SlotProjections> SlotProjections::shared_for(model::DecoderModel& model) {
+  // Expired entries stay until their model's address is reused, then are replaced.
+  static std::mutex mutex;
+  static std::unordered_map<const model::DecoderModel*, std::weak_ptr<SlotProjections>> by_model;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::shared_ptr<SlotProjections> p = by_model[&model].lock();
+  if (!p) by_model[&model] = p = std::make_shared<SlotProjections>(model);
+  return p;
+}
+
+void SlotProjections::prepare(bool pack) {
+  packed_ = pack && packs(model_);
+  if (!packed_) return;
   torch::NoGradGuard no_grad;
-  auto& layers = model.model->layers;
+  auto& layers = model_.model->layers;
+  layers_.resize(layers->size());
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<model::DecoderLayer>(i);
     const auto& a = *layer->self_attn;
-    PackedLayer p;
-    p.qkv = PackedLinear({a.q_proj->weight, a.k_proj->weight, a.v_proj->weight},
-                         {a.q_proj->bias, a.k_proj->bias, a.v_proj->bias});
-    p.o = PackedLinear({a.o_proj->weight}, {});
+    PackedLayer& p = layers_[i];
+    repack(p.qkv, {a.q_proj->weight, a.k_proj->weight, a.v_proj->weight},
+           {a.q_proj->bias, a.k_proj->bias, a.v_proj->bias});
+    repack(p.o, {a.o_proj->weight}, {});
     if (layer->mlp) {
-      p.gate_up = PackedLinear({layer->mlp->gate_proj->weight, layer->mlp->up_proj->weight}, {});
-      p.down = PackedLinear({layer->mlp->down_proj->weight}, {});
+      repack(p.gate_up, {layer->mlp->gate_proj->weight, layer->mlp->up_proj->weight}, {});
+      repack(p.down, {layer->mlp->down_proj->weight}, {});
       intermediate_ = layer->mlp->gate_proj->weight.size(0);
     }
     q_width_ = a.q_proj->weight.size(0);
     kv_width_ = a.k_proj->weight.size(0);
-    layers_.push_back(std::move(p));
   }
-  head_ = PackedLinear({head_weight(model)}, {});
+  repack(head_, {head_weight(model_)}, {});
 }
 
 std::array<at::Tensor, 3> SlotProjections::qkv(int64_t layer, const at::Tensor& xc) {

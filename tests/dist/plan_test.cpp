@@ -97,7 +97,10 @@ TEST(Plan, MemoryOfTheTinyPresetByHand) {
   EXPECT_EQ(g.grads + g.optimizer + g.activations, 0);
   // 2 (k, v) · 4 layers · 2 kv heads · 32 · 4 bytes · 64 sequences · 2048 tokens.
   EXPECT_EQ(g.kv_cache, 2ll * 4 * 2 * 32 * 4 * 64 * 2048);
-  EXPECT_EQ(g.total(), g.weights + g.kv_cache);
+  // A float32 CPU engine keeps a packed copy of its projections and head: per layer q,o 2·128·4·32 +
+  // k,v 2·128·2·32 + ffn 3·128·384 = 196608 (not the norms); 4 layers + 34816 (tied embedding) = 821248, 4 B each.
+  EXPECT_EQ(g.engine_weights, 821248 * 4);
+  EXPECT_EQ(g.total(), g.weights + g.engine_weights + g.kv_cache);
 }
 
 TEST(Plan, LogitsBothActivationCountsAndPerRankPeakByHand) {
@@ -115,20 +118,21 @@ TEST(Plan, LogitsBothActivationCountsAndPerRankPeakByHand) {
   const MemoryEstimate& g = *plan.roles[1].memory;
   EXPECT_EQ(g.logits, 0) << "an engine samples from one position's logits, not a micro-batch's";
   EXPECT_FALSE(plan.roles[1].shares_weights_with_trainer) << "tp 1 to generate, tp 2 to train: a copy";
-  // Every rank holds both: resident policy state + the copy's weights; the largest transient is the KV cache
+  // Every rank holds both: resident policy state + the copy's weights and their packed copy (above); the
+  // largest transient is the KV cache
   // (2·4·2·32·4 B · 64 sequences · 2048 tokens = 256 MiB) over the policy's activations + logits.
   auto peaks = rank_memory(plan);
   ASSERT_EQ(peaks.size(), 1u);
   EXPECT_EQ(peaks[0].ranks, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(peaks[0].roles, (std::vector<std::string>{"policy", "policy.rollout"}));
-  EXPECT_EQ(peaks[0].resident, 214656 * 16 + 822400 * 4);
+  EXPECT_EQ(peaks[0].resident, 214656 * 16 + 822400 * 4 + 821248 * 4);
   EXPECT_EQ(peaks[0].transient, 268435456);
   EXPECT_EQ(peaks[0].transient_role, "policy.rollout");
-  EXPECT_EQ(peaks[0].peak(), 214656 * 16 + 822400 * 4 + 268435456);
+  EXPECT_EQ(peaks[0].peak(), 214656 * 16 + 822400 * 4 + 821248 * 4 + 268435456);
   EXPECT_EQ(plan_json(plan)["rank_memory"][0]["peak"], peaks[0].peak());
 }
 
-TEST(Plan, AnEngineInTheTrainingLayoutAddsNoWeights) {
+TEST(Plan, AnEngineInTheTrainingLayoutAddsOnlyItsPackedCopy) {
   std::string yaml = kColocated;
   const std::string policy = "{init: {preset: tiny}, parallel: {tp: 2, pp: 2}, rollout: {parallel: {tp: 1}}}";
   yaml.replace(yaml.find(policy), policy.size(), "{init: {preset: tiny}, activation_checkpointing: true}");
@@ -139,7 +143,20 @@ TEST(Plan, AnEngineInTheTrainingLayoutAddsNoWeights) {
   EXPECT_EQ(m.activations, m.activations_checkpointed);
   auto peaks = rank_memory(plan);
   ASSERT_EQ(peaks.size(), 1u);
-  EXPECT_EQ(peaks[0].resident, m.resident()) << "generation reads the policy's own weights";
+  // Generation reads the policy's own weights; on the CPU in float32 the engine keeps its packed copy
+  // of them (821248 parameters of tiny, MemoryOfTheTinyPresetByHand).
+  EXPECT_EQ(plan.roles[1].memory->engine_weights, 821248 * 4);
+  EXPECT_EQ(peaks[0].resident, m.resident() + 821248 * 4);
+}
+
+TEST(Plan, OnlyAFloat32CpuEngineKeepsAPackedCopy) {
+  for (const char* run : {"{name: plantest, device: cuda}", "{name: plantest, device: cpu, dtype: bfloat16}"}) {
+    std::string yaml = kColocated;
+    const std::string cpu = "{name: plantest, device: cpu}";
+    yaml.replace(yaml.find(cpu), cpu.size(), run);
+    Plan plan = make_plan(load(yaml.c_str(), 8), 8, 4);
+    EXPECT_EQ(plan.roles[1].memory->engine_weights, 0) << run;
+  }
 }
 
 TEST(Plan, ZeroOneShardsDenseStateOverDpTimesSpAndExpertsOverEdp) {

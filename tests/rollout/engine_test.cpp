@@ -25,6 +25,7 @@
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/rollout/engine.h"
+#include "hpcrl/rollout/slot_projections.h"
 #include "hpcrl/util/error.h"
 #include "rollout/rollout_testing.h"
 
@@ -255,20 +256,44 @@ TEST(RolloutEngine, TemperedLogprobsEqualTheTrainingForwardAtThatTemperature) {
   EXPECT_GT(diff, 0.1);
 }
 
-TEST(RolloutEngine, UsesTheTrainersCurrentWeightsWithoutACopy) {
-  auto m = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+// The engine keeps its packed copy of the weights from call to call; every
+// call must still compute with the weights the trainer holds at that moment.
+TEST(RolloutEngine, UsesTheTrainersCurrentWeightsAtEveryCall) {
+  auto m = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());  // q/k/v biases: packed too
   rollout::Engine engine(m, nullptr, {4, true});
   auto prompts = hpcrl::testing::random_prompts({6, 3}, 96, 30);
-  auto before = engine.generate(prompts, 1, greedy().max_new_tokens(12));
+  auto before = engine.generate(prompts, 1, sampled().max_new_tokens(12).seed(3));
+  engine.generate({prompts[0]}, 1, greedy().max_new_tokens(2));  // one row: the packed copy is not used
   {  // an optimizer step would do this to the trainer's parameters
     torch::NoGradGuard no_grad;
     for (auto& p : m->parameters()) p.mul_(1.05);
   }
-  auto after = engine.generate(prompts, 1, greedy().max_new_tokens(12));
+  auto after = engine.generate(prompts, 1, sampled().max_new_tokens(12).seed(3));
   auto want = training_logprobs(*m, prompts, after);
   for (size_t i = 0; i < after.size(); ++i)
     for (size_t t = 0; t < after[i].tokens.size(); ++t) EXPECT_NEAR(after[i].logprobs[t], want[i][t], kFp32);
   EXPECT_NE(before[0].logprobs[0], after[0].logprobs[0]);
+  // Exactly what a new engine computes on a model of the same weights (another
+  // model object: engines on one model share its packed copy).
+  auto twin = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : twin->parameters()) p.mul_(1.05);
+  }
+  auto fresh = rollout::Engine(twin, nullptr, {4, true}).generate(prompts, 1, sampled().max_new_tokens(12).seed(3));
+  ASSERT_EQ(fresh.size(), after.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].tokens, fresh[i].tokens) << "sample " << i;
+    EXPECT_EQ(after[i].logprobs, fresh[i].logprobs) << "sample " << i;
+  }
+}
+
+// A stage's engine and an evaluation's on the same model use one packed copy.
+TEST(RolloutEngine, EnginesOnOneModelShareItsPackedWeights) {
+  auto m = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  auto other = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  EXPECT_EQ(rollout::SlotProjections::shared_for(*m), rollout::SlotProjections::shared_for(*m));
+  EXPECT_NE(rollout::SlotProjections::shared_for(*m), rollout::SlotProjections::shared_for(*other));
 }
 
 // Each prompt alone (prompt_offset = its index, so its samples draw from the

@@ -85,4 +85,16 @@ TEST(PackedLinear, OutputKeepsTheLeadingShapeAndReusesItsBuffer) {
   EXPECT_EQ(linear.forward(randn({1, 2, 8}, 7), buffer).data_ptr(), storage);  // fewer rows: same memory
 }
 
+TEST(PackedLinear, PackingNewWeightsOfTheSameShapeReusesItsMemory) {
+  PackedLinear linear({randn({37, 64}, 8), randn({16, 64}, 9)}, {randn({37}, 10), randn({16}, 11)});
+  const void* storage = linear.storage();
+  // An optimizer step later: new weights, and this time no biases.
+  const std::vector<at::Tensor> next = {randn({37, 64}, 12), randn({16, 64}, 13)};
+  linear.pack(next, {});
+  EXPECT_EQ(linear.storage(), storage);
+  const at::Tensor x = randn({5, 64}, 14);
+  StepBuffer a, b;
+  EXPECT_TRUE(linear.forward(x, a).equal(PackedLinear(next, {}).forward(x, b)));
+}
+
 }  // namespace

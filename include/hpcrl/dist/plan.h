@@ -28,13 +28,14 @@ struct MemoryEstimate {
   int64_t weights = 0;
   int64_t grads = 0;         // trained roles only
   int64_t optimizer = 0;     // AdamW: fp32 moments (+ fp32 master for bf16), / dp with zero1
+  int64_t engine_weights = 0;  // a float32 CPU engine's packed copy of its projections and LM head
   // Transient.
   int64_t activations = 0;   // trained roles: one micro-batch of seq_len-token sequences, as configured
   int64_t activations_full = 0, activations_checkpointed = 0;  // the same without / with activation checkpointing
   int64_t logits = 0;        // roles scored by log-probs: one micro-batch's logits at their peak
   int64_t kv_cache = 0;      // rollout engines: max_batch sequences at seq_len
   int64_t seq_len = 0, micro_batch = 0, kv_sequences = 0;  // the assumptions behind the transient ones
-  int64_t resident() const { return weights + grads + optimizer; }
+  int64_t resident() const { return weights + grads + optimizer + engine_weights; }
   int64_t transient() const { return activations + logits + kv_cache; }
   int64_t total() const { return resident() + transient(); }
 };
@@ -44,6 +45,7 @@ struct RoleWork {
   bool trained = false;    // grads, optimizer state, activations
   bool logprobs = false;   // computes log-probs over the vocabulary (not a value-head critic, not an engine)
   bool generates = false;  // a rollout engine: KV cache for kv_sequences sequences
+  bool packs_weights = false;  // that engine decodes float32 on the CPU: it keeps a packed copy of its weights
   int64_t micro_batch = 1, seq_len = 0, kv_sequences = 0;
 };
 

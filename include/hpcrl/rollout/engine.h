@@ -13,8 +13,8 @@
 //
 // The engine runs on the trainer's model object itself (colocated, same layout:
 // no weight sync), reading its current weights at the start of every generate()
-// call (a float32 model on the CPU has them packed into the engine's own copy
-// for that call: slot_projections.h). Under tp every rank of the tp group calls generate() with the
+// call (a float32 model on the CPU has them packed into the engine's own copy,
+// whose memory the engine keeps from call to call: slot_projections.h). Under tp every rank of the tp group calls generate() with the
 // same prompts; sp ranks decode independently (like dp ranks); with expert
 // parallelism the ranks of an ep group step together (idle ranks run an empty
 // step) because every MoE layer is a collective over ep.
@@ -33,6 +33,8 @@ class Tokenizer;
 }
 
 namespace hpcrl::rollout {
+
+class SlotProjections;
 
 struct SamplingParams {
   double temperature = 1.0;   // 0 = greedy (argmax)
@@ -97,6 +99,9 @@ class Engine {
  public:
   // `tokenizer` may be null when no stop strings are used.
   Engine(std::shared_ptr<model::DecoderModel> model, const io::Tokenizer* tokenizer, EngineOptions options = {});
+  ~Engine();
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
 
   // n samples for each prompt, ordered by (prompt_index, sample_index).
   // InputError when a prompt is empty or holds an id outside the vocabulary,
@@ -113,6 +118,7 @@ class Engine {
   const io::Tokenizer* tokenizer_;
   EngineOptions options_;
   GenerateStats stats_;
+  std::shared_ptr<SlotProjections> projections_;  // the model's linear layers, packed memory kept across calls
 };
 
 }  // namespace hpcrl::rollout

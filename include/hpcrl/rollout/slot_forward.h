@@ -33,9 +33,11 @@ class SlotForward {
   static constexpr int64_t kPrefillTokens = 2048;
 
   // attention_elements: the attention scores one prefill forward may hold
-  // (prefill_chunk); pack_weights: see SlotProjections (true unless every
-  // step decodes a single row).
-  SlotForward(model::DecoderModel& model, int64_t attention_elements, bool pack_weights);
+  // (prefill_chunk). `projections` (the engine's, over the same model) are
+  // prepared for this forward's call: pack_weights, see SlotProjections::prepare
+  // (true unless every step decodes a single row).
+  SlotForward(model::DecoderModel& model, int64_t attention_elements, SlotProjections& projections,
+              bool pack_weights);
 
   // Positions per prefill forward (a chunk) for `prompts` distinct prompts of
   // up to `longest` tokens: the largest whose attention scores, [prompts,
@@ -88,7 +90,7 @@ class SlotForward {
   int64_t heads_, kv_heads_;
   const int64_t attention_elements_;
   at::Device device_;
-  SlotProjections proj_;
+  SlotProjections& proj_;
   // decode_layers_cpu applies: float32 on the CPU, no MoE layer (whose block keeps its own path).
   bool cpu_decode_ = false;
   StepBuffer normed_out_, attention_out_;

@@ -4,18 +4,25 @@
 // modules put them.
 //
 // Two ways to compute them. A float32 model on the CPU decoding more than one
-// row gets the engine's packed weights (packed_linear.h), built when the
-// forward is made: q/k/v fused into
+// row gets the engine's packed weights (packed_linear.h): q/k/v fused into
 // one matrix, gate/up into another, every product one GEMM over all rows that
 // reads each weight once, written into buffers reused from step to step. Any
 // other dtype or device runs the model's own weights through LibTorch, with a
 // GEMV for a single CPU row.
+//
+// Engines hold the SlotProjections of their model (shared_for: one per model,
+// whichever engines generate with it, e.g. a stage's and an evaluation's) and
+// call prepare() at the start of every generation call, so the packed copy and
+// the step buffers keep their memory from call to call: an RL run generates
+// with new weights every iteration, and fresh memory for a 0.5B model's packed
+// copy cost more than the packing on this project's machines (docs/rollout.md).
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "hpcrl/model/decoder_model.h"
@@ -25,13 +32,26 @@ namespace hpcrl::rollout {
 
 class SlotProjections {
  public:
-  // pack: use packed weights where they apply (a float32 model on the CPU).
-  // They pay from two rows on; a run of one row at a time uses the model's
-  // weights in place (a GEMV reads them as fast) and skips the packing copy.
-  SlotProjections(model::DecoderModel& model, bool pack);
+  // Holds no packed weights until prepare() asks for them.
+  explicit SlotProjections(model::DecoderModel& model);
 
-  // True when the packed CPU weights are used.
-  bool packed() const { return !layers_.empty(); }
+  // The projections every engine on `model` shares while any of them lives
+  // (engines keep their model alive, and a rank runs one generation call at a
+  // time, so sharing the buffers is safe).
+  static std::shared_ptr<SlotProjections> shared_for(model::DecoderModel& model);
+
+  // Precondition of every generation call, after the last change to the
+  // model's weights: the packed copy is what the projections compute with,
+  // and nothing else tells it that an optimizer step, a weight sync or a
+  // checkpoint load moved the weights, so each call packs them afresh.
+  // pack: use packed weights where they apply (a float32 model on the CPU).
+  // They pay from two rows on; a call that decodes one row at a time uses the
+  // model's weights in place (a GEMV reads them as fast) and skips the
+  // packing pass, keeping the packed memory for a later call.
+  void prepare(bool pack);
+
+  // True when this call computes with the packed CPU weights.
+  bool packed() const { return packed_; }
 
   // xc: [..., C] -> q [..., heads·D], k and v [..., kv_heads·D] (this tp rank's heads).
   std::array<at::Tensor, 3> qkv(int64_t layer, const at::Tensor& xc);
@@ -48,7 +68,8 @@ class SlotProjections {
   };
 
   model::DecoderModel& model_;
-  std::vector<PackedLayer> layers_;  // empty: LibTorch path
+  bool packed_ = false;
+  std::vector<PackedLayer> layers_;  // packed by an earlier prepare(true), or empty
   PackedLinear head_;
   // Per-step outputs, reused (each is consumed before the next layer writes it).
   StepBuffer qkv_out_, o_out_, gate_up_out_, act_out_, down_out_, logits_out_;

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "hpcrl/util/error.h"
+#include "hpcrl/util/host_memory.h"
 #include "hpcrl/util/log.h"
 
 namespace hpcrl::cli {
@@ -23,6 +24,7 @@ GlobalOptions& global_options() {
 
 int main(int argc, char** argv) {
   using namespace hpcrl;
+  host_memory::keep_freed_memory();
   CLI::App app{"hpcrl: post-train reasoning LLMs (SFT -> GRPO/PPO -> distillation) on HPC clusters"};
   app.require_subcommand(1);
   app.fallthrough();

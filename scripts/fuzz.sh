@@ -1,27 +1,34 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang + ASan + UBSan) into build/fuzz and
 # runs each one: first every regression input in fuzz/regressions/<target>/
-# (inputs that once crashed a parser; each must now pass), then fuzzing for
-# SECONDS from a corpus seeded from the tree (fuzz/make_seeds.py) plus what
-# earlier runs found. Fails on a crash, a leak, a UB report, an input that
+# (inputs that once crashed a parser; each must now pass), then fuzzing from a
+# corpus seeded from the tree (fuzz/make_seeds.py) plus what earlier runs found:
+# either RUNS inputs from a fixed random seed (CI: the same inputs on every
+# machine, so a commit's CI result does not depend on how fast the machine is or
+# on luck; a new finding comes from a campaign, lands as a regression input with
+# its fix) or for SECONDS (a campaign). Fails on a crash, a leak, a UB report, an input that
 # takes over 30 s (generous: CI machines are shared), more than 2048 MB resident or a single allocation of 512 MB
 # or more (-rss_limit_mb / -malloc_limit_mb).
 #
-#   bash scripts/fuzz.sh                    # CI: 15 s per target
+#   bash scripts/fuzz.sh                    # CI: 20,000 inputs per target from seed 1
 #   bash scripts/fuzz.sh --seconds 1800 --targets "tokenizer jsonl"   # a campaign
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=15
+seconds=
+runs=20000
 targets="safetensors_header safetensors_index model_config tokenizer pipeline_yaml set_override jsonl chat_template command_reply checkpoint_files hardware_profile"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --seconds) seconds=$2; shift 2 ;;
+    --seconds) seconds=$2; runs=; shift 2 ;;
+    --runs) runs=$2; seconds=; shift 2 ;;
     --targets) targets=$2; shift 2 ;;
-    *) echo "usage: scripts/fuzz.sh [--seconds N] [--targets \"t1 t2\"]" >&2; exit 2 ;;
+    *) echo "usage: scripts/fuzz.sh [--runs N | --seconds N] [--targets \"t1 t2\"]" >&2; exit 2 ;;
   esac
 done
 out=build/fuzz
 limits=(-rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=30)
+if [ -n "$runs" ]; then budget=(-runs="$runs" -seed=1); what="from seed 1"
+else budget=(-max_total_time="$seconds"); what="for at most ${seconds} s"; fi
 
 started=$SECONDS
 if [ ! -f "$out/build.ninja" ]; then
@@ -42,11 +49,12 @@ for t in $targets; do
     failed+=("$t")
     continue
   fi
-  if "$bin" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" \
+  t0=$SECONDS
+  if "$bin" "${limits[@]}" "${budget[@]}" -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" \
        "$out/corpus/$t" "$out/seeds/$t" >"$out/$t.log" 2>&1; then
     stats=$(grep -E '^stat::number_of_executed_units' "$out/$t.log" | awk '{print $2}')
     cov=$(grep -oE 'cov: [0-9]+' "$out/$t.log" | tail -1)
-    echo "ok   $t: ${stats:-?} runs in ${seconds} s, ${cov:-cov: ?}, corpus $(ls "$out/corpus/$t" | wc -l) inputs"
+    echo "ok   $t: ${stats:-?} runs ($what) in $((SECONDS - t0)) s, ${cov:-cov: ?}, corpus $(ls "$out/corpus/$t" | wc -l) inputs"
   else
     echo "FAIL $t: see $out/$t.log; the input is in $out/artifacts/$t-*"
     grep -m3 -E 'ERROR|runtime error|Assertion|terminate|deadly' "$out/$t.log" | sed 's/^/     /' || true

@@ -17,6 +17,6 @@ echo "== test [3/4] every test through CTest, $cores at a time (a multi-rank tes
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 ctest --test-dir build --output-on-failure --timeout 600 -j"$cores" "$@"
 echo "   (tests done at $((SECONDS - started)) s)"
-echo "== test [4/4] fuzz targets: regression inputs, then 15 s of fuzzing each (scripts/fuzz.sh)"
-bash scripts/fuzz.sh --seconds 15
+echo "== test [4/4] fuzz targets: regression inputs, then 20,000 fuzzed inputs each from a fixed seed (scripts/fuzz.sh)"
+bash scripts/fuzz.sh --runs 20000
 echo "== test done in $((SECONDS - started)) s"

@@ -12,6 +12,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -70,9 +73,26 @@ class Fields {
       return *fallback;
     }
     const json& v = j_.at(key);
-    HPCRL_CHECK_INPUT(v.is_number_integer() || (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))),
-                      path_ << ": field '" << key << "' must be an integer (got " << v.dump() << ")");
-    return v.is_number_integer() ? v.get<int64_t>() : int64_t(v.get<double>());
+    std::optional<int64_t> value = as_int64(v);
+    HPCRL_CHECK_INPUT(value.has_value(),
+                      path_ << ": field '" << key << "' must be an integer between -2^63 and 2^63 (got " << v.dump() << ")");
+    return *value;
+  }
+  // A JSON number as int64_t when it is a whole number in range. HF configs write some integers as
+  // 4096.0; casting a double outside int64_t's range is undefined behaviour, so the range is checked
+  // first (2^63 is exactly representable as a double; every double below it in magnitude converts).
+  static std::optional<int64_t> as_int64(const json& v) {
+    if (v.is_number_unsigned()) {
+      uint64_t u = v.get<uint64_t>();
+      if (u > uint64_t(std::numeric_limits<int64_t>::max())) return std::nullopt;
+      return int64_t(u);
+    }
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (!v.is_number_float()) return std::nullopt;
+    double d = v.get<double>();
+    constexpr double two63 = 9223372036854775808.0;
+    if (!(d >= -two63 && d < two63) || d != std::trunc(d)) return std::nullopt;  // also rejects NaN
+    return int64_t(d);
   }
   int64_t positive(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const {
     int64_t v = integer(key, fallback);
@@ -202,7 +222,32 @@ void warn_unknown_keys(const json& j, const std::string& path) {
     spdlog::warn("{}: ignoring config keys hpcrl does not know: {}", path, str::join(unknown, ", "));
 }
 
+// The parameter count in Number: validate() counts in double to refuse a config whose count would
+// overflow int64_t (signed overflow is undefined behaviour) before anything counts in int64_t.
+template <class Number>
+Number count_parameters(const ModelArch& m) {
+  const Number C = Number(m.hidden_size), D = Number(m.head_dim);
+  Number attn = C * m.num_heads * D + 2 * C * m.num_kv_heads * D + m.num_heads * D * C;
+  if (m.attention_bias) attn += m.num_heads * D + 2 * m.num_kv_heads * D;
+  if (m.qk_norm) attn += 2 * D;
+  Number ffn = 0;
+  if (m.num_experts > 0) {
+    ffn = C * m.num_experts + 3 * C * m.num_experts * m.moe_intermediate_size;
+    if (m.shared_expert_intermediate_size > 0) ffn += 3 * C * m.shared_expert_intermediate_size + C;
+  } else {
+    ffn = 3 * C * m.intermediate_size;
+  }
+  Number per_layer = attn + ffn + 2 * C;
+  Number embed = m.vocab_size * C * (m.tie_word_embeddings ? 1 : 2);
+  return embed + m.num_layers * per_layer + C;
+}
+
 void validate(const ModelArch& a, const std::string& where) {
+  // 2^50 parameters is ~1000x the largest published model; below it every partial count fits in int64_t.
+  const double params = count_parameters<double>(a);
+  HPCRL_CHECK_INPUT(params < 0x1p50, where << ": these sizes give " << params
+                                         << " parameters, beyond the 2^50 hpcrl can count; check vocab_size, "
+                                            "hidden_size, intermediate_size, num_hidden_layers and the expert sizes");
   HPCRL_CHECK_INPUT(a.num_heads % a.num_kv_heads == 0, where << ": num_attention_heads " << a.num_heads
                                                             << " is not a multiple of num_key_value_heads "
                                                             << a.num_kv_heads);
@@ -244,22 +289,7 @@ ModelDims ModelArch::dims(int64_t seq_len) const {
   return d;
 }
 
-int64_t ModelArch::num_parameters() const {
-  const int64_t C = hidden_size, D = head_dim;
-  int64_t attn = C * num_heads * D + 2 * C * num_kv_heads * D + num_heads * D * C;
-  if (attention_bias) attn += num_heads * D + 2 * num_kv_heads * D;
-  if (qk_norm) attn += 2 * D;
-  int64_t ffn = 0;
-  if (num_experts > 0) {
-    ffn = C * num_experts + num_experts * 3 * C * moe_intermediate_size;
-    if (shared_expert_intermediate_size > 0) ffn += 3 * C * shared_expert_intermediate_size + C;
-  } else {
-    ffn = 3 * C * intermediate_size;
-  }
-  int64_t per_layer = attn + ffn + 2 * C;
-  int64_t embed = vocab_size * C * (tie_word_embeddings ? 1 : 2);
-  return embed + num_layers * per_layer + C;
-}
+int64_t ModelArch::num_parameters() const { return count_parameters<int64_t>(*this); }
 
 ModelArch model_arch_preset(const std::string& name) {
   // Byte-vocabulary llama-family models for CPU runs. `tiny` is the quickstart

@@ -152,6 +152,39 @@ TEST(ModelArch, MalformedValuesAreNamedWithTheKey) {
             std::string::npos);
 }
 
+TEST(ModelArch, WholeNumbersWrittenAsFloatsAreReadAsIntegers) {
+  // HF configs sometimes write 4096.0 for 4096; it is the same model.
+  std::string path = write_temp("config.json", llama_with(R"(, "max_position_embeddings": 4096.0)"));
+  EXPECT_EQ(load_hf_config(path).max_position_embeddings, 4096);
+}
+
+TEST(ModelArch, IntegerFieldsOutsideInt64AreRefusedWithTheKey) {
+  // 3.33e104 is a whole number as a double, but no int64_t holds it (the fuzzer's input: converting
+  // it was undefined behaviour); 2^63 = 9223372036854775808 is one past INT64_MAX; 18446744073709551615
+  // parses as an unsigned 64-bit integer, also past INT64_MAX.
+  for (const char* big : {"3.33e104", "9223372036854775808.0", "18446744073709551615", "-1e300"}) {
+    std::string text = std::string(R"({"model_type": "llama", "vocab_size": )") + big +
+                       R"(, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+                          "num_attention_heads": 4, "num_key_value_heads": 2})";
+    std::string err = config_error(text);
+    EXPECT_NE(err.find("field 'vocab_size' must be an integer between -2^63 and 2^63 (got "), std::string::npos)
+        << big << ": " << err;
+  }
+  // 4.5 is not a whole number.
+  EXPECT_NE(config_error(llama_with(R"(, "max_position_embeddings": 4.5)"))
+                .find("field 'max_position_embeddings' must be an integer"),
+            std::string::npos);
+}
+
+TEST(ModelArch, SizesWhoseParameterCountOverflowsAreRefused) {
+  // vocab 2^40 x hidden 2^20 = 2^60 embedding parameters: each field fits in int64_t, their product
+  // is past the 2^50 hpcrl counts (an int64_t count would overflow a little further on).
+  std::string text = R"({"model_type": "llama", "vocab_size": 1099511627776, "hidden_size": 1048576,
+                         "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4})";
+  std::string err = config_error(text);
+  EXPECT_NE(err.find("parameters, beyond the 2^50 hpcrl can count; check vocab_size"), std::string::npos) << err;
+}
+
 TEST(ModelArch, InvalidJsonNamesLineAndColumn) {
   std::string err = config_error("{\n  \"model_type\": \"llama\",\n  \"vocab_size\": ,\n}");
   EXPECT_NE(err.find("config.json:3:"), std::string::npos) << err;

@@ -55,7 +55,8 @@ OpWork decode_step_ops(const ModelArch& a, const Layout& l, double batch, double
   return w;
 }
 
-OpWork optimizer_ops(double parameters, double tensors) {
+OpWork optimizer_ops(double parameters, double tensors, bool fused) {
+  if (fused) return {parameters * kAdamFusedBytesPerParameter, tensors * kFusedOptimizerOpsPerTensor};
   return {parameters * kAdamBytesPerParameter, tensors * kOptimizerOpsPerTensor};
 }
 

@@ -161,7 +161,8 @@ PhaseCost optimizer_step(const ModelArch& a, const Layout& l, const HardwareProf
   const double params = double(a.num_parameters()) / double(l.tp * l.pp);
   const double owned = zero1 ? params / double(l.dp()) : params;
   const double tensors = double(a.num_layers * kTensorsPerLayer) / double(l.pp) + 3;
-  c.add_work(owned * 12.0, 0, hw, double(a.hidden_size), optimizer_ops(owned, tensors));  // ~12 FLOPs an element
+  // A synchronous-launch profile is a CPU, where adamw_update runs its fused pass.
+  c.add_work(owned * 12.0, 0, hw, double(a.hidden_size), optimizer_ops(owned, tensors, !hw.async_launch));  // ~12 FLOPs an element
   if (zero1 && l.dp() > 1) {  // the updated shards are gathered back
     const Link& link = hw.link(crosses_nodes(l.dp(), l.tp * l.sp, hw.gpus_per_node));
     c.comm_s = all_gather_seconds(params * 4, l.dp(), link);

@@ -51,10 +51,18 @@ TEST(OpCounts, DecodeStepByHand) {
   EXPECT_DOUBLE_EQ(w.ops, 2.0 * kOpsPerLayer + kDecodeStepOps);
 }
 
-TEST(OpCounts, AdamWByHand) {
-  const OpWork w = optimizer_ops(1000, 10);
+TEST(OpCounts, AdamWAsTensorOpsByHand) {
+  // 1000 parameters · 108 B (92 B of update ops + 16 B of clip and zeroing); 10 tensors · 12 ops.
+  const OpWork w = optimizer_ops(1000, 10, /*fused=*/false);
   EXPECT_DOUBLE_EQ(w.bytes, 108000.0);
-  EXPECT_DOUBLE_EQ(w.ops, 10.0 * kOptimizerOpsPerTensor);
+  EXPECT_DOUBLE_EQ(w.ops, 120.0);
+}
+
+TEST(OpCounts, AdamWFusedByHand) {
+  // 1000 parameters · 44 B (28 B: w, g, m, v read and w, m, v written, 4 B each; + 16 B); 10 tensors · 4 ops.
+  const OpWork w = optimizer_ops(1000, 10, /*fused=*/true);
+  EXPECT_DOUBLE_EQ(w.bytes, 44000.0);
+  EXPECT_DOUBLE_EQ(w.ops, 40.0);
 }
 
 TEST(OpCounts, ElementWiseWorkIsALargerShareOfASmallModel) {

@@ -1,5 +1,7 @@
 // AdamW equals torch's reference AdamW step for step; state round-trips.
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <torch/optim/adamw.h>
 #include <torch/utils.h>
 
@@ -77,4 +79,56 @@ TEST(AdamW, Bf16ParamsKeepFp32Master) {
   }
   auto master = opt.state().at("p.master");
   EXPECT_NEAR(master[0].item<float>(), 1.0f - 10 * 1e-4f, 1e-5);
+}
+
+// The fused CPU pass against the same update as tensor ops, over 100,003 elements (an odd
+// count: the vectorised body and the scalar tail both run) and three steps with weight decay.
+TEST(AdamW, FusedCpuPassEqualsTheTensorOps) {
+  torch::manual_seed(2);
+  const optim::AdamWOptions o{0.01, 0.9, 0.95, 1e-8, 0.1};
+  at::Tensor w_fused = torch::randn({100003}), w_ops = w_fused.clone();
+  at::Tensor m_fused = torch::zeros({100003}), m_ops = torch::zeros({100003});
+  at::Tensor v_fused = torch::zeros({100003}), v_ops = torch::zeros({100003});
+  for (int64_t step = 1; step <= 3; ++step) {
+    at::Tensor g = torch::randn({100003});
+    optim::adamw_update(w_fused, g, m_fused, v_fused, 0.01, step, o);
+    optim::adamw_update_with_ops(w_ops, g, m_ops, v_ops, 0.01, step, o);
+  }
+  // ATen's vectorised add and addcmul fuse a multiply-add (one rounding where the pass has
+  // two), so the two agree to a few units in the last place of the largest value, not bit for bit.
+  auto ulps = [](const at::Tensor& a, const at::Tensor& b) {
+    return ((a - b).abs().max() / (b.abs().max() * std::ldexp(1.0, -23))).item<double>();
+  };
+  EXPECT_LE(ulps(m_fused, m_ops), 4.0);
+  EXPECT_LE(ulps(v_fused, v_ops), 4.0);
+  EXPECT_LE(ulps(w_fused, w_ops), 4.0);
+  EXPECT_FALSE(torch::equal(w_fused, torch::zeros_like(w_fused)));
+}
+
+// ZeRO-1 updates each rank's slice of a flat vector and relies on getting the whole
+// vector's bits: the update of element i may not depend on where i sits.
+TEST(AdamW, UpdatingTwoSlicesGivesTheWholeUpdatesBits) {
+  torch::manual_seed(3);
+  const optim::AdamWOptions o{0.05, 0.9, 0.999, 1e-8, 0.01};
+  at::Tensor w = torch::randn({1037}), g = torch::randn({1037});
+  at::Tensor m = torch::randn({1037}) * 0.1, v = torch::rand({1037}) * 0.1;
+  at::Tensor w2 = w.clone(), m2 = m.clone(), v2 = v.clone();
+  optim::adamw_update(w, g, m, v, 0.05, 4, o);
+  for (auto [lo, hi] : {std::pair<int64_t, int64_t>{0, 517}, {517, 1037}}) {  // 517: not a multiple of a vector
+    at::Tensor ws = w2.slice(0, lo, hi), ms = m2.slice(0, lo, hi), vs = v2.slice(0, lo, hi);
+    optim::adamw_update(ws, g.slice(0, lo, hi), ms, vs, 0.05, 4, o);
+  }
+  EXPECT_TRUE(torch::equal(w, w2));
+  EXPECT_TRUE(torch::equal(m, m2));
+  EXPECT_TRUE(torch::equal(v, v2));
+}
+
+// A graph that saved the weights before the step must not run its backward on the new ones.
+TEST(AdamW, AStepMakesGraphsThatSavedTheWeightsRefuseBackward) {
+  at::Tensor a = torch::ones({4}).requires_grad_(true);
+  optim::AdamW opt({{"w", a, optim::Sharding::kReplicated}}, {0.1, 0.9, 0.999, 1e-8, 0.0});
+  (a * a).sum().backward();
+  at::Tensor stale = (a * a).sum();  // saves `a` for its backward
+  opt.step(0.1);
+  EXPECT_THROW(stale.backward(), c10::Error);
 }

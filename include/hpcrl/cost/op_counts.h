@@ -28,7 +28,9 @@
 //   a backward pass: kBackwardPerForward × the forward's values, and
 //     kBackwardOpsPerForward × its ops (each forward op has a gradient node
 //     doing one or two ops of the same size)
-//   AdamW per parameter: 108 B (moments, update, gradient clip and zeroing in fp32)
+//   AdamW per parameter in fp32: on a GPU 108 B (nine tensor ops of the update, 92 B, and the
+//     gradient clip and zeroing, 16 B); on a CPU 44 B (the fused pass reads weight, gradient and
+//     moments once and writes three of them, 28 B, then the same 16 B)
 #pragma once
 
 #include <cstdint>
@@ -63,9 +65,10 @@ constexpr double kBackwardPerForward = 2.0, kBackwardOpsPerForward = 1.5;
 // and the values sampling reads and writes per vocabulary entry (temperature scale, softmax, the draw).
 constexpr int kDecodeStepOps = 30;
 constexpr double kSamplingValues = 7;
-// AdamW reads/writes per parameter in fp32 (see the header comment) and ops per parameter tensor.
-constexpr double kAdamBytesPerParameter = 108;
-constexpr int kOptimizerOpsPerTensor = 12;
+// AdamW reads/writes per parameter in fp32 (see the header comment) and ops per parameter tensor:
+// as tensor ops (GPU), and with the update fused into one pass (CPU: optim/adamw.h).
+constexpr double kAdamBytesPerParameter = 108, kAdamFusedBytesPerParameter = 44;
+constexpr int kOptimizerOpsPerTensor = 12, kFusedOptimizerOpsPerTensor = 4;
 
 // The layers' non-matmul work of one forward over `rows` rows of `tokens` tokens each, attending to
 // `keys` keys per query (= tokens for a forward over whole sequences), on one rank of `layout`.
@@ -80,7 +83,8 @@ OpWork logprob_ops(const ModelArch& a, const Layout& layout, double tokens, bool
 // step's own ops. The cache is read through a strided view, which attention copies (k and v, read and written).
 OpWork decode_step_ops(const ModelArch& a, const Layout& layout, double batch, double keys, int bytes_per_value);
 
-// The AdamW update of `parameters` parameters in `tensors` tensors on one rank.
-OpWork optimizer_ops(double parameters, double tensors);
+// The AdamW update of `parameters` parameters in `tensors` tensors on one rank; `fused`: the
+// update runs as one pass (hpcrl does so on the CPU), else as tensor ops.
+OpWork optimizer_ops(double parameters, double tensors, bool fused);
 
 }  // namespace hpcrl::cost

@@ -24,8 +24,13 @@ struct AdamWOptions {
 // One AdamW update of `w` (fp32 master or fp32 parameter) from gradient `g`
 // (any float dtype) at step `step` (1-based), moments updated in place. Purely
 // elementwise, so applying it to a slice gives the same bits as to the whole.
+// Dense fp32 CPU tensors take one fused pass; others the tensor ops below.
 void adamw_update(at::Tensor& w, const at::Tensor& g, at::Tensor& exp_avg, at::Tensor& exp_avg_sq, double lr,
                   int64_t step, const AdamWOptions& o);
+// The same update as nine tensor ops (any device and dtype): what adamw_update runs
+// off the CPU fast path, and the reference its fused pass is tested and benchmarked against.
+void adamw_update_with_ops(at::Tensor& w, const at::Tensor& g, at::Tensor& exp_avg, at::Tensor& exp_avg_sq,
+                           double lr, int64_t step, const AdamWOptions& o);
 
 class AdamW : public Optimizer {
  public:

@@ -9,24 +9,17 @@
 
 namespace hpcrl::optim {
 
-namespace {
-void update(float* __restrict w, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
-            float decay, float b1, float omb1, float b2, float omb2, float bc2_sqrt, float neg_step, float eps) {
+void adamw_fused(float* __restrict w, const float* __restrict g, float* __restrict m, float* __restrict v, int64_t n,
+                 const AdamWFactors f) {
+  // `f` by value: a local copy no store to w, m or v can change, so its fields stay in registers.
   for (int64_t i = 0; i < n; ++i) {
     const float gi = g[i];
-    const float mi = m[i] * b1 + omb1 * gi;
-    const float vi = v[i] * b2 + omb2 * gi * gi;
+    const float mi = m[i] * f.beta1 + f.one_minus_beta1 * gi;
+    const float vi = v[i] * f.beta2 + f.one_minus_beta2 * gi * gi;
     m[i] = mi;
     v[i] = vi;
-    w[i] = w[i] * decay + neg_step * mi / (std::sqrt(vi) / bc2_sqrt + eps);
+    w[i] = w[i] * f.decay + f.neg_step_size * mi / (std::sqrt(vi) / f.bias_correction2_sqrt + f.eps);
   }
-}
-}  // namespace
-
-void adamw_fused(float* w, const float* g, float* m, float* v, int64_t n, const AdamWFactors& f) {
-  // Scalars by value: through the struct, every store to w, m or v could change them.
-  update(w, g, m, v, n, f.decay, f.beta1, f.one_minus_beta1, f.beta2, f.one_minus_beta2, f.bias_correction2_sqrt,
-         f.neg_step_size, f.eps);
 }
 
 }  // namespace hpcrl::optim

@@ -19,6 +19,6 @@ struct AdamWFactors {
 // For i in [0, n): w = w·decay; m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g·g;
 // w += neg_step_size · m / (sqrt(v) / bias_correction2_sqrt + eps). Each element's
 // result depends on nothing but its own inputs (not on i, n or the vector lane).
-void adamw_fused(float* w, const float* g, float* m, float* v, int64_t n, const AdamWFactors& f);
+void adamw_fused(float* w, const float* g, float* m, float* v, int64_t n, AdamWFactors f);
 
 }  // namespace hpcrl::optim

@@ -46,18 +46,9 @@ done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench_sft.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-# A JSONL file of `rows` rows whose prompt has P-1 characters and response R-1
-# (the byte tokenizer adds BOS to the prompt and EOS to the response: P + R tokens).
+# A JSONL file of `rows` rows of P + R tokens (benchmarks/train/fixed_rows.sh).
 make_data() {  # path rows P R
-  awk -v rows="$2" -v p=$(($3 - 1)) -v r=$(($4 - 1)) 'BEGIN {
-    a = "abcdefghijklmnopqrstuvwxyz0123456789 "
-    for (i = 0; i < rows; i++) {
-      q = ""; s = ""
-      for (k = 0; k < p; k++) q = q substr(a, (i * 7 + k * 3) % 37 + 1, 1)
-      for (k = 0; k < r; k++) s = s substr(a, (i * 11 + k * 5) % 37 + 1, 1)
-      printf "{\"question\": \"%s\", \"answer\": \"%s\"}\n", q, s
-    }
-  }' > "$1"
+  "$ROOT/benchmarks/train/fixed_rows.sh" "$@"
 }
 
 # The GEMM baseline with the run's layout: prints "square_flops shape_flops" (summed over ranks).

@@ -40,8 +40,11 @@ nlohmann::json layout_of(const TrainedRole& tr, int world) {
   // From the mesh, which every rank knows (a rank outside the role writes or checks it too).
   nlohmann::json l = {{"world", world}, {"tp", r.mesh.tp()}, {"sp", r.mesh.sp()}, {"ep", r.mesh.ep()},
                       {"pp", r.mesh.pp()}, {"dp", r.mesh.dp()}};
-  // Recorded only when on, so checkpoints from before ZeRO-1 still match plain runs.
-  if (r.config && r.config->optim.zero1) l["zero1"] = true;  // saved roles are trained ones
+  // Recorded only when on, so checkpoints from before ZeRO-1 still match plain runs
+  // (and as "zero1": true for stage 1, as ZeRO-1 checkpoints have always said).
+  const int64_t zero = r.config ? r.config->optim.zero : 0;  // saved roles are trained ones
+  if (zero == 1) l["zero1"] = true;
+  if (zero >= 2) l["zero"] = zero;
   return l;
 }
 
@@ -184,7 +187,7 @@ nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vec
     auto have = state["layout"][r.name];
     HPCRL_CHECK_INPUT(have == want, state_path << ": role '" << r.name << "' was saved with layout " << have.dump()
                       << " but this run has " << want.dump()
-                      << "; resume with the same world size, parallel layout and optim.zero1 setting (the HF model in "
+                      << "; resume with the same world size, parallel layout and optim.zero setting (the HF model in "
                       << step_dir << "/" << r.name << " loads with any layout as a fresh start)");
     if (!r.member()) continue;
     load_saved_model(step_dir, r);

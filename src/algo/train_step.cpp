@@ -35,17 +35,18 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
   optim::ParamSet dense, experts;
   for (const auto& p : params_) (p.sharding == optim::Sharding::kExpert ? experts : dense).push_back(p);
   expert_params_ = experts;
-  if (oc.zero1) {
-    // Same groups and the same 1/ep on expert gradients, as reduce-scatters after the backward.
-    std::vector<optim::ShardGroup> groups{{"zero1.dense", dense, role.ctx.grad, 1.0}};
-    if (!experts.empty()) groups.push_back({"zero1.experts", experts, role.edp, double(role.ctx.ep_size())});
-    zero1_ = std::make_unique<optim::Zero1AdamW>(std::move(groups), o);
+  if (oc.zero > 0) {
+    // Same groups and the same 1/ep on expert gradients, as reduce-scatters (checkpoint keys "zero1.*", "zero2.*").
+    const std::string prefix = "zero" + std::to_string(oc.zero);
+    std::vector<optim::ShardGroup> groups{{prefix + ".dense", dense, role.ctx.grad, 1.0}};
+    if (!experts.empty()) groups.push_back({prefix + ".experts", experts, role.edp, double(role.ctx.ep_size())});
+    sharded_ = std::make_unique<optim::ShardedAdamW>(std::move(groups), o, int(oc.zero), oc.bucket_bytes());
     sync_ = std::make_unique<optim::GradSync>(dense, nullptr);
     expert_sync_ = std::make_unique<optim::GradSync>(experts, nullptr);
   } else {
     optimizer_ = std::make_unique<optim::AdamW>(params_, o);
-    sync_ = std::make_unique<optim::GradSync>(dense, role.ctx.grad);
-    expert_sync_ = std::make_unique<optim::GradSync>(experts, role.edp);
+    sync_ = std::make_unique<optim::GradSync>(dense, role.ctx.grad, oc.bucket_bytes());
+    expert_sync_ = std::make_unique<optim::GradSync>(experts, role.edp, oc.bucket_bytes());
   }
   schedule_.kind = config::to_string(hp.schedule);
   schedule_.lr = o.lr;
@@ -55,7 +56,7 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
 }
 
 double Trainer::finish_step(const std::string& stage, int64_t step, int world_rank) {
-  if (zero1_) return finish_zero1_step(stage, step, world_rank);
+  if (sharded_) return finish_sharded_step(stage, step, world_rank);
   {
     trace::ScopedSpan span(stage + "/grad_sync");
     sync_->finish();
@@ -75,18 +76,16 @@ double Trainer::finish_step(const std::string& stage, int64_t step, int world_ra
   return norm;
 }
 
-double Trainer::finish_zero1_step(const std::string& stage, int64_t step, int world_rank) {
-  // Before the reduce-scatter: ZeRO-1's norm and step read the reduced shards, not
-  // the parameters' own gradients, so a NaN put there afterwards would be ignored.
-  inject_nonfinite_for_test(stage, step, world_rank);
+double Trainer::finish_sharded_step(const std::string& stage, int64_t step, int world_rank) {
   {
     trace::ScopedSpan span(stage + "/grad_sync");
-    zero1_->reduce_gradients();
+    sharded_->reduce_gradients();
   }
   trace::ScopedSpan span(stage + "/optimizer");
-  double norm = zero1_->clip_grad_norm(grad_clip_, role_.ctx);
-  if (accept_norm(norm, stage, step, world_rank)) zero1_->step(schedule_.at(step));
-  zero1_->zero_grad();
+  inject_nonfinite_for_test(stage, step, world_rank);
+  double norm = sharded_->clip_grad_norm(grad_clip_, role_.ctx);
+  if (accept_norm(norm, stage, step, world_rank)) sharded_->step(schedule_.at(step));
+  sharded_->zero_grad();
   return norm;
 }
 
@@ -125,6 +124,11 @@ bool Trainer::accept_norm(double norm, const std::string& stage, int64_t step, i
 
 std::string Trainer::nonfinite_tensor() const {
   torch::NoGradGuard no_grad;
+  if (sharded_) {  // the parameters' gradients are released: look at this rank's reduced shard
+    const std::string found = sharded_->first_nonfinite_gradient();
+    if (!found.empty()) return "first non-finite: " + found + " (this rank's shard)";
+    return "this rank's gradient shard is finite: the non-finite values are on another rank of the role";
+  }
   for (const auto& p : params_) {
     const at::Tensor& g = p.tensor.grad();
     if (g.defined() && !at::isfinite(g).all().item<bool>()) return "first non-finite: the gradient of " + p.name;
@@ -145,6 +149,11 @@ void Trainer::inject_nonfinite_for_test(const std::string& stage, int64_t step, 
   for (const auto& t : str::split(steps, ',')) due |= !t.empty() && std::stoll(t) == step;
   if (!due) return;
   torch::NoGradGuard no_grad;
+  if (sharded_) {  // into the reduced shard, which is what the norm and the update read
+    at::Tensor shard = sharded_->gradient_shard(0);
+    if (shard.defined() && shard.numel() > 0) shard[0] = std::numeric_limits<float>::quiet_NaN();
+    return;
+  }
   for (auto& p : params_)
     if (p.tensor.grad().defined()) {
       p.tensor.mutable_grad().view(-1)[0] = std::numeric_limits<float>::quiet_NaN();

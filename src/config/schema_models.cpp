@@ -62,7 +62,8 @@ Codec<OptimConfig> optim_codec() {
       pair_field<S>("betas", [](auto& s) -> auto& { return s.beta1; }, [](auto& s) -> auto& { return s.beta2; },
                     number(0, 1, Bound::kClosed, Bound::kOpen)),
       field<S>("eps", [](auto& s) -> auto& { return s.eps; }, number(0, 1, Bound::kOpen)),
-      field<S>("zero1", [](auto& s) -> auto& { return s.zero1; }, boolean()),
+      field<S>("zero", [](auto& s) -> auto& { return s.zero; }, integer(0, 3)),
+      field<S>("bucket_mb", [](auto& s) -> auto& { return s.bucket_mb; }, number(0.001, 4096)),
   }});
 }
 

@@ -206,6 +206,19 @@ void check_placement(const PipelineConfig& c, const ValidateOptions& opt, Diagno
                  "run with " + std::to_string(needs.count) + " ranks or widen the ranges");
 }
 
+// ZeRO stages that are not built, or not with this layout, are refused rather than run as another stage.
+void check_zero(const PipelineConfig& c, const ModelConfig& m, Diagnostics& diag) {
+  const std::string path = "models." + m.name + ".optim.zero";
+  if (m.optim.zero == 3)
+    diag.error(c.pos(path), path, "ZeRO-3 (parameters sharded over dp and gathered per layer) is not built yet",
+               "use zero: 2 (gradients and optimizer state sharded) or zero: 1, with tp/pp to split the weights");
+  if (m.optim.zero == 2 && m.parallel.pp > 1)
+    diag.error(c.pos(path), path,
+               "role '" + m.name + "': ZeRO-2 with pipeline parallelism (pp " + std::to_string(m.parallel.pp) +
+                   ") is not built: the tied-embedding gradient sum after the pipeline schedule needs full gradients",
+               "use zero: 1 with pp > 1, or pp: 1 with zero: 2");
+}
+
 void report_layout(const PipelineConfig& c, const std::string& base, const ParallelConfig& p, int64_t ranks,
                    const ModelDims* dims, const std::string& role, Diagnostics& diag) {
   for (const auto& prob : check_layout(p, ranks, dims)) {
@@ -230,6 +243,7 @@ void validate_models(PipelineConfig& c, const ValidateOptions& opt, Diagnostics&
     int64_t rollout_ranks = colocated ? opt.world : ranks_of(c, m.name + ".rollout", opt.world).count;
     std::string base = "models." + m.name;
     report_layout(c, base + ".parallel", m.parallel, ranks, d, m.name, diag);
+    check_zero(c, m, diag);
     // An inherited rollout layout on the same ranks has the training layout's problems: report them once.
     bool rollout_given = false;
     for (const auto& [path, pos] : c.positions) rollout_given = rollout_given || str::starts_with(path, base + ".rollout.parallel.");

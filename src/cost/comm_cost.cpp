@@ -21,6 +21,10 @@ double all_gather_seconds(double bytes, int64_t size, const Link& link) {
   return (n - 1) / n * bytes / link.bandwidth + (n - 1) * link.latency_s;
 }
 
+double reduce_scatter_seconds(double bytes, int64_t size, const Link& link) {
+  return all_gather_seconds(bytes, size, link);
+}
+
 double all_to_all_seconds(double bytes, int64_t size, const Link& link) { return all_gather_seconds(bytes, size, link); }
 
 double send_seconds(double bytes, const Link& link) { return bytes / link.bandwidth + link.latency_s; }

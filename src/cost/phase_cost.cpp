@@ -11,7 +11,7 @@ namespace hpcrl::cost {
 
 namespace {
 // GradSync's bucket (optim/grad_sync.h): the last one is all-reduced after the backward.
-constexpr double kGradBucketBytes = double(8u << 20);
+constexpr double kDefaultGradBucketBytes = double(8u << 20);  // optim.bucket_mb's default
 int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 
 // Parameter tensors per layer (four attention projections, three MLP matrices, two norms).
@@ -144,26 +144,34 @@ int64_t micro_batch_count(int64_t sequences, const Layout& l, int64_t micro) {
 }
 
 PhaseCost gradient_sync(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int bytes_per_value,
-                        double overlap_s) {
+                        double overlap_s, int zero, int64_t micro_batches, double bucket_bytes) {
   PhaseCost c;
   const int64_t group = l.dp() * l.sp;  // gradients are summed over the data and the sequence shards
   const double grads = weight_bytes(a, bytes_per_value) / double(l.tp * l.pp);
   const Link& link = hw.link(crosses_nodes(group, l.tp, hw.gpus_per_node));
-  const double whole = all_reduce_seconds(grads, group, link);
-  const double last_bucket = all_reduce_seconds(std::min(grads, kGradBucketBytes), group, link);
-  c.comm_s = std::max(last_bucket, whole - overlap_s);
-  c.comm_bytes = group > 1 ? grads : 0;
+  const double bucket = std::min(grads, bucket_bytes > 0 ? bucket_bytes : kDefaultGradBucketBytes);
+  if (zero == 0) {  // all-reduced in buckets behind the last micro-batch's backward
+    c.comm_s = std::max(all_reduce_seconds(bucket, group, link), all_reduce_seconds(grads, group, link) - overlap_s);
+  } else if (zero == 1) {  // one reduce-scatter after the backward
+    c.comm_s = reduce_scatter_seconds(grads, group, link);
+  } else {  // reduce-scattered in buckets behind every micro-batch's backward
+    const double one = std::max(reduce_scatter_seconds(bucket, group, link),
+                                reduce_scatter_seconds(grads, group, link) - overlap_s);
+    c.comm_s = double(std::max<int64_t>(micro_batches, 1)) * one;
+  }
+  c.comm_bytes = group > 1 ? grads * (zero >= 2 ? double(std::max<int64_t>(micro_batches, 1)) : 1.0) : 0;
   return c;
 }
 
-PhaseCost optimizer_step(const ModelArch& a, const Layout& l, const HardwareProfile& hw, bool zero1) {
+PhaseCost optimizer_step(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int zero) {
   PhaseCost c;
   const double params = double(a.num_parameters()) / double(l.tp * l.pp);
-  const double owned = zero1 ? params / double(l.dp()) : params;
+  const bool sharded = zero >= 1;
+  const double owned = sharded ? params / double(l.dp()) : params;
   const double tensors = double(a.num_layers * kTensorsPerLayer) / double(l.pp) + 3;
   // A synchronous-launch profile is a CPU, where adamw_update runs its fused pass.
   c.add_work(owned * 12.0, 0, hw, double(a.hidden_size), optimizer_ops(owned, tensors, !hw.async_launch));  // ~12 FLOPs an element
-  if (zero1 && l.dp() > 1) {  // the updated shards are gathered back
+  if (sharded && l.dp() > 1) {  // the updated shards are gathered back
     const Link& link = hw.link(crosses_nodes(l.dp(), l.tp * l.sp, hw.gpus_per_node));
     c.comm_s = all_gather_seconds(params * 4, l.dp(), link);
     c.comm_bytes = params * 4;

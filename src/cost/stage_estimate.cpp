@@ -70,10 +70,13 @@ void add_training(StageEstimate& e, const std::string& name, const RoleOnRanks& 
   const int64_t micro_batches = micro_batch_count(sequences, r.layout, micro);
   const double last_backward_s =
       micro_batches > 0 ? fb.seconds() / double(micro_batches) * (checkpointing ? 3.0 / 4.0 : 2.0 / 3.0) : 0;
+  const int zero = int(r.model->optim.zero);
+  const int64_t micro_per_step = steps > 0 ? (micro_batches + steps - 1) / steps : 0;
   PhaseCost sync, opt;
   for (int64_t k = 0; k < steps; ++k) {
-    sync += gradient_sync(a, r.layout, hw, bytes, last_backward_s);
-    opt += optimizer_step(a, r.layout, hw, r.model->optim.zero1);
+    sync += gradient_sync(a, r.layout, hw, bytes, last_backward_s, zero, micro_per_step,
+                          double(r.model->optim.bucket_bytes()));
+    opt += optimizer_step(a, r.layout, hw, zero);
   }
   const std::string part = e.unit == "step" ? "step" : "T";
   e.spans.push_back(span(name + "/forward_backward", r, part, fb));

@@ -277,6 +277,21 @@ WorkPtr GroupCommunicator::all_reduce_async(at::Tensor t, ReduceOp op) {
       {t});
 }
 
+WorkPtr GroupCommunicator::reduce_scatter_async(at::Tensor out, at::Tensor t, ReduceOp op) {
+  check_async_tensor(t, "reduce_scatter_async");
+  HPCRL_CHECK(t.numel() % size() == 0, "reduce_scatter_async on group '" << name_ << "': " << t.numel()
+                                       << " elements are not divisible by the group size " << size());
+  check_into(out, t, t.numel() / size(), "reduce_scatter_async");
+  Backend& b = backend_for(t);
+  const std::string& group = name_;
+  const std::vector<int>& ranks = world_ranks_;
+  return b.run_async(
+      [&b, &group, &ranks, out, t, op]() mutable {
+        traced("reduce_scatter", group, ranks, t.nbytes(), [&] { b.reduce_scatter(t, out, op); });
+      },
+      {out, t});
+}
+
 WorkPtr GroupCommunicator::broadcast_async(at::Tensor t, int root) {
   check_async_tensor(t, "broadcast_async");
   HPCRL_CHECK(root >= 0 && root < size(), "broadcast_async on group '" << name_ << "': root " << root

@@ -41,6 +41,7 @@ class GroupCommunicator : public Communicator {
   void barrier() override;
 
   WorkPtr all_reduce_async(at::Tensor t, ReduceOp op) override;
+  WorkPtr reduce_scatter_async(at::Tensor out, at::Tensor t, ReduceOp op) override;
   WorkPtr broadcast_async(at::Tensor t, int root) override;
   WorkPtr send_async(at::Tensor t, int peer, int tag) override;
   WorkPtr recv_async(at::Tensor t, int peer, int tag) override;

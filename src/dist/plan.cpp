@@ -204,6 +204,7 @@ nlohmann::json plan_json(const Plan& plan) {
                               {"activations_checkpointed", e.activations_checkpointed},
                               {"logits", e.logits},
                               {"kv_cache", e.kv_cache},
+                              {"grad_buffers", e.grad_buffers},
                               {"resident", e.resident()},
                               {"transient", e.transient()},
                               {"total", e.total()}};
@@ -284,7 +285,9 @@ std::string plan_text(const Plan& plan) {
          << (e.engine_weights ? ", engine's packed weights " + human_bytes(e.engine_weights) : std::string())
          << ", activations " << human_bytes(e.activations) << " (" << human_bytes(e.activations_full)
          << " without checkpointing, " << human_bytes(e.activations_checkpointed) << " with), logits "
-         << human_bytes(e.logits) << ", kv cache " << human_bytes(e.kv_cache) << " = " << human_bytes(e.total())
+         << human_bytes(e.logits) << ", kv cache " << human_bytes(e.kv_cache)
+         << (e.grad_buffers ? ", gradient reduction buffers " + human_bytes(e.grad_buffers) : std::string()) << " = "
+         << human_bytes(e.total())
          << " (seq_len " << e.seq_len << ")\n";
     } else {
       os << "  memory: unknown (the architecture could not be read)\n";

@@ -4,11 +4,24 @@
 // kv_heads), experts over ep (MoE blocks are replicated over tp), layers over
 // pp with the embedding on the first stage and the head (and final norm) on the
 // last. Byte counts:
-//   weights, grads      parameters × dtype bytes (grads only for trained roles)
+//   weights, grads      parameters × dtype bytes (grads only for trained roles);
+//                       with zero: 2 the gradients are sharded as the optimizer
+//                       state is
+//   grad_buffers        the reduction's flat buffers: plain dp over more than
+//                       one rank concatenates every bucket's gradients for its
+//                       all-reduce (optim/grad_sync.cpp) and ZeRO-1 flattens
+//                       them for its reduce-scatter, a second full copy each;
+//                       ZeRO-2 holds only the bucket being filled
+//                       (its flat buffer and the incoming gradient, 2 × bucket_mb) or
+//                       the vocabulary shard, a bucket of its own whose gradient
+//                       is its flat buffer, with its reduced 1/W part — whichever
+//                       is larger — and kZero2BucketsInFlight buckets being
+//                       reduced (flat buffer and 1/W part each;
+//                       optim/grad_reduce_scatter.h)
 //   optimizer           AdamW fp32 moments (8 B/param) + fp32 master copy for
-//                       bfloat16 (4 B/param); with zero1 the dense part is
+//                       bfloat16 (4 B/param); with zero 1 or 2 the dense part is
 //                       divided over dp·sp and the experts over edp, the groups
-//                       their gradients are averaged over (optim/zero1.h)
+//                       their gradients are averaged over (optim/sharded_adamw.h)
 //   activations         Korthikanti et al. 2022 without attention scores
 //                       (memory-efficient SDPA): per layer (10 + 24/tp)·s·C bytes
 //                       at 16 bit, s = micro_batch·seq_len/sp tokens, scaled to the
@@ -33,6 +46,7 @@
 #include <algorithm>
 
 #include "hpcrl/dist/plan.h"
+#include "hpcrl/optim/shard_layout.h"
 
 namespace hpcrl::dist {
 
@@ -80,13 +94,23 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
   const int64_t tokens = e.micro_batch * e.seq_len / mesh.sp();
   if (work.logprobs) e.logits = tokens * (V / tp) * (bytes + 3 * 4);
   if (work.trained) {
-    e.grads = params * bytes;
     const int64_t per_param = 8 + (bytes == 2 ? 4 : 0);
     const int64_t expert_params = stage_layers * experts;
-    auto sharded = [&](int64_t n, int64_t shards) { return (n * per_param + shards - 1) / shards; };
-    e.optimizer = role.optim.zero1 ? sharded(params - expert_params, int64_t{mesh.dp()} * mesh.sp()) +
-                                         sharded(expert_params, mesh.edp())
-                                   : params * per_param;
+    const int64_t dense_group = int64_t{mesh.dp()} * mesh.sp();
+    // n parameters of b bytes each over `shards` ranks.
+    auto sharded = [&](int64_t n, int64_t b, int64_t shards) { return (n * b + shards - 1) / shards; };
+    e.grads = params * bytes;
+    if (role.optim.zero >= 2) {
+      const int64_t bucket = role.optim.bucket_bytes(), largest = vocab_shard * bytes;
+      e.grads = sharded(params - expert_params, bytes, dense_group) + sharded(expert_params, bytes, mesh.edp());
+      e.grad_buffers = std::min(params * bytes, std::max(2 * bucket, largest + largest / dense_group) +
+                                                    optim::kZero2BucketsInFlight * (bucket + bucket / dense_group));
+    } else if (role.optim.zero == 1 || dense_group > 1) {
+      e.grad_buffers = params * bytes;  // the gradients flattened for the reduction: a second full copy
+    }
+    e.optimizer = role.optim.zero >= 1 ? sharded(params - expert_params, per_param, dense_group) +
+                                             sharded(expert_params, per_param, mesh.edp())
+                                       : params * per_param;
     const int64_t full_layer = tokens * C * (10 * tp + 24) * bytes / (2 * tp);  // (10 + 24/tp)·s·C·bytes/2
     e.activations_full = stage_layers * full_layer;
     e.activations_checkpointed = stage_layers * tokens * C * bytes + full_layer;

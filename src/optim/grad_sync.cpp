@@ -1,9 +1,6 @@
 // Bucketed, overlapped data-parallel gradient averaging (see grad_sync.h).
 #include "hpcrl/optim/grad_sync.h"
 
-#include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/function_hook.h>
-#include <torch/csrc/autograd/variable.h>
 #include <torch/utils.h>
 
 #include <mutex>
@@ -39,23 +36,6 @@ struct GradSync::State {
   }
 };
 
-namespace {
-// Runs after AccumulateGrad has added this micro-batch's gradient into param.grad.
-struct ReadyHook : torch::autograd::FunctionPostHook {
-  ReadyHook(std::shared_ptr<GradSync::State> s, size_t index) : state(std::move(s)), index(index) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list&) override {
-    std::lock_guard<std::mutex> lock(state->mu);
-    if (!state->sync) return outputs;
-    Bucket& b = state->buckets[state->bucket_of[index]];
-    if (++b.ready == static_cast<int>(b.params.size())) state->launch(b);
-    return outputs;
-  }
-  std::shared_ptr<GradSync::State> state;
-  size_t index;
-};
-}  // namespace
-
 GradSync::GradSync(const ParamSet& params, dist::CommPtr group, size_t bucket_bytes)
     : state_(std::make_shared<State>()) {
   state_->group = std::move(group);
@@ -73,17 +53,16 @@ GradSync::GradSync(const ParamSet& params, dist::CommPtr group, size_t bucket_by
     state_->bucket_of[k] = state_->buckets.size() - 1;
     current_bytes += bytes;
   }
-  for (size_t k = 0; k < params.size(); ++k) {
-    auto acc = torch::autograd::impl::grad_accumulator(params[k].tensor);
-    HPCRL_CHECK(acc, "parameter " << params[k].name << " is not a leaf that requires grad");
-    uintptr_t key = acc->add_post_hook(std::make_unique<ReadyHook>(state_, k));
-    hooks_.emplace_back(std::static_pointer_cast<void>(acc), key);
-  }
+  // Runs after AccumulateGrad has added this micro-batch's gradient into param.grad.
+  hooks_ = std::make_unique<AccumulatorHooks>(params, [state = state_](size_t k) {
+    std::lock_guard<std::mutex> lock(state->mu);
+    if (!state->sync) return;
+    Bucket& b = state->buckets[state->bucket_of[k]];
+    if (++b.ready == static_cast<int>(b.params.size())) state->launch(b);
+  });
 }
 
-GradSync::~GradSync() {
-  for (auto& [acc, key] : hooks_) static_cast<torch::autograd::Node*>(acc.get())->del_post_hook(key);
-}
+GradSync::~GradSync() = default;
 
 void GradSync::prepare(bool sync) {
   std::lock_guard<std::mutex> lock(state_->mu);

@@ -90,5 +90,21 @@ TEST(PhaseCost, GradientSyncShowsWhatTheLastBackwardDoesNotHideAndAtLeastTheLast
   EXPECT_DOUBLE_EQ(gradient_sync(kTiny2l, dp2, hw, 4, 1.0).comm_s, tiny);
 }
 
+TEST(PhaseCost, ZeroOneReduceScattersOnceAfterTheBackwardAndZeroTwoBehindEveryMicroBatch) {
+  const HardwareProfile hw = test_gpu();
+  const Layout dp2{1, 1, 1, 1, 2};
+  // At dp 2 a ring reduce-scatter of B bytes takes (1/2)·B / 300e9 + 1·8e-6 s: half an all-reduce's bytes.
+  const ModelArch big = model_arch_preset("base-100m");
+  const double grads = weight_bytes(big, 4);
+  const double whole = grads / 2 / 300e9 + 8e-6, last_bucket = double(8u << 20) / 2 / 300e9 + 8e-6;
+  // ZeRO-1: nothing overlaps, however long the backward.
+  EXPECT_DOUBLE_EQ(gradient_sync(big, dp2, hw, 4, 10 * whole, 1).comm_s, whole);
+  EXPECT_DOUBLE_EQ(gradient_sync(big, dp2, hw, 4, 10 * whole, 1).comm_bytes, grads);
+  // ZeRO-2, 3 micro-batches: each pays what its backward does not hide, at least its last bucket.
+  EXPECT_DOUBLE_EQ(gradient_sync(big, dp2, hw, 4, 0.25 * whole, 2, 3).comm_s, 3 * 0.75 * whole);
+  EXPECT_DOUBLE_EQ(gradient_sync(big, dp2, hw, 4, 10 * whole, 2, 3).comm_s, 3 * last_bucket);
+  EXPECT_DOUBLE_EQ(gradient_sync(big, dp2, hw, 4, 10 * whole, 2, 3).comm_bytes, 3 * grads);
+}
+
 }  // namespace
 }  // namespace hpcrl::cost

@@ -159,7 +159,7 @@ TEST(Plan, OnlyAFloat32CpuEngineKeepsAPackedCopy) {
   }
 }
 
-TEST(Plan, ZeroOneShardsDenseStateOverDpTimesSpAndExpertsOverEdp) {
+TEST(Plan, ZeroShardsDenseStateOverDpTimesSpAndExpertsOverEdpAndZeroTwoTheGradients) {
   // kColocated with another `run` and `policy`.
   auto colocated_with = [](const std::string& run, const std::string& policy) {
     std::string y = kColocated;
@@ -169,7 +169,7 @@ TEST(Plan, ZeroOneShardsDenseStateOverDpTimesSpAndExpertsOverEdp) {
     return y.replace(y.find(old_policy), old_policy.size(), policy);
   };
   const std::string dense = colocated_with("{name: plantest, device: cpu}",
-                                           "{init: {preset: tiny}, parallel: {sp: 2}, optim: {zero1: true}}");
+                                           "{init: {preset: tiny}, parallel: {sp: 2}, optim: {zero: 1}}");
   // tp=1 sp=2 dp=4: the whole tiny model (822400 parameters, 8 B each) over dp·sp = 8 ranks.
   const MemoryEstimate& m = *make_plan(load(dense.c_str(), 8), 8, 4).roles[0].memory;
   EXPECT_EQ(m.parameters, 822400);
@@ -177,7 +177,7 @@ TEST(Plan, ZeroOneShardsDenseStateOverDpTimesSpAndExpertsOverEdp) {
 
   const std::string moe = colocated_with("{name: plantest, device: cpu, dtype: bfloat16}",
                                          "{init: {path: configs/models/qwen1.5-moe-a2.7b}, tokenizer: byte, "
-                                         "parallel: {ep: 2}, optim: {zero1: true}}");
+                                         "parallel: {ep: 2}, optim: {zero: 1}}");
   // 4 ranks: tp=1 sp=1 dp=4 ep=2, so edp = dp / ep = 2. Experts per rank: 24 layers · 30 · 3·2048·1408;
   // the rest (attention, router, shared expert, embeddings) is dense. bf16: 12 B of state per parameter.
   const MemoryEstimate& e = *make_plan(load(moe.c_str(), 4), 4, 4).roles[0].memory;
@@ -185,6 +185,26 @@ TEST(Plan, ZeroOneShardsDenseStateOverDpTimesSpAndExpertsOverEdp) {
   const int64_t dense_params = e.parameters - experts;
   ASSERT_GT(dense_params, 0);
   EXPECT_EQ(e.optimizer, (dense_params * 12 + 3) / 4 + experts * 12 / 2);
+  EXPECT_EQ(e.grads, e.parameters * 2) << "ZeRO-1 keeps full gradients";
+
+  // Plain dp and ZeRO-1 flatten the gradients for the reduction: a second full copy while it runs.
+  EXPECT_EQ(e.grad_buffers, e.parameters * 2);
+
+  // ZeRO-2: gradients sharded as the state is. Its buffers: the 151936 × 2048 bf16 embedding's gradient
+  // and its reduced quarter (the largest bucket, larger than 2 × 8 MiB) and two 8 MiB buckets with theirs.
+  std::string moe2 = moe;
+  moe2.replace(moe2.find("zero: 1"), 7, "zero: 2");
+  const MemoryEstimate& z = *make_plan(load(moe2.c_str(), 4), 4, 4).roles[0].memory;
+  const int64_t embedding = 151936ll * 2048 * 2, bucket = 8 << 20;
+  EXPECT_EQ(z.grads, (dense_params * 2 + 3) / 4 + experts * 2 / 2);
+  EXPECT_EQ(z.grad_buffers, embedding + embedding / 4 + 2 * (bucket + bucket / 4));
+  EXPECT_EQ(z.optimizer, e.optimizer);
+  // tiny's 3.3 MB of gradients are one 8 MiB bucket: the buffers are the whole gradient again.
+  std::string dense2 = dense;
+  dense2.replace(dense2.find("zero: 1"), 7, "zero: 2");
+  const MemoryEstimate& t = *make_plan(load(dense2.c_str(), 8), 8, 4).roles[0].memory;
+  EXPECT_EQ(t.grads, 822400 * 4 / 8);
+  EXPECT_EQ(t.grad_buffers, 822400 * 4);
 }
 
 TEST(Plan, SequenceLengthFromTheDataAndCheckpointedActivations) {

@@ -1,5 +1,5 @@
 // End-to-end under mpirun: data parallelism follows the single-rank run, ZeRO-1
-// follows plain dp and resumes exactly (and only at its own dp size), and a
+// and ZeRO-2 follow plain dp and resume exactly (and only at its own dp size), and a
 // stop signal delivered to one rank stops every rank resumably.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -16,8 +16,6 @@ using namespace hpcrl::test;
 namespace {
 const std::string kConfig = "tests/e2e/data/tiny.yaml";
 
-}  // namespace
-
 TEST(DataParallelE2E, SftDp2FollowsDp1) {
   const std::string cfg = kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: 12, batch: 16, lr: 3.0e-3, "
                                     "micro_batch: 4}}]' --set run.eval_before_train=false";
@@ -32,40 +30,57 @@ TEST(DataParallelE2E, SftDp2FollowsDp1) {
   expect_close_curves(a, b, "grad_norm", 1e-4);
 }
 
-TEST(DataParallelE2E, SftZero1Dp2FollowsPlainDp2AndResumesOnlyAtDp2) {
+// ZeRO stage `zero` at dp 2: the SFT curve of plain dp 2 (micro-batches of 4:
+// ZeRO-2 reduces each of the 2 per rank during the backward), an exact resume
+// at dp 2 from the step-4 checkpoint, and a refusal at dp 1 naming the layout.
+void expect_zero_follows_plain_dp2_and_resumes_only_at_dp2(int zero) {
+  // ZeRO-2 with 0.25 MiB buckets: tiny-2l's 1.7 MB of fp32 gradients are reduced in nine.
   const std::string cfg = kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: 8, batch: 16, lr: 3.0e-3, "
                                     "micro_batch: 4}}]' --set run.eval_before_train=false --set run.checkpoint_every=4"
-                                    " --set run.keep_last=4";
-  std::string dir = scratch_dir("dp-zero1");
+                                    " --set run.keep_last=4" +
+                          (zero == 2 ? " --set models.policy.optim.bucket_mb=0.25" : "");
+  const std::string dir = scratch_dir("dp-zero" + std::to_string(zero));
+  const std::string with_zero = cfg + " --set models.policy.optim.zero=" + std::to_string(zero) + " --out " + dir +
+                                "/zero";
   Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 2);
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  Proc zero = run_hpcrl("run " + cfg + " --set models.policy.optim.zero1=true --out " + dir + "/zero1", 2);
-  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+  Proc sharded = run_hpcrl("run " + with_zero, 2);
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
   auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "sft", "loss");
-  auto b = lines_with(read_metrics(dir + "/zero1/metrics.jsonl"), "sft", "loss");
+  auto b = lines_with(read_metrics(dir + "/zero/metrics.jsonl"), "sft", "loss");
   ASSERT_EQ(b.size(), 8u);
   expect_close_curves(a, b, "loss", 1e-5);
   expect_close_curves(a, b, "grad_norm", 1e-5);
 
   // Back to step 4: drop the final checkpoint so --resume continues from step-000004.
-  const auto full = read_metrics(dir + "/zero1/metrics.jsonl");
-  const std::string stage = dir + "/zero1/checkpoints/00-sft";
+  const auto full = read_metrics(dir + "/zero/metrics.jsonl");
+  const std::string stage = dir + "/zero/checkpoints/00-sft";
   ASSERT_TRUE(std::filesystem::exists(stage + "/step-000004/policy/optimizer-rank-00001.safetensors"));
   std::filesystem::remove_all(stage + "/step-000008");
   std::filesystem::remove(stage + "/complete.json");
-  Proc one = run_hpcrl("run " + cfg + " --set models.policy.optim.zero1=true --out " + dir + "/zero1 --resume");
+  Proc one = run_hpcrl("run " + with_zero + " --resume");
   EXPECT_EQ(one.exit_code, 2) << one.output;
   EXPECT_NE(one.output.find("\"dp\":2"), std::string::npos) << one.output;
-  EXPECT_NE(one.output.find("\"zero1\":true"), std::string::npos) << one.output;
-  EXPECT_NE(one.output.find("resume with the same world size, parallel layout and optim.zero1 setting"),
+  EXPECT_NE(one.output.find(zero == 1 ? "\"zero1\":true" : "\"zero\":2"), std::string::npos) << one.output;
+  EXPECT_NE(one.output.find("resume with the same world size, parallel layout and optim.zero setting"),
             std::string::npos)
       << one.output;
-  Proc two = run_hpcrl("run " + cfg + " --set models.policy.optim.zero1=true --out " + dir + "/zero1 --resume", 2);
+  Proc two = run_hpcrl("run " + with_zero + " --resume", 2);
   ASSERT_EQ(two.exit_code, 0) << two.output;
-  const auto resumed = read_metrics(dir + "/zero1/metrics.jsonl");
+  const auto resumed = read_metrics(dir + "/zero/metrics.jsonl");
   ASSERT_EQ(resumed.size(), full.size());
   for (size_t i = 0; i < full.size(); ++i)
     EXPECT_EQ(without_timing(full[i]), without_timing(resumed[i])) << "line " << i;
+}
+
+}  // namespace
+
+TEST(DataParallelE2E, SftZero1Dp2FollowsPlainDp2AndResumesOnlyAtDp2) {
+  expect_zero_follows_plain_dp2_and_resumes_only_at_dp2(1);
+}
+
+TEST(DataParallelE2E, SftZero2Dp2FollowsPlainDp2AndResumesOnlyAtDp2) {
+  expect_zero_follows_plain_dp2_and_resumes_only_at_dp2(2);
 }
 
 TEST(DataParallelE2E, GrpoDp2MatchesDp1) {
@@ -84,6 +99,25 @@ TEST(DataParallelE2E, GrpoDp2MatchesDp1) {
   ASSERT_EQ(b.size(), 2u);
   // Iteration 1 samples from identical weights with layout-independent seeds: same rollouts.
   expect_same_rollouts({a[0]}, {b[0]}, {{"loss", 1e-5}, {"kl", 1e-4}});
+}
+
+TEST(DataParallelE2E, GrpoZero2Dp2FollowsPlainDp2) {
+  // The policy's update reduce-scatters its gradients bucket by bucket during each micro-batch's
+  // backward; the weights stay within rounding of plain dp's, so every iteration samples the same.
+  const std::string cfg = kConfig +
+                          " --set 'stages=[{grpo: {policy: policy, reference: reference, reward: math, data: arith, "
+                          "iterations: 3, prompts: 8, group: 4, max_new_tokens: 24, lr: 1.0e-4, micro_batch: 4}}]'"
+                          " --set run.eval_before_train=false --set models.policy.optim.bucket_mb=0.25";
+  std::string dir = scratch_dir("dp-grpo-zero2");
+  Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 2);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  Proc zero = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=2 --out " + dir + "/zero2", 2);
+  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+  auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "grpo", "reward/mean");
+  auto b = lines_with(read_metrics(dir + "/zero2/metrics.jsonl"), "grpo", "reward/mean");
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  expect_same_rollouts(a, b, {{"loss", 1e-5}, {"kl", 1e-4}, {"grad_norm", 1e-4}});
 }
 
 TEST(DataParallelE2E, Usr1ToOneRankStopsAllRanksWith75AndResumeCompletes) {

@@ -232,23 +232,25 @@ TEST(FaultsE2E, NonFiniteGradientOnOneRankIsSkippedByEveryRank) {
                                 std::regex("rank 1 \\(first non-finite: the gradient of ")));
 }
 
-TEST(FaultsE2E, WithZero1ASkippedStepLeavesTheShardsInStepWithPlainDataParallel) {
-  // ZeRO-1: each rank steps its own shard of the optimizer and all-gathers the
+TEST(FaultsE2E, WithZero1And2ASkippedStepLeavesTheShardsInStepWithPlainDataParallel) {
+  // ZeRO-1/2: each rank steps its own shard of the optimizer and all-gathers the
   // parameters, so a rank that stepped while its partner skipped would mix two
   // versions. The skip is agreed before any shard steps: the curve equals plain
-  // dp's with the same NaN, step for step.
+  // dp's with the same NaN (here in rank 1's reduced shard), step for step.
   const std::string cfg = kSft + " --set stages.0.sft.on_nonfinite=skip_step";
-  const std::string dir = scratch_dir("nan-skip-zero1");
+  const std::string dir = scratch_dir("nan-skip-zero");
   Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 2, "HPCRL_TEST_NONFINITE_GRAD=sft:5@1");
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  Proc zero = run_hpcrl("run " + cfg + " --set models.policy.optim.zero1=true --out " + dir + "/zero1", 2,
-                        "HPCRL_TEST_NONFINITE_GRAD=sft:5@1");
-  ASSERT_EQ(zero.exit_code, 0) << zero.output;
   auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "sft", "loss");
-  auto b = lines_with(read_metrics(dir + "/zero1/metrics.jsonl"), "sft", "loss");
-  ASSERT_EQ(b.size(), 8u);
-  EXPECT_EQ(b[5]["nonfinite/skipped_steps"], 1.0);
-  expect_close_curves(a, b, "loss", 1e-5);
+  for (const std::string zero : {"1", "2"}) {
+    Proc sharded = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=" + zero + " --out " + dir + "/zero" +
+                             zero, 2, "HPCRL_TEST_NONFINITE_GRAD=sft:5@1");
+    ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
+    auto b = lines_with(read_metrics(dir + "/zero" + zero + "/metrics.jsonl"), "sft", "loss");
+    ASSERT_EQ(b.size(), 8u) << "zero " << zero;
+    EXPECT_EQ(b[5]["nonfinite/skipped_steps"], 1.0) << "zero " << zero;
+    expect_close_curves(a, b, "loss", 1e-5);
+  }
 }
 
 TEST(FaultsE2E, MaxConsecutiveSkipsWithoutSkipStepIsRefused) {

@@ -2,9 +2,10 @@
 // optimizer, LR schedule and gradient sync built from the stage's hyper-
 // parameters, and "finish the step" (wait for the dp sync, clip, check for
 // NaN/inf, update) — so SFT, GRPO, PPO and distillation step identically.
-// With `optim.zero1` the optimizer state is sharded over the gradient group
-// (optim/zero1.h): gradients are reduce-scattered after the backward instead
-// of all-reduced during it, and the updated parameters all-gathered.
+// With `optim.zero` 1 or 2 the optimizer state is sharded over the gradient
+// group (optim/sharded_adamw.h): gradients are reduce-scattered (ZeRO-1 after
+// the backward, ZeRO-2 bucket by bucket during it) instead of all-reduced, and
+// the updated parameters all-gathered.
 #pragma once
 
 #include <memory>
@@ -15,7 +16,7 @@
 #include "hpcrl/optim/adamw.h"
 #include "hpcrl/optim/grad_sync.h"
 #include "hpcrl/optim/lr_schedule.h"
-#include "hpcrl/optim/zero1.h"
+#include "hpcrl/optim/sharded_adamw.h"
 
 namespace hpcrl::algo {
 
@@ -28,6 +29,7 @@ class Trainer {
   void begin_micro_batch(bool last) {
     sync_->prepare(last);
     expert_sync_->prepare(last);
+    if (sharded_) sharded_->begin_micro_batch();
   }
   // Finishes the step: dp sync, clipping, update. Returns the pre-clip grad norm.
   // When the norm is NaN/inf: RuntimeError naming `stage`, `step`, the rank and a
@@ -40,12 +42,12 @@ class Trainer {
   int64_t skipped_steps() const { return skipped_; }
 
   double lr(int64_t step) const { return schedule_.at(step); }
-  // The role's optimizer (plain AdamW or ZeRO-1), for checkpoints.
-  optim::Optimizer& optimizer() { return zero1_ ? static_cast<optim::Optimizer&>(*zero1_) : *optimizer_; }
+  // The role's optimizer (plain AdamW or ZeRO-1/2), for checkpoints.
+  optim::Optimizer& optimizer() { return sharded_ ? static_cast<optim::Optimizer&>(*sharded_) : *optimizer_; }
   Role& role() { return role_; }
 
  private:
-  double finish_zero1_step(const std::string& stage, int64_t step, int world_rank);
+  double finish_sharded_step(const std::string& stage, int64_t step, int world_rank);
   // Whether the update may use gradients of norm `norm` (see finish_step).
   bool accept_norm(double norm, const std::string& stage, int64_t step, int world_rank);
   // Test hook: HPCRL_TEST_NONFINITE_GRAD="STAGE:STEP[,STEP...][@RANK]" makes this rank's
@@ -57,8 +59,8 @@ class Trainer {
   Role& role_;
   optim::ParamSet params_;
   optim::ParamSet expert_params_;
-  std::unique_ptr<optim::AdamW> optimizer_;      // without zero1
-  std::unique_ptr<optim::Zero1AdamW> zero1_;     // with zero1 (then the syncs below have no group)
+  std::unique_ptr<optim::AdamW> optimizer_;         // optim.zero: 0
+  std::unique_ptr<optim::ShardedAdamW> sharded_;   // optim.zero: 1 or 2 (then the syncs below have no group)
   std::unique_ptr<optim::GradSync> sync_;         // dense parameters over dp·sp
   std::unique_ptr<optim::GradSync> expert_sync_;  // this rank's experts over their edp replicas
   optim::LrSchedule schedule_;

@@ -71,7 +71,9 @@ struct RolloutConfig {
 struct OptimConfig {
   double beta1 = 0.9, beta2 = 0.999;   // YAML: betas: [0.9, 0.999]
   double eps = 1e-8;
-  bool zero1 = false;                  // shard optimizer state over dp (ZeRO-1)
+  int64_t zero = 0;                    // ZeRO stage: 1 shards optimizer state over dp, 2 gradients too
+  double bucket_mb = 8;                // MiB per gradient bucket (dp all-reduce, ZeRO-2 reduce-scatter)
+  int64_t bucket_bytes() const { return int64_t(bucket_mb * 1024 * 1024); }
 };
 
 struct ModelConfig {

@@ -18,6 +18,8 @@ bool crosses_nodes(int64_t size, int64_t stride, int gpus_per_node);
 double all_reduce_seconds(double bytes, int64_t size, const Link& link);
 // All-gather / reduce-scatter of a `bytes` result over `size` ranks: (n−1)/n·bytes/β + (n−1)·α.
 double all_gather_seconds(double bytes, int64_t size, const Link& link);
+// `bytes` in, bytes/size out per rank: a ring moves what an all-gather of the result moves.
+double reduce_scatter_seconds(double bytes, int64_t size, const Link& link);
 // All-to-all of `bytes` per rank: (n−1)/n·bytes/β + (n−1)·α.
 double all_to_all_seconds(double bytes, int64_t size, const Link& link);
 // One message: bytes/β + α.

@@ -63,9 +63,14 @@ int64_t micro_batch_count(int64_t sequences, const Layout& layout, int64_t micro
 // training all-reduces the gradients in buckets while the step's last backward runs (optim/grad_sync.h),
 // so `overlap_s` of that backward hides as much, but never the last bucket, which is complete only
 // when the backward ends. And the AdamW update of this rank's parameters.
+// With optim.zero 1 the gradients are reduce-scattered once after the backward
+// (nothing hides it); with zero 2 in buckets during every micro-batch's backward
+// (`overlap_s` is then one micro-batch's backward, and the cost is paid
+// micro_batches times: ZeRO-2 keeps no full gradient to accumulate into).
+// bucket_bytes: optim.bucket_mb in bytes (0: its 8 MiB default).
 PhaseCost gradient_sync(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int bytes_per_value,
-                        double overlap_s = 0);
-PhaseCost optimizer_step(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, bool zero1);
+                        double overlap_s = 0, int zero = 0, int64_t micro_batches = 1, double bucket_bytes = 0);
+PhaseCost optimizer_step(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int zero);
 
 // Generation of `sequences` responses (mean `response` tokens, the longest `max_response`) after prompts
 // of `prompt` tokens on one generation layout (pp = 1), with `max_batch` continuous-batching slots per

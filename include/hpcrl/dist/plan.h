@@ -26,17 +26,18 @@ struct MemoryEstimate {
   int64_t parameters = 0;    // parameters held by that rank
   // Resident.
   int64_t weights = 0;
-  int64_t grads = 0;         // trained roles only
-  int64_t optimizer = 0;     // AdamW: fp32 moments (+ fp32 master for bf16), / dp with zero1
+  int64_t grads = 0;         // trained roles only; with zero 2 the 1/dp shard
+  int64_t optimizer = 0;     // AdamW: fp32 moments (+ fp32 master for bf16), / dp with zero 1 or 2
   int64_t engine_weights = 0;  // a float32 CPU engine's packed copy of its projections and LM head
   // Transient.
   int64_t activations = 0;   // trained roles: one micro-batch of seq_len-token sequences, as configured
   int64_t activations_full = 0, activations_checkpointed = 0;  // the same without / with activation checkpointing
   int64_t logits = 0;        // roles scored by log-probs: one micro-batch's logits at their peak
   int64_t kv_cache = 0;      // rollout engines: max_batch sequences at seq_len
+  int64_t grad_buffers = 0;  // trained roles: the gradient reduction's flat buffers while it runs
   int64_t seq_len = 0, micro_batch = 0, kv_sequences = 0;  // the assumptions behind the transient ones
   int64_t resident() const { return weights + grads + optimizer + engine_weights; }
-  int64_t transient() const { return activations + logits + kv_cache; }
+  int64_t transient() const { return activations + logits + kv_cache + grad_buffers; }
   int64_t total() const { return resident() + transient(); }
 };
 
@@ -62,7 +63,7 @@ struct RankMemory {
   std::vector<int> ranks;
   std::vector<std::string> roles;  // on these ranks, in plan order
   int64_t resident = 0;            // Σ weights + grads + optimizer (an engine sharing its trainer's weights adds none)
-  int64_t transient = 0;           // max over the roles of activations + logits + kv_cache
+  int64_t transient = 0;           // max over the roles of activations + logits + kv_cache + grad_buffers
   std::string transient_role;      // the role it comes from
   int64_t peak() const { return resident + transient; }
 };

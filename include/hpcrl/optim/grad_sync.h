@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hpcrl/dist/communicator.h"
+#include "hpcrl/optim/accumulator_hooks.h"
 #include "hpcrl/optim/param_set.h"
 
 namespace hpcrl::optim {
@@ -36,7 +37,7 @@ class GradSync {
 
  private:
   std::shared_ptr<State> state_;
-  std::vector<std::pair<std::shared_ptr<void>, uintptr_t>> hooks_;  // (grad accumulator, hook key)
+  std::unique_ptr<AccumulatorHooks> hooks_;
 };
 
 }  // namespace hpcrl::optim

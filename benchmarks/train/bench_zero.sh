@@ -1,0 +1,110 @@
+#!/bin/bash
+# Per-rank peak memory and step time of SFT at dp 2 with plain AdamW, ZeRO-1 and
+# ZeRO-2 (optim.zero 0/1/2), through the real `hpcrl run`, beside `hpcrl plan`'s
+# per-rank estimate of the same run (docs/zero.md).
+#
+# Peak memory is each rank's VmHWM (peak resident set, /proc/PID/status), polled
+# every 0.2 s while the run lasts. It includes what the plan does not count (the
+# LibTorch and MPI libraries, allocator slack, the tokenizer and data), so the
+# comparison is of differences: (setting − plain) measured against (setting −
+# plain) estimated, and the absolute peak beside the plan's total. Step time is
+# the median `seconds/step` of the steps after the first (metrics.jsonl), a
+# ratio against plain dp measured in the same invocation (the machine is shared).
+#   benchmarks/train/bench_zero.sh [--build DIR] [--preset base-100m] [--steps 4] [--batch 8] [--micro 2] [--seq 256]
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$ROOT/build
+PRESET=base-100m
+STEPS=4
+BATCH=8
+MICRO=2
+SEQ=256
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) BUILD=$2; shift 2 ;;
+    --preset) PRESET=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --batch) BATCH=$2; shift 2 ;;
+    --micro) MICRO=$2; shift 2 ;;
+    --seq) SEQ=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--preset P] [--steps N] [--batch B] [--micro M] [--seq T]" >&2; exit 2 ;;
+  esac
+done
+HPCRL=$BUILD/hpcrl
+[ -x "$HPCRL" ] || { echo "$HPCRL not built (scripts/build.sh --target hpcrl)" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench_zero.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+# Rows of SEQ tokens: a prompt of SEQ/4 tokens and a response of the rest.
+"$ROOT/benchmarks/train/fixed_rows.sh" "$WORK/rows.jsonl" $((BATCH * STEPS)) $((SEQ / 4)) $((SEQ - SEQ / 4))
+cat > "$WORK/sft.yaml" <<YAML
+run: {name: bench-zero, seed: 1, device: cpu, dtype: float32, eval_before_train: false}
+models:
+  policy: {init: {preset: $PRESET}}
+data:
+  fixed: {jsonl: {path: $WORK/rows.jsonl, answer_marker: "", max_prompt_len: $((SEQ / 4)),
+                  max_response_len: $((SEQ - SEQ / 4))}, shuffle: false}
+stages:
+  - sft: {model: policy, data: fixed, steps: $STEPS, batch: $BATCH, micro_batch: $MICRO, lr: 1.0e-4, warmup: 0}
+YAML
+
+# Prints "peak_rank0_kib peak_rank1_kib median_step_s" for optim.zero=$1.
+measure() {
+  local zero=$1 out=$WORK/zero$1
+  mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS -x OMP_WAIT_POLICY \
+    "$HPCRL" --log-level warn run "$WORK/sft.yaml" --set "models.policy.optim.zero=$zero" --out "$out" \
+    > "$out.log" 2>&1 &
+  local launcher=$! peaks=()
+  declare -A peak
+  while kill -0 "$launcher" 2>/dev/null; do
+    for pid in $(pgrep -f "hpcrl --log-level warn run $WORK/sft.yaml --set models.policy.optim.zero=$zero" || true); do
+      [ "$pid" = "$launcher" ] && continue
+      local hwm
+      hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || continue
+      [ -n "$hwm" ] && { [ -z "${peak[$pid]:-}" ] || [ "$hwm" -gt "${peak[$pid]}" ]; } && peak[$pid]=$hwm
+    done
+    sleep 0.2
+  done
+  wait "$launcher" || { echo "hpcrl run failed (zero $zero):" >&2; tail -20 "$out.log" >&2; exit 1; }
+  for pid in "${!peak[@]}"; do peaks+=("${peak[$pid]}"); done
+  [ ${#peaks[@]} -eq 2 ] || { echo "saw ${#peaks[@]} rank processes, expected 2" >&2; exit 1; }
+  local step
+  step=$(python3 - "$out/metrics.jsonl" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"seconds/step"' in l]
+print(statistics.median([r["seconds/step"] for r in rows[1:]] or [rows[0]["seconds/step"]]))
+PY
+)
+  printf '%s %s %s\n' "$(printf '%s\n' "${peaks[@]}" | sort -n | tail -1)" "$(printf '%s\n' "${peaks[@]}" | sort -n | head -1)" "$step"
+  rm -rf "$out"
+}
+
+# The plan's per-rank bytes for optim.zero=$1: "grads+grad_buffers optimizer total".
+plan() {
+  "$HPCRL" plan "$WORK/sft.yaml" --world 2 --json --set "models.policy.optim.zero=$1" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)["roles"]["policy"]["memory_bytes"]
+print(m["grads"] + m["grad_buffers"], m["optimizer"], m["total"])'
+}
+
+echo "SFT $PRESET at dp 2 (fp32, batch $BATCH, micro-batch $MICRO, $SEQ tokens, $STEPS steps), load $(cut -d' ' -f1 /proc/loadavg)"
+echo
+echo "| optim.zero | peak RSS, max rank (MiB) | other rank | step (s) | vs plain | Δ peak vs plain (MiB) | plan: grads, their buffers, optimizer (MiB) | plan Δ vs plain (MiB) | plan total (MiB) |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+base_peak=0 base_step=0 base_plan=0
+for zero in 0 1 2; do
+  read -r hi lo step <<< "$(measure $zero)"
+  read -r grads opt total <<< "$(plan $zero)"
+  [ "$zero" -eq 0 ] && base_peak=$hi base_step=$step base_plan=$((grads + opt))
+  python3 - "$zero" "$hi" "$lo" "$step" "$base_peak" "$base_step" "$grads" "$opt" "$base_plan" "$total" <<'PY'
+import sys
+z, hi, lo, step, bpeak, bstep, grads, opt, bplan, total = sys.argv[1:]
+mib = 1024 * 1024
+print(f"| {z} | {int(hi)/1024:.0f} | {int(lo)/1024:.0f} | {float(step):.2f} | {float(step)/float(bstep):.2f}x | "
+      f"{(int(hi)-int(bpeak))/1024:+.0f} | {(int(grads)+int(opt))/mib:.0f} | {(int(grads)+int(opt)-int(bplan))/mib:+.0f} | "
+      f"{int(total)/mib:.0f} |")
+PY
+done

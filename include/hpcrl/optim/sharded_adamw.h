@@ -1,0 +1,106 @@
+// AdamW whose state is sharded over the data-parallel group (Rajbhandari et
+// al., 2020): ZeRO-1 shards the optimizer state (both moments and, for
+// bf16/f16 parameters, the fp32 master weights), ZeRO-2 the gradients too.
+//
+// Each rank owns 1/W of every element (ShardLayout). A step is
+//   gradients:        averaged over the group into this rank's shard only
+//                     (GradReduceScatter): ZeRO-1 reduce-scatters the full,
+//                     accumulated gradients once after the backward; ZeRO-2
+//                     reduce-scatters each bucket during every micro-batch's
+//                     backward and frees the full gradients, so no rank holds them;
+//   clip_grad_norm(): the global norm from the shards (every element counted
+//                     exactly once: shard sums are added over the group, then
+//                     tp/ep/pp as in grad_clip.h), shards scaled;
+//   step(lr):         the AdamW update on the owned elements only, then an
+//                     all-gather of the updated parameters, bucket by bucket.
+// The update is elementwise, so the result equals plain AdamW after a dp
+// all-reduce (to rounding: ZeRO-2 averages each micro-batch before summing).
+//
+// A model with experts has two shard groups: dense parameters over the dp·sp
+// group and expert parameters over their edp replicas. State is saved per rank
+// and resumes only with the same stage, group sizes and buckets: load_state
+// names what must match.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hpcrl/dist/communicator.h"
+#include "hpcrl/optim/adamw.h"
+#include "hpcrl/optim/grad_reduce_scatter.h"
+#include "hpcrl/optim/optimizer.h"
+#include "hpcrl/optim/param_set.h"
+#include "hpcrl/parallel/parallel_context.h"
+
+namespace hpcrl::optim {
+
+struct ShardGroup {
+  std::string name;         // state-key prefix, e.g. "zero1.dense"
+  ParamSet params;          // one dtype and device, contiguous tensors
+  dist::CommPtr group;      // ranks holding identical copies of `params` (null: just this rank)
+  double grad_divisor = 1;  // applied after the average (experts: ep, see train_step.cpp)
+};
+
+class ShardedAdamW : public Optimizer {
+ public:
+  // stage 1 or 2 (ZeRO-1 or ZeRO-2); bucket_bytes only for stage 2.
+  ShardedAdamW(std::vector<ShardGroup> groups, AdamWOptions options, int stage,
+               int64_t bucket_bytes = kZero2BucketBytes);
+
+  int stage() const { return stage_; }
+  // Before each micro-batch's backward (ZeRO-2 sends what the last one left).
+  void begin_micro_batch();
+  // After the backward of the last micro-batch: this rank's shard of the
+  // gradients averaged over each group (and divided by its grad_divisor);
+  // the parameters' own gradients are released.
+  void reduce_gradients();
+  // Global gradient norm of the reduced gradients (before clipping), and the
+  // shards scaled by clip_coefficient(norm, max_norm) (max_norm ≤ 0: none).
+  double clip_grad_norm(double max_norm, const parallel::ParallelContext& ctx);
+  // AdamW on the owned shard with learning rate `lr`, then all-gather of the
+  // parameters. Requires reduce_gradients() since the last step.
+  void step(double lr);
+  // Releases the parameters' gradients and the reduced shards.
+  void zero_grad();
+  // "the gradient of NAME" for the first parameter whose reduced elements on
+  // this rank are not finite, or "" (after reduce_gradients()).
+  std::string first_nonfinite_gradient() const;
+  // The reduced gradient shard of group `group` (after reduce_gradients(); a test hook writes NaN into it).
+  at::Tensor gradient_shard(size_t group) const;
+  // Most gradient bytes the groups' reducers held at once (GradReduceScatter::peak_bytes, summed).
+  int64_t peak_gradient_bytes() const;
+
+  int64_t steps() const override { return step_; }
+  // Keys per group "<name>.exp_avg", ".exp_avg_sq", ".master" (bf16/f16 only),
+  // ".layout" ([group size, group rank, N, S]), ".buckets" (stage 2: every
+  // bucket's element count) and "step".
+  std::map<std::string, at::Tensor> state() const override;
+  void load_state(const std::map<std::string, at::Tensor>& state) override;
+  int64_t state_bytes() const override;
+
+  const ShardLayout& layout(size_t group) const { return groups_.at(group).reducer->layout(); }
+
+ private:
+  struct Group {
+    ShardGroup spec;
+    std::unique_ptr<GradReduceScatter> reducer;
+    at::ScalarType dtype = at::kFloat;
+    at::Tensor exp_avg, exp_avg_sq, master;  // [S] fp32; master only for bf16/f16 params
+    at::Tensor grad;                         // [S] this rank's reduced gradient (per step)
+  };
+  void setup(Group& g, int64_t bucket_bytes);
+  at::Tensor weight_shard(const Group& g) const;           // [S] the owned parameters as the update's dtype
+  void gather_parameters(Group& g, const at::Tensor& w);  // all-gather of the updated shard, bucket by bucket
+  void load_group(Group& g, const std::map<std::string, at::Tensor>& state);
+
+  std::vector<Group> groups_;
+  AdamWOptions options_;
+  int stage_;
+  int64_t step_ = 0;
+};
+
+}  // namespace hpcrl::optim

@@ -1,0 +1,60 @@
+// Bucket and shard arithmetic of sharded optimizers (see shard_layout.h).
+#include "hpcrl/optim/shard_layout.h"
+
+#include <algorithm>
+
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::optim {
+
+namespace {
+void append(ShardLayout::Bucket& b, size_t param, int64_t numel) {
+  b.params.push_back(param);
+  b.offsets.push_back(b.numel);
+  b.numel += numel;
+}
+}  // namespace
+
+ShardLayout ShardLayout::whole(const std::vector<int64_t>& numels, int size, int rank) {
+  ShardLayout l;
+  l.size = size;
+  l.rank = rank;
+  if (!numels.empty()) {
+    l.buckets.emplace_back();
+    for (size_t i = 0; i < numels.size(); ++i) append(l.buckets.back(), i, numels[i]);
+  }
+  l.finish(numels);
+  return l;
+}
+
+ShardLayout ShardLayout::bucketed(const std::vector<int64_t>& numels, int64_t bucket_elements, int size, int rank) {
+  HPCRL_CHECK(bucket_elements > 0, "a bucketed shard layout needs a positive bucket size");
+  ShardLayout l;
+  l.size = size;
+  l.rank = rank;
+  for (size_t k = numels.size(); k-- > 0;) {
+    if (l.buckets.empty() || (l.buckets.back().numel > 0 && l.buckets.back().numel + numels[k] > bucket_elements))
+      l.buckets.emplace_back();
+    append(l.buckets.back(), k, numels[k]);
+  }
+  l.finish(numels);
+  return l;
+}
+
+void ShardLayout::finish(const std::vector<int64_t>& numels) {
+  HPCRL_CHECK(size >= 1 && rank >= 0 && rank < size, "shard layout: rank " << rank << " of a group of " << size);
+  for (Bucket& b : buckets) {
+    b.shard = (b.numel + size - 1) / size;
+    b.shard_offset = shard;
+    shard += b.shard;
+    numel += b.numel;
+    const int64_t lo = rank * b.shard, hi = lo + b.shard;  // this rank's part of the bucket's flat buffer
+    for (size_t j = 0; j < b.params.size(); ++j) {
+      const int64_t start = b.offsets[j], end = start + numels[b.params[j]];
+      const int64_t a = std::max(lo, start), z = std::min(hi, end);
+      if (a < z) segments.push_back({b.params[j], a - start, b.shard_offset + a - lo, z - a});
+    }
+  }
+}
+
+}  // namespace hpcrl::optim

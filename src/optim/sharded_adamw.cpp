@@ -1,0 +1,255 @@
+// ZeRO-1/ZeRO-2 sharded AdamW (see sharded_adamw.h). Per shard group, per step:
+//   grad [S]  <- the reducer's shard: every bucket averaged over the group / grad_divisor
+//   w [S]     <- fp32 master shard (bf16/f16) or a copy of the owned parameters (fp32)
+//   adamw_update(w, grad, exp_avg [S], exp_avg_sq [S])
+//   per bucket: [W·Sb] <- all_gather(w's Sb slice as param dtype) -> copied into its parameters
+// Padding elements have zero weight and gradient and stay zero (the update of
+// 0 with m = v = 0 is 0), so they never leak into the parameters.
+#include "hpcrl/optim/sharded_adamw.h"
+
+#include <torch/utils.h>
+
+#include <algorithm>
+
+#include "hpcrl/optim/grad_clip.h"
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::optim {
+
+ShardedAdamW::ShardedAdamW(std::vector<ShardGroup> groups, AdamWOptions options, int stage, int64_t bucket_bytes)
+    : options_(options), stage_(stage) {
+  HPCRL_CHECK(stage == 1 || stage == 2, "ShardedAdamW: ZeRO stage " << stage << " (1 or 2)");
+  groups_.reserve(groups.size());
+  for (auto& spec : groups) {
+    groups_.emplace_back();
+    groups_.back().spec = std::move(spec);
+    setup(groups_.back(), bucket_bytes);
+  }
+}
+
+void ShardedAdamW::setup(Group& g, int64_t bucket_bytes) {
+  const ParamSet& ps = g.spec.params;
+  const int size = g.spec.group ? g.spec.group->size() : 1, rank = g.spec.group ? g.spec.group->rank() : 0;
+  std::vector<int64_t> numels;
+  for (const auto& p : ps) {
+    const at::Tensor& first = ps.front().tensor;
+    HPCRL_CHECK(p.tensor.scalar_type() == first.scalar_type() && p.tensor.device() == first.device(),
+                "ZeRO group '" << g.spec.name << "': parameter " << p.name << " is " << p.tensor.scalar_type()
+                << " on " << p.tensor.device() << " but " << ps.front().name << " is " << first.scalar_type()
+                << " on " << first.device() << "; one flat buffer needs one dtype and device");
+    HPCRL_CHECK(p.tensor.is_contiguous(), "ZeRO group '" << g.spec.name << "': parameter " << p.name
+                << " is not contiguous; the all-gather writes parameters through a flat view");
+    numels.push_back(p.tensor.numel());
+  }
+  const int64_t element_bytes = ps.empty() ? 4 : int64_t(ps.front().tensor.element_size());
+  ShardLayout layout = stage_ == 1 ? ShardLayout::whole(numels, size, rank)
+                                   : ShardLayout::bucketed(numels, std::max<int64_t>(1, bucket_bytes / element_bytes),
+                                                           size, rank);
+  g.reducer = std::make_unique<GradReduceScatter>(ps, std::move(layout), g.spec.group, /*streaming=*/stage_ == 2);
+  if (ps.empty()) return;
+  const ShardLayout& l = g.reducer->layout();
+  g.dtype = ps.front().tensor.scalar_type();
+  auto f32 = ps.front().tensor.options().dtype(at::kFloat).requires_grad(false);
+  g.exp_avg = at::zeros({l.shard}, f32);
+  g.exp_avg_sq = at::zeros({l.shard}, f32);
+  if (g.dtype != at::kFloat && g.dtype != at::kDouble) {
+    torch::NoGradGuard no_grad;
+    g.master = at::zeros({l.shard}, f32);
+    for (const auto& s : l.segments)
+      g.master.slice(0, s.shard_offset, s.shard_offset + s.length)
+          .copy_(ps[s.param].tensor.detach().view(-1).slice(0, s.param_offset, s.param_offset + s.length));
+  }
+}
+
+void ShardedAdamW::begin_micro_batch() {
+  if (stage_ == 2)
+    for (auto& g : groups_) g.reducer->begin_micro_batch();
+}
+
+void ShardedAdamW::reduce_gradients() {
+  torch::NoGradGuard no_grad;
+  for (auto& g : groups_) {
+    g.grad = g.reducer->finish();
+    if (g.grad.defined() && g.spec.grad_divisor != 1.0) g.grad.div_(g.spec.grad_divisor);
+  }
+}
+
+double ShardedAdamW::clip_grad_norm(double max_norm, const parallel::ParallelContext& ctx) {
+  torch::NoGradGuard no_grad;
+  // [replicated, tp shards, ep shards] as in global_grad_norm, from the owned elements.
+  at::Tensor parts = at::zeros({3}, at::kDouble);
+  for (auto& g : groups_) {
+    if (g.spec.params.empty()) continue;
+    HPCRL_CHECK(g.grad.defined(), "ShardedAdamW::clip_grad_norm before reduce_gradients()");
+    at::Tensor local = at::zeros({3}, at::kDouble);
+    for (const auto& s : g.reducer->layout().segments) {
+      const Param& p = g.spec.params[s.param];
+      double sq = g.grad.slice(0, s.shard_offset, s.shard_offset + s.length).to(at::kDouble).pow(2).sum()
+                      .item<double>();
+      local[static_cast<int>(p.sharding)] += sq / double(p.replicas);
+    }
+    if (g.spec.group && g.spec.group->size() > 1) g.spec.group->all_reduce(local);  // disjoint shards
+    parts += local;
+  }
+  const double norm = grad_norm_from_parts(parts, ctx);
+  const double scale = clip_coefficient(norm, max_norm);
+  if (scale != 1.0)
+    for (auto& g : groups_)
+      if (g.grad.defined()) g.grad.mul_(scale);
+  return norm;
+}
+
+at::Tensor ShardedAdamW::weight_shard(const Group& g) const {
+  if (g.master.defined()) return g.master;
+  const ShardLayout& l = g.reducer->layout();
+  at::Tensor w = at::zeros({l.shard}, g.spec.params.front().tensor.options().requires_grad(false));  // [S]
+  for (const auto& s : l.segments)
+    w.slice(0, s.shard_offset, s.shard_offset + s.length)
+        .copy_(g.spec.params[s.param].tensor.detach().view(-1).slice(0, s.param_offset, s.param_offset + s.length));
+  return w;
+}
+
+void ShardedAdamW::gather_parameters(Group& g, const at::Tensor& w) {
+  const ShardLayout& l = g.reducer->layout();
+  const ParamSet& ps = g.spec.params;
+  at::Tensor out = w.scalar_type() == g.dtype ? w : w.to(g.dtype);  // [S]
+  for (const ShardLayout::Bucket& b : l.buckets) {
+    at::Tensor mine = out.slice(0, b.shard_offset, b.shard_offset + b.shard);  // [Sb]
+    at::Tensor full = mine;                                                   // [Nb] when W = 1
+    if (l.size > 1) {
+      full = at::empty({b.shard * l.size}, mine.options());  // [W·Sb]
+      g.spec.group->all_gather_into(full, mine);
+    }
+    for (size_t j = 0; j < b.params.size(); ++j) {
+      const at::Tensor& p = ps[b.params[j]].tensor;
+      p.view({-1}).copy_(full.slice(0, b.offsets[j], b.offsets[j] + p.numel()));
+    }
+  }
+}
+
+void ShardedAdamW::step(double lr) {
+  torch::NoGradGuard no_grad;
+  for (const auto& g : groups_)
+    HPCRL_CHECK(g.spec.params.empty() || g.grad.defined(),
+                "ShardedAdamW::step without reduce_gradients() for this step");
+  ++step_;
+  for (auto& g : groups_) {
+    if (g.spec.params.empty()) continue;
+    at::Tensor w = weight_shard(g);
+    adamw_update(w, g.grad, g.exp_avg, g.exp_avg_sq, lr, step_, options_);
+    gather_parameters(g, w);
+    g.grad = at::Tensor();
+  }
+}
+
+void ShardedAdamW::zero_grad() {
+  for (auto& g : groups_) {
+    g.grad = at::Tensor();
+    for (auto& p : g.spec.params) p.tensor.mutable_grad().reset();
+  }
+}
+
+std::string ShardedAdamW::first_nonfinite_gradient() const {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    const Group& g = groups_[i];
+    if (!g.grad.defined()) continue;
+    for (const auto& s : layout(i).segments)
+      if (!at::isfinite(g.grad.slice(0, s.shard_offset, s.shard_offset + s.length)).all().item<bool>())
+        return "the gradient of " + g.spec.params[s.param].name;
+  }
+  return "";
+}
+
+at::Tensor ShardedAdamW::gradient_shard(size_t group) const { return groups_.at(group).grad; }
+
+int64_t ShardedAdamW::peak_gradient_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& g : groups_) bytes += g.reducer->peak_bytes();
+  return bytes;
+}
+
+std::map<std::string, at::Tensor> ShardedAdamW::state() const {
+  std::map<std::string, at::Tensor> out;
+  for (const auto& g : groups_) {
+    const std::string& n = g.spec.name;
+    const ShardLayout& l = g.reducer->layout();
+    out[n + ".exp_avg"] = g.exp_avg.defined() ? g.exp_avg : at::zeros({0}, at::kFloat);
+    out[n + ".exp_avg_sq"] = g.exp_avg_sq.defined() ? g.exp_avg_sq : at::zeros({0}, at::kFloat);
+    if (g.master.defined()) out[n + ".master"] = g.master;
+    out[n + ".layout"] = at::tensor(std::vector<int64_t>{l.size, l.rank, l.numel, l.shard}, at::kLong);
+    if (stage_ == 2) {
+      std::vector<int64_t> sizes;
+      for (const auto& b : l.buckets) sizes.push_back(b.numel);
+      out[n + ".buckets"] = at::tensor(sizes, at::kLong);
+    }
+  }
+  out["step"] = at::full({}, step_, at::kLong);
+  return out;
+}
+
+namespace {
+const at::Tensor& find_state(const std::map<std::string, at::Tensor>& state, const std::string& key,
+                             const std::string& fix) {
+  auto it = state.find(key);
+  HPCRL_CHECK_INPUT(it != state.end(), "optimizer state has no '" << key << "': " << fix);
+  return it->second;
+}
+}  // namespace
+
+void ShardedAdamW::load_group(Group& g, const std::map<std::string, at::Tensor>& state) {
+  const std::string& n = g.spec.name;
+  const ShardLayout& l = g.reducer->layout();
+  at::Tensor layout = find_state(state, n + ".layout",
+                                 "the checkpoint was written with another optim.zero setting (this run has zero: " +
+                                     std::to_string(stage_) + ") or for another model; resume with the same "
+                                     "optim.zero and model")
+                          .to(at::kLong).contiguous();
+  HPCRL_CHECK_INPUT(layout.numel() == 4, "optimizer state '" << n << ".layout' has " << layout.numel()
+                    << " entries, expected 4 [group size, group rank, elements, shard]; the checkpoint is damaged");
+  const int64_t* saved = layout.data_ptr<int64_t>();
+  HPCRL_CHECK_INPUT(saved[0] == l.size, "optimizer state '" << n << "' was sharded (ZeRO-" << stage_ << ") over "
+                    << saved[0] << " data-parallel ranks but this run shards it over " << l.size
+                    << "; resume with the same data-parallel size (dp·sp for dense parameters, edp for experts), "
+                       "or start without --resume from the HF model saved in the checkpoint");
+  HPCRL_CHECK_INPUT(saved[2] == l.numel, "optimizer state '" << n << "' covers " << saved[2] << " parameter elements "
+                    "but this model has " << l.numel << "; resume with the same model and tp/ep/pp layout");
+  HPCRL_CHECK_INPUT(saved[1] == l.rank, "optimizer state '" << n << "' is rank " << saved[1] << "'s shard but this "
+                    "is rank " << l.rank << " of the group; resume with the same world size and rank order");
+  if (stage_ == 2) {
+    at::Tensor buckets = find_state(state, n + ".buckets", "the checkpoint is damaged").to(at::kLong).contiguous();
+    bool same = buckets.numel() == int64_t(l.buckets.size());
+    for (size_t b = 0; same && b < l.buckets.size(); ++b) same = buckets.data_ptr<int64_t>()[b] == l.buckets[b].numel;
+    HPCRL_CHECK_INPUT(same && saved[3] == l.shard, "optimizer state '" << n << "' was saved with "
+                      << buckets.numel() << " gradient buckets, this run cuts " << l.buckets.size()
+                      << " from the same parameters; the shards hold other elements, so resume with the "
+                         "optim.bucket_mb and model that wrote the checkpoint");
+  }
+  auto take = [&](const std::string& key, at::Tensor& dst) {
+    const at::Tensor& src = find_state(state, key, "the checkpoint is damaged or from another model; resume with "
+                                                   "the same model");
+    HPCRL_CHECK_INPUT(src.sizes() == dst.sizes(), "optimizer state '" << key << "' has shape " << src.sizes()
+                      << " but this run expects " << dst.sizes() << "; resume with the same layout");
+    torch::NoGradGuard no_grad;
+    dst.copy_(src);
+  };
+  if (g.spec.params.empty()) return;
+  take(n + ".exp_avg", g.exp_avg);
+  take(n + ".exp_avg_sq", g.exp_avg_sq);
+  if (g.master.defined()) take(n + ".master", g.master);
+}
+
+void ShardedAdamW::load_state(const std::map<std::string, at::Tensor>& state) {
+  for (auto& g : groups_) load_group(g, state);
+  step_ = find_state(state, "step", "the checkpoint is damaged").item<int64_t>();
+}
+
+int64_t ShardedAdamW::state_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& g : groups_)
+    for (const at::Tensor* t : {&g.exp_avg, &g.exp_avg_sq, &g.master})
+      if (t->defined()) bytes += t->nbytes();
+  return bytes;
+}
+
+}  // namespace hpcrl::optim

@@ -10,7 +10,8 @@
 //   grad_buffers        the reduction's flat buffers: plain dp over more than
 //                       one rank concatenates every bucket's gradients for its
 //                       all-reduce (optim/grad_sync.cpp) and ZeRO-1 flattens
-//                       them for its reduce-scatter, a second full copy each;
+//                       them for its reduce-scatter, a second full copy each
+//                       (ZeRO-1 with the 1/W shard it reduces into beside it);
 //                       ZeRO-2 holds only the bucket being filled
 //                       (its flat buffer and the incoming gradient, 2 × bucket_mb) or
 //                       the vocabulary shard, a bucket of its own whose gradient
@@ -105,8 +106,11 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
       e.grads = sharded(params - expert_params, bytes, dense_group) + sharded(expert_params, bytes, mesh.edp());
       e.grad_buffers = std::min(params * bytes, std::max(2 * bucket, largest + largest / dense_group) +
                                                     optim::kZero2BucketsInFlight * (bucket + bucket / dense_group));
-    } else if (role.optim.zero == 1 || dense_group > 1) {
-      e.grad_buffers = params * bytes;  // the gradients flattened for the reduction: a second full copy
+    } else if (role.optim.zero == 1) {  // the flat copy, and the shard it is reduced into beside it
+      e.grad_buffers = params * bytes + sharded(params - expert_params, bytes, dense_group) +
+                       sharded(expert_params, bytes, mesh.edp());
+    } else if (dense_group > 1) {
+      e.grad_buffers = params * bytes;  // the gradients flattened for the all-reduce: a second full copy
     }
     e.optimizer = role.optim.zero >= 1 ? sharded(params - expert_params, per_param, dense_group) +
                                              sharded(expert_params, per_param, mesh.edp())

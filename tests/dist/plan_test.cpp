@@ -174,6 +174,10 @@ TEST(Plan, ZeroShardsDenseStateOverDpTimesSpAndExpertsOverEdpAndZeroTwoTheGradie
   const MemoryEstimate& m = *make_plan(load(dense.c_str(), 8), 8, 4).roles[0].memory;
   EXPECT_EQ(m.parameters, 822400);
   EXPECT_EQ(m.optimizer, 822400 * 8 / 8);
+  // Plain dp concatenates every bucket's gradients for the all-reduce: a second full copy on more than one rank.
+  const std::string plain = colocated_with("{name: plantest, device: cpu}", "{init: {preset: tiny}}");
+  EXPECT_EQ(make_plan(load(plain.c_str(), 8), 8, 4).roles[0].memory->grad_buffers, 822400 * 4);
+  EXPECT_EQ(make_plan(load(plain.c_str(), 1), 1, 4).roles[0].memory->grad_buffers, 0);
 
   const std::string moe = colocated_with("{name: plantest, device: cpu, dtype: bfloat16}",
                                          "{init: {path: configs/models/qwen1.5-moe-a2.7b}, tokenizer: byte, "
@@ -187,8 +191,8 @@ TEST(Plan, ZeroShardsDenseStateOverDpTimesSpAndExpertsOverEdpAndZeroTwoTheGradie
   EXPECT_EQ(e.optimizer, (dense_params * 12 + 3) / 4 + experts * 12 / 2);
   EXPECT_EQ(e.grads, e.parameters * 2) << "ZeRO-1 keeps full gradients";
 
-  // Plain dp and ZeRO-1 flatten the gradients for the reduction: a second full copy while it runs.
-  EXPECT_EQ(e.grad_buffers, e.parameters * 2);
+  // ZeRO-1 flattens the gradients for the reduction, a second full copy, beside the shard it reduces into.
+  EXPECT_EQ(e.grad_buffers, e.parameters * 2 + (dense_params * 2 + 3) / 4 + experts * 2 / 2);
 
   // ZeRO-2: gradients sharded as the state is. Its buffers: the 151936 × 2048 bf16 embedding's gradient
   // and its reduced quarter (the largest bucket, larger than 2 × 8 MiB) and two 8 MiB buckets with theirs.

@@ -89,6 +89,7 @@ void GradSync::finish() {
       else p.mutable_grad() = avg.clone();
       off += n;
     }
+    b.flat = at::Tensor();  // a full copy of the gradients: not kept until the next step
     b.work.reset();
     b.ready = 0;
   }

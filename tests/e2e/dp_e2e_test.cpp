@@ -101,6 +101,24 @@ TEST(DataParallelE2E, GrpoDp2MatchesDp1) {
   expect_same_rollouts({a[0]}, {b[0]}, {{"loss", 1e-5}, {"kl", 1e-4}});
 }
 
+TEST(DataParallelE2E, SftZero2Dp2Tp2FollowsPlainDp2Tp2) {
+  // 4 ranks, tp 2: each tp rank's shards of the weights are sharded again over its dp pair,
+  // and the global norm adds the tp shards' parts as the plain path does.
+  const std::string cfg = kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: 6, batch: 16, lr: 3.0e-3, "
+                                    "micro_batch: 4}}]' --set run.eval_before_train=false"
+                                    " --set models.policy.parallel.tp=2 --set models.policy.optim.bucket_mb=0.25";
+  std::string dir = scratch_dir("dp-tp-zero2");
+  Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 4);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  Proc zero = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=2 --out " + dir + "/zero2", 4);
+  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+  auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "sft", "loss");
+  auto b = lines_with(read_metrics(dir + "/zero2/metrics.jsonl"), "sft", "loss");
+  ASSERT_EQ(b.size(), 6u);
+  expect_close_curves(a, b, "loss", 1e-5);
+  expect_close_curves(a, b, "grad_norm", 1e-5);
+}
+
 TEST(DataParallelE2E, GrpoZero2Dp2FollowsPlainDp2) {
   // The policy's update reduce-scatters its gradients bucket by bucket during each micro-batch's
   // backward; the weights stay within rounding of plain dp's, so every iteration samples the same.

@@ -5,6 +5,7 @@
 
 #include <mutex>
 
+#include "hpcrl/optim/shard_layout.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"
 
@@ -40,18 +41,17 @@ GradSync::GradSync(const ParamSet& params, dist::CommPtr group, size_t bucket_by
     : state_(std::make_shared<State>()) {
   state_->group = std::move(group);
   if (!state_->group || state_->group->size() == 1) return;
+  // The buckets ZeRO-2 would cut, counted in bytes rather than elements (a group may mix dtypes).
+  std::vector<int64_t> bytes;
+  for (const auto& p : params) bytes.push_back(int64_t(p.tensor.numel() * p.tensor.element_size()));
+  const ShardLayout layout = ShardLayout::bucketed(bytes, int64_t(bucket_bytes), 1, 0);
   state_->bucket_of.resize(params.size());
-  size_t current_bytes = 0;
-  for (size_t k = params.size(); k-- > 0;) {
-    const at::Tensor& t = params[k].tensor;
-    size_t bytes = t.numel() * t.element_size();
-    if (state_->buckets.empty() || (current_bytes > 0 && current_bytes + bytes > bucket_bytes)) {
-      state_->buckets.emplace_back();
-      current_bytes = 0;
+  for (size_t b = 0; b < layout.buckets.size(); ++b) {
+    state_->buckets.emplace_back();
+    for (size_t k : layout.buckets[b].params) {
+      state_->buckets.back().params.push_back(params[k].tensor);
+      state_->bucket_of[k] = b;
     }
-    state_->buckets.back().params.push_back(t);
-    state_->bucket_of[k] = state_->buckets.size() - 1;
-    current_bytes += bytes;
   }
   // Runs after AccumulateGrad has added this micro-batch's gradient into param.grad.
   hooks_ = std::make_unique<AccumulatorHooks>(params, [state = state_](size_t k) {

@@ -16,6 +16,18 @@
 
 namespace hpcrl::optim {
 
+namespace {
+// [S] this rank's owned parameter elements as `options` (zero where the shard is padding).
+at::Tensor owned_parameters(const ParamSet& ps, const ShardLayout& l, const at::TensorOptions& options) {
+  torch::NoGradGuard no_grad;
+  at::Tensor owned = at::zeros({l.shard}, options);
+  for (const auto& s : l.segments)
+    owned.slice(0, s.shard_offset, s.shard_offset + s.length)
+        .copy_(ps[s.param].tensor.detach().view(-1).slice(0, s.param_offset, s.param_offset + s.length));
+  return owned;
+}
+}  // namespace
+
 ShardedAdamW::ShardedAdamW(std::vector<ShardGroup> groups, AdamWOptions options, int stage, int64_t bucket_bytes)
     : options_(options), stage_(stage) {
   HPCRL_CHECK(stage == 1 || stage == 2, "ShardedAdamW: ZeRO stage " << stage << " (1 or 2)");
@@ -52,13 +64,7 @@ void ShardedAdamW::setup(Group& g, int64_t bucket_bytes) {
   auto f32 = ps.front().tensor.options().dtype(at::kFloat).requires_grad(false);
   g.exp_avg = at::zeros({l.shard}, f32);
   g.exp_avg_sq = at::zeros({l.shard}, f32);
-  if (g.dtype != at::kFloat && g.dtype != at::kDouble) {
-    torch::NoGradGuard no_grad;
-    g.master = at::zeros({l.shard}, f32);
-    for (const auto& s : l.segments)
-      g.master.slice(0, s.shard_offset, s.shard_offset + s.length)
-          .copy_(ps[s.param].tensor.detach().view(-1).slice(0, s.param_offset, s.param_offset + s.length));
-  }
+  if (g.dtype != at::kFloat && g.dtype != at::kDouble) g.master = owned_parameters(ps, l, f32);
 }
 
 void ShardedAdamW::begin_micro_batch() {
@@ -101,12 +107,8 @@ double ShardedAdamW::clip_grad_norm(double max_norm, const parallel::ParallelCon
 
 at::Tensor ShardedAdamW::weight_shard(const Group& g) const {
   if (g.master.defined()) return g.master;
-  const ShardLayout& l = g.reducer->layout();
-  at::Tensor w = at::zeros({l.shard}, g.spec.params.front().tensor.options().requires_grad(false));  // [S]
-  for (const auto& s : l.segments)
-    w.slice(0, s.shard_offset, s.shard_offset + s.length)
-        .copy_(g.spec.params[s.param].tensor.detach().view(-1).slice(0, s.param_offset, s.param_offset + s.length));
-  return w;
+  return owned_parameters(g.spec.params, g.reducer->layout(),
+                          g.spec.params.front().tensor.options().requires_grad(false));
 }
 
 void ShardedAdamW::gather_parameters(Group& g, const at::Tensor& w) {

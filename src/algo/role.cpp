@@ -10,6 +10,7 @@ optim::ParamSet Role::param_set() const {
   auto specs = model->shard_specs();
   for (auto& item : model->named_parameters()) {
     const std::string& name = item.key();
+    if (!item.value().requires_grad()) continue;  // frozen under LoRA
     optim::Param p{name, item.value(), optim::Sharding::kReplicated};
     if (name.find(".experts.") != std::string::npos && ctx.ep_size() > 1) {
       p.sharding = optim::Sharding::kExpert;  // each ep rank holds different experts, whole
@@ -25,6 +26,12 @@ optim::ParamSet Role::param_set() const {
     out.push_back(std::move(p));
   }
   return out;
+}
+
+std::optional<model::LoraSpec> Role::lora() const {
+  if (!config || !config->lora.enabled()) return std::nullopt;
+  const config::LoraConfig& c = config->lora;
+  return model::LoraSpec{{c.rank, c.alpha, c.dropout}, c.targets};
 }
 
 at::Device Role::device() const {

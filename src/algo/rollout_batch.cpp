@@ -3,6 +3,8 @@
 
 #include <torch/utils.h>
 
+#include <optional>
+
 #include "hpcrl/algo/pipeline_train.h"
 
 namespace hpcrl::algo {
@@ -19,6 +21,8 @@ at::Tensor scatter_response_values(const TokenBatch& b, const std::vector<std::v
 
 at::Tensor forward_logprobs(Role& role, const TokenBatch& b, const MicroBatchOptions& micro, double temperature) {
   torch::NoGradGuard no_grad;
+  std::optional<parallel::tensor::AdaptersOff> base_only;  // a reference sharing the policy's base
+  if (role.adapters_off) base_only.emplace();
   const int sp = role.ctx.sp_size();
   const int64_t B = b.rows();
   if (role.ctx.pp_size() > 1) {  // row micro-batches, through the role's pipeline

@@ -107,8 +107,35 @@ void check_saved_architecture(const std::string& config_json, const ModelArch& a
 void load_saved_model(const std::string& step_dir, Role& role) {
   const std::string dir = step_dir + "/" + role.name;
   check_saved_architecture(dir + "/config.json", role.model->arch());
-  model::load_weights(*role.model, io::TensorStore(dir));
+  model::load_weights(*role.model, io::TensorStore(dir));  // with LoRA: the frozen base
+  const bool saved_adapter = stdfs::exists(dir + "/adapter_config.json");
+  auto lora = role.lora();
+  HPCRL_CHECK_INPUT(saved_adapter == lora.has_value(),
+                    dir << (saved_adapter ? ": the checkpoint holds a LoRA adapter but role '" + role.name +
+                                                "' has no lora in this run"
+                                          : ": the checkpoint has no LoRA adapter but role '" + role.name +
+                                                "' has lora in this run")
+                        << "; resume with the pipeline the run was started with");
+  if (lora) model::load_lora_adapter(*role.model, *lora, dir);
 }
+
+namespace {
+// The role's model files in `role_dir`. With LoRA: the frozen base as an HF
+// model and the adapter beside it (PEFT files), so a resume restores both
+// bit-exactly, and on request the merged model under merged/.
+void save_role_model(Role& r, const std::string& role_dir) {
+  auto lora = r.lora();
+  if (!lora) return model::save_pretrained(*r.model, role_dir, r.writer);  // collective over the role's tp/ep groups
+  model::save_pretrained(*r.model, role_dir, r.writer, model::AdapterView::base);
+  model::save_lora_adapter(*r.model, *lora, role_dir, r.writer, r.config->init.kind == config::InitKind::path
+                                                                    ? r.config->init.path
+                                                                    : r.name);
+  if (r.config->lora.save_merged) {
+    if (r.writer) stdfs::create_directories(role_dir + "/merged");
+    model::save_pretrained(*r.model, role_dir + "/merged", r.writer, model::AdapterView::merged);
+  }
+}
+}  // namespace
 
 namespace {
 std::string write_checkpoint(const std::string& stage_dir, int64_t step, const std::vector<TrainedRole>& roles,
@@ -149,7 +176,7 @@ std::string write_checkpoint(const std::string& stage_dir, int64_t step, const s
     const std::string role_dir = partial + "/" + r.name;
     if (r.member()) {
       if (r.writer) stdfs::create_directories(role_dir);
-      model::save_pretrained(*r.model, role_dir, r.writer);  // collective over the role's tp/ep groups
+      save_role_model(r, role_dir);
       if (tr.optimizer) {
         stdfs::create_directories(role_dir);
         io::NamedTensors t;

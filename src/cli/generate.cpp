@@ -39,7 +39,7 @@ namespace {
 using namespace hpcrl;
 
 struct Options {
-  std::string model, prompts, out, tokenizer, chat_template = "auto", dtype = "float32";
+  std::string model, adapter, prompts, out, tokenizer, chat_template = "auto", dtype = "float32";
   std::vector<std::string> stop;
   int64_t n = 1, top_k = 0, max_new_tokens = 256, max_batch = 64;
   double temperature = 1.0, top_p = 1.0, min_p = 0.0;
@@ -123,7 +123,7 @@ int run(const Options& o, const std::vector<std::string>& extras, const CLI::App
                                   << arch.max_position_embeddings
                                   << " tokens: shorten the prompt or lower --max-new-tokens");
 
-    cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "generate", o.seed, o.dtype);
+    cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "generate", o.seed, o.dtype, 0, o.adapter);
     const dist::Mesh& mesh = lm.mesh;
     // Every stage of a pipeline decodes on a whole copy (model::make_whole_copy); stage 0 writes.
     std::shared_ptr<model::DecoderModel> decoder = lm.model;
@@ -195,6 +195,8 @@ hpcrl::cli::Registration reg{"generate", 60, [](CLI::App& app) {
   sub->fallthrough(false);
   sub->add_option("--log-level", cli::global_options().log_level, "trace|debug|info|warn|error|off");
   sub->add_option("--model", o.model, "HF model directory (config.json + safetensors) or preset:NAME")->required();
+  sub->add_option("--adapter", o.adapter, "PEFT LoRA adapter directory applied on top of --model (unmerged: each "
+                                          "adapted projection adds its low-rank product every step)");
   sub->add_option("--prompts", o.prompts, "JSONL: {\"prompt\": ..} | {\"messages\": [..]} | {\"prompt_ids\": [..]}")
       ->required();
   sub->add_option("--out", o.out, "Output JSONL, one object per sample (default: stdout)");

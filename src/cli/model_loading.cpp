@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/model/lora.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/strings.h"
@@ -20,7 +21,7 @@ void add_layout_options(CLI::App* sub, LayoutFlags& layout, const std::string& s
 
 LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, const LayoutFlags& layout,
                                const std::string& command, uint64_t seed, const std::string& dtype,
-                               int64_t seq_len) {
+                               int64_t seq_len, const std::string& adapter) {
   HPCRL_CHECK_INPUT(dtype == "float32" || dtype == "bfloat16", "--dtype must be float32 or bfloat16, got '" << dtype
                                                                                                             << "'");
   dist::ParallelSizes sizes;
@@ -37,6 +38,12 @@ LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, c
   mo.seed = seed;
   mo.pp_virtual_stages = layout.pp_virtual;
   auto m = model::load_model(spec, ctx, mo);
+  if (!adapter.empty()) {
+    HPCRL_CHECK_INPUT(layout.pp == 1, "--adapter with --pp " << layout.pp << " is not built; use --pp 1 (tp/sp work)");
+    const model::LoraSpec lora = model::read_lora_spec(adapter);
+    model::attach_lora(*m, lora, seed);
+    model::load_lora_adapter(*m, lora, adapter);
+  }
   if (dtype == "bfloat16") m->to(at::kBFloat16);
   m->eval();
   return LoadedModel{std::move(mesh), std::move(comms), std::move(ctx), std::move(m)};

@@ -39,10 +39,12 @@ struct LoadedModel {
 // sp divisibility check; 0 = unknown), and this rank's shard of `spec` in `dtype`
 // ("float32" | "bfloat16"). With --pp > 1 each rank builds and loads only its
 // pipeline stage (layout.pp_virtual chunks, balanced). InputError for a bad
-// dtype or a layout that does not fit the ranks or the model.
+// dtype or a layout that does not fit the ranks or the model. `adapter`: a PEFT
+// LoRA adapter directory applied on top (unmerged: each adapted projection adds
+// its low-rank product).
 LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, const LayoutFlags& layout,
                                const std::string& command, uint64_t seed, const std::string& dtype,
-                               int64_t seq_len = 0);
+                               int64_t seq_len = 0, const std::string& adapter = "");
 
 // --tokenizer when given, else the built-in byte tokenizer for presets, else the
 // model directory's tokenizer.json; otherwise InputError(`missing`), which should

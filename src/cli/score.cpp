@@ -36,7 +36,7 @@ namespace {
 using namespace hpcrl;
 
 struct Options {
-  std::string model, ids, text, tokenizer, dtype = "float32", pp_schedule = "1f1b";
+  std::string model, adapter, ids, text, tokenizer, dtype = "float32", pp_schedule = "1f1b";
   int pp_microbatches = 1;
   bool json = false;
   cli::LayoutFlags layout;
@@ -73,7 +73,7 @@ int run(const Options& o) {
     const int64_t n = static_cast<int64_t>(ids.size());
     const int sp = o.layout.sp;
     const int64_t padded = (n + sp - 1) / sp * sp;  // Ulysses needs T % sp == 0
-    cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "score", o.seed, o.dtype, padded);
+    cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "score", o.seed, o.dtype, padded, o.adapter);
     const dist::Mesh& mesh = lm.mesh;
     const parallel::ParallelContext& ctx = lm.ctx;
     auto& m = lm.model;
@@ -140,6 +140,7 @@ hpcrl::cli::Registration reg{"score", 55, [](CLI::App& app) {
   static Options o;
   auto* sub = app.add_subcommand("score", "Per-token log-probs of a token sequence under a model");
   sub->add_option("--model", o.model, "HF model directory (config.json + safetensors) or preset:NAME")->required();
+  sub->add_option("--adapter", o.adapter, "PEFT LoRA adapter directory to apply on top of --model (unmerged)");
   sub->add_option("--ids", o.ids, "Token ids, comma-separated: 1,2,3");
   sub->add_option("--text", o.text, "Text to tokenize and score (special tokens are added as the tokenizer declares)");
   sub->add_option("--tokenizer", o.tokenizer, "Tokenizer for --text (default: the model's own, builtin for presets)");

@@ -3,6 +3,8 @@
 // of any key path.
 #include "hpcrl/config/pipeline_config.h"
 
+#include <algorithm>
+
 #include "hpcrl/util/error.h"
 
 namespace hpcrl::config {
@@ -82,6 +84,45 @@ SourcePos PipelineConfig::pos(const std::string& key_path) const {
   SourcePos whole;
   whole.file = file;
   return whole;
+}
+
+namespace {
+bool same_ranks(const PipelineConfig& cfg, const std::string& a, const std::string& b) {
+  if (cfg.placement.mode != PlacementMode::disaggregated) return true;
+  const RankRange *ra = nullptr, *rb = nullptr;
+  for (const auto& r : cfg.placement.ranges) {
+    if (r.target == a) ra = &r;
+    if (r.target == b) rb = &r;
+  }
+  return ra && rb && ra->first == rb->first && ra->last == rb->last;
+}
+
+bool lists(const std::vector<std::string>& roles, const std::string& name) {
+  return std::find(roles.begin(), roles.end(), name) != roles.end();
+}
+
+}  // namespace
+
+std::string lora_base_of(const PipelineConfig& cfg, const ModelConfig& mc) {
+  if (mc.init.kind != InitKind::from) return "";
+  const ModelConfig* src = cfg.find_model(mc.init.from);
+  // The source must be built first (models are built in config order).
+  if (!src || src >= &mc || !src->lora.enabled() || mc.lora.enabled() || mc.head != src->head) return "";
+  const auto &a = mc.parallel, &b = src->parallel;
+  if (a.tp != b.tp || a.sp != b.sp || a.ep != b.ep || a.pp != b.pp || !same_ranks(cfg, mc.name, src->name)) return "";
+  size_t first_use = cfg.stages.size(), first_training = cfg.stages.size();
+  for (size_t i = 0; i < cfg.stages.size(); ++i) {
+    const StageConfig& st = cfg.stages[i];
+    if (lists(st.trained_roles(), mc.name)) return "";
+    if (lists(st.trained_roles(), src->name)) first_training = std::min(first_training, i);
+    if (!lists(st.used_roles(), mc.name)) continue;
+    const std::string& ref = st.kind == StageKind::grpo  ? st.grpo.reference
+                             : st.kind == StageKind::ppo ? st.ppo.reference
+                                                         : std::string();
+    if (ref != mc.name) return "";  // a teacher or a reward model, not only a reference
+    first_use = std::min(first_use, i);
+  }
+  return first_use < cfg.stages.size() && first_use <= first_training ? src->name : "";
 }
 
 }  // namespace hpcrl::config

@@ -67,6 +67,37 @@ Codec<OptimConfig> optim_codec() {
   }});
 }
 
+// The projections an adapter may wrap: attention and dense-MLP linears (HF names).
+const std::vector<std::string>& lora_target_names() {
+  static const std::vector<std::string> names{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                              "down_proj"};
+  return names;
+}
+
+Codec<LoraConfig> lora_codec() {
+  using S = LoraConfig;
+  StructSpec<S> spec{"LoRA adapters", {
+      field<S>("rank", [](auto& s) -> auto& { return s.rank; }, integer(1, 65536), kRequired),
+      field<S>("alpha", [](auto& s) -> auto& { return s.alpha; }, number(0, HUGE_VAL, Bound::kOpen)),
+      field<S>("dropout", [](auto& s) -> auto& { return s.dropout; }, number(0, 1, Bound::kClosed, Bound::kOpen)),
+      field<S>("targets", [](auto& s) -> auto& { return s.targets; }, list_of(text(), 1)),
+      field<S>("save_merged", [](auto& s) -> auto& { return s.save_merged; }, boolean()),
+  }};
+  spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
+    const YNode* list = n.find("targets");
+    for (size_t i = 0; i < s.targets.size(); ++i) {
+      const SourcePos& pos = list && list->is_seq() ? list->items[i].pos : n.pos;
+      const std::string item = join_path(path, "targets") + "[" + std::to_string(i) + "]";
+      const auto& known = lora_target_names();
+      if (std::find(known.begin(), known.end(), s.targets[i]) == known.end())
+        unknown_word(reading, pos, item, s.targets[i], known, "LoRA target");
+      for (size_t j = 0; j < i; ++j)
+        if (s.targets[j] == s.targets[i]) reading.error(pos, item, "lists '" + s.targets[i] + "' twice", "remove it");
+    }
+  };
+  return structure<S>(std::move(spec));
+}
+
 Codec<RolloutConfig> rollout_codec() {
   using S = RolloutConfig;
   return structure<S>({"a role's rollout engine", {
@@ -86,6 +117,8 @@ Codec<ModelConfig> model_codec() {
       field<S>("activation_checkpointing", [](auto& s) -> auto& { return s.activation_checkpointing; }, boolean()),
       field<S>("tokenizer", [](auto& s) -> auto& { return s.tokenizer; }, text()),
       field<S>("optim", [](auto& s) -> auto& { return s.optim; }, optim_codec()),
+      only_if<S>(field<S>("lora", [](auto& s) -> auto& { return s.lora; }, lora_codec()),
+                 [](const S& s) { return s.lora.enabled(); }),
   }});
 }
 

@@ -219,6 +219,29 @@ void check_zero(const PipelineConfig& c, const ModelConfig& m, Diagnostics& diag
                "use zero: 1 with pp > 1, or pp: 1 with zero: 2");
 }
 
+// LoRA adapts a role that a stage trains, on the dense projections of a whole
+// (pp = 1) model: MoE experts and pipeline stages have no adapter path yet.
+void check_lora(const PipelineConfig& c, const ModelConfig& m, Diagnostics& diag) {
+  if (!m.lora.enabled()) return;
+  const std::string path = "models." + m.name + ".lora";
+  bool trained = false;
+  for (const auto& st : c.stages)
+    for (const auto& r : st.trained_roles()) trained = trained || r == m.name;
+  if (m.frozen || !trained)
+    diag.error(c.pos(path), path, "role '" + m.name + "' is not trained by any stage, so its adapters would stay zero",
+               "remove `lora`, or put it on the role a stage trains");
+  if (m.parallel.pp > 1)
+    diag.error(c.pos(path), path, "LoRA with pipeline parallelism (pp " + std::to_string(m.parallel.pp) +
+                                      ") is not built",
+               "use tp/sp/dp with LoRA (pp: 1)");
+  const bool moe = m.arch && m.arch->num_experts > 0;
+  for (const auto& t : m.lora.targets)
+    if (moe && (t == "gate_proj" || t == "up_proj" || t == "down_proj"))
+      diag.error(c.pos(path + ".targets"), path + ".targets",
+                 "'" + t + "': adapters on MoE experts are not built (role '" + m.name + "' is a mixture of experts)",
+                 "target the attention projections only (q_proj, k_proj, v_proj, o_proj)");
+}
+
 void report_layout(const PipelineConfig& c, const std::string& base, const ParallelConfig& p, int64_t ranks,
                    const ModelDims* dims, const std::string& role, Diagnostics& diag) {
   for (const auto& prob : check_layout(p, ranks, dims)) {
@@ -244,6 +267,7 @@ void validate_models(PipelineConfig& c, const ValidateOptions& opt, Diagnostics&
     std::string base = "models." + m.name;
     report_layout(c, base + ".parallel", m.parallel, ranks, d, m.name, diag);
     check_zero(c, m, diag);
+    check_lora(c, m, diag);
     // An inherited rollout layout on the same ranks has the training layout's problems: report them once.
     bool rollout_given = false;
     for (const auto& [path, pos] : c.positions) rollout_given = rollout_given || str::starts_with(path, base + ".rollout.parallel.");

@@ -155,6 +155,8 @@ Plan make_plan(const config::PipelineConfig& cfg, int world, int gpus_per_node) 
         work.packs_weights = rollout && cfg.run.device == config::Device::cpu &&
                              cfg.run.dtype == config::DType::float32 && m.rollout.max_batch > 1;
         memory = estimate_memory(*m.arch, m, mesh, cfg.run.dtype, work);
+        // A reference that is a LoRA policy's frozen base runs the policy's weights.
+        if (!rollout && !config::lora_base_of(cfg, m).empty()) memory->weights = 0;
       }
       // Generation in the training layout on the same ranks uses the role's own weights (algo/rollout_copy.cpp).
       const auto &t = m.parallel, &g = m.rollout.parallel;

@@ -19,6 +19,11 @@
 //                       is larger — and kZero2BucketsInFlight buckets being
 //                       reduced (flat buffer and 1/W part each;
 //                       optim/grad_reduce_scatter.h)
+//   lora                with `lora`, the adapter factors of the targeted
+//                       projections (A [r, in] and B [out, r], cut over tp as
+//                       their layer is: parallel/tensor/lora.h) join the weights,
+//                       and grads, grad_buffers and the optimizer count only them:
+//                       the base is frozen
 //   optimizer           AdamW fp32 moments (8 B/param) + fp32 master copy for
 //                       bfloat16 (4 B/param); with zero 1 or 2 the dense part is
 //                       divided over dp·sp and the experts over edp, the groups
@@ -50,6 +55,23 @@
 #include "hpcrl/optim/shard_layout.h"
 
 namespace hpcrl::dist {
+
+int64_t lora_parameters_per_layer(const ModelArch& a, const config::LoraConfig& lora, int64_t tp) {
+  if (!lora.enabled()) return 0;
+  const int64_t r = lora.rank, C = a.hidden_size, D = a.head_dim;
+  const int64_t q_out = a.num_heads / tp * D, kv_out = (a.num_kv_heads % tp == 0 ? a.num_kv_heads / tp : 1) * D;
+  const int64_t ffn = a.intermediate_size / tp;
+  int64_t n = 0;
+  for (const auto& t : lora.targets) {
+    // Column layers: A [r, in] whole, B [out/tp, r]. Row layers: A [r, in/tp], B [out, r] whole.
+    if (t == "q_proj") n += r * C + q_out * r;
+    if (t == "k_proj" || t == "v_proj") n += r * C + kv_out * r;
+    if (t == "o_proj") n += r * q_out + C * r;
+    if (t == "gate_proj" || t == "up_proj") n += r * C + ffn * r;
+    if (t == "down_proj") n += r * ffn + C * r;
+  }
+  return n;
+}
 
 MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& role, const Mesh& mesh,
                                config::DType dtype, const RoleWork& work) {
@@ -86,35 +108,40 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
     }
   }
 
+  // Trained parameters: all of them, or only the adapters (their layers' experts are never adapted).
+  const int64_t adapters = stage_layers * lora_parameters_per_layer(a, role.lora, tp);
+  const int64_t trained = role.lora.enabled() ? adapters : params;
+  const int64_t trained_experts = role.lora.enabled() ? 0 : stage_layers * experts;
+  const int64_t trained_largest = role.lora.enabled() ? 0 : vocab_shard;
+
   MemoryEstimate e;
   const int64_t bytes = dtype == config::DType::float32 ? 4 : 2;
-  e.parameters = params;
+  e.parameters = params + adapters;
   e.seq_len = work.seq_len;
-  e.weights = params * bytes;
+  e.weights = e.parameters * bytes;
   if (work.trained || work.logprobs) e.micro_batch = std::max<int64_t>(work.micro_batch, 1);
   const int64_t tokens = e.micro_batch * e.seq_len / mesh.sp();
   if (work.logprobs) e.logits = tokens * (V / tp) * (bytes + 3 * 4);
   if (work.trained) {
     const int64_t per_param = 8 + (bytes == 2 ? 4 : 0);
-    const int64_t expert_params = stage_layers * experts;
     const int64_t dense_group = int64_t{mesh.dp()} * mesh.sp();
     // n parameters of b bytes each over `shards` ranks.
     auto sharded = [&](int64_t n, int64_t b, int64_t shards) { return (n * b + shards - 1) / shards; };
-    e.grads = params * bytes;
+    e.grads = trained * bytes;
     if (role.optim.zero >= 2) {
-      const int64_t bucket = role.optim.bucket_bytes(), largest = vocab_shard * bytes;
-      e.grads = sharded(params - expert_params, bytes, dense_group) + sharded(expert_params, bytes, mesh.edp());
-      e.grad_buffers = std::min(params * bytes, std::max(2 * bucket, largest + largest / dense_group) +
-                                                    optim::kZero2BucketsInFlight * (bucket + bucket / dense_group));
+      const int64_t bucket = role.optim.bucket_bytes(), largest = trained_largest * bytes;
+      e.grads = sharded(trained - trained_experts, bytes, dense_group) + sharded(trained_experts, bytes, mesh.edp());
+      e.grad_buffers = std::min(trained * bytes, std::max(2 * bucket, largest + largest / dense_group) +
+                                                     optim::kZero2BucketsInFlight * (bucket + bucket / dense_group));
     } else if (role.optim.zero == 1) {  // the flat copy, and the shard it is reduced into beside it
-      e.grad_buffers = params * bytes + sharded(params - expert_params, bytes, dense_group) +
-                       sharded(expert_params, bytes, mesh.edp());
+      e.grad_buffers = trained * bytes + sharded(trained - trained_experts, bytes, dense_group) +
+                       sharded(trained_experts, bytes, mesh.edp());
     } else if (dense_group > 1) {
-      e.grad_buffers = params * bytes;  // the gradients flattened for the all-reduce: a second full copy
+      e.grad_buffers = trained * bytes;  // the gradients flattened for the all-reduce: a second full copy
     }
-    e.optimizer = role.optim.zero >= 1 ? sharded(params - expert_params, per_param, dense_group) +
-                                             sharded(expert_params, per_param, mesh.edp())
-                                       : params * per_param;
+    e.optimizer = role.optim.zero >= 1 ? sharded(trained - trained_experts, per_param, dense_group) +
+                                             sharded(trained_experts, per_param, mesh.edp())
+                                       : trained * per_param;
     const int64_t full_layer = tokens * C * (10 * tp + 24) * bytes / (2 * tp);  // (10 + 24/tp)·s·C·bytes/2
     e.activations_full = stage_layers * full_layer;
     e.activations_checkpointed = stage_layers * tokens * C * bytes + full_layer;

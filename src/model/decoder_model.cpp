@@ -177,6 +177,10 @@ LayerInputs DecoderModel::layer_inputs(const at::Tensor& ids, const at::Tensor& 
 ForwardOutput DecoderModel::run_layers(at::Tensor h, int64_t first, int64_t end, const LayerInputs& in,
                                        KvCache* cache) {
   const bool recompute = options_.activation_checkpointing && is_training() && at::GradMode::is_enabled() && !cache;
+  // A checkpointed block's output needs gradients only if its input has them;
+  // with a frozen embedding (LoRA) the first input has none, yet the adapters
+  // inside need the backward (PEFT's enable_input_require_grads).
+  if (recompute && !h.requires_grad()) h = h.detach().requires_grad_(true);
   std::vector<at::Tensor> aux;
   for (int64_t i = first; i < end; ++i) {
     auto layer = model->layers->ptr<DecoderLayer>(i);

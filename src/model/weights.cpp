@@ -8,6 +8,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "hpcrl/util/check.h"
@@ -105,16 +106,23 @@ class MapSource : public Source {
   std::string name_;
 };
 
-void load_from(DecoderModel& m, const Source& src) {
+// Whether `name` is part of the given view of the model (adapter: what trains).
+bool in_view(const std::string& name, AdapterView view) {
+  const bool adapter = tensor::is_lora_tensor(name) || name == "score.weight";
+  return view == AdapterView::adapter ? adapter : !tensor::is_lora_tensor(name);
+}
+
+void load_from(DecoderModel& m, const Source& src, AdapterView view = AdapterView::base) {
   at::NoGradGuard no_grad;
   auto params = m.named_parameters(/*recurse=*/true);
   auto specs = m.shard_specs();
   std::vector<std::string> missing;
   std::set<std::string> used;
   for (const auto& [name, spec] : specs) {
+    if (!in_view(name, view)) continue;
     at::Tensor& p = params[name];
     if (!src.contains(name)) {
-      if (name == "score.weight") {
+      if (name == "score.weight" && view != AdapterView::adapter) {
         spdlog::info("{}: no value head (score.weight); keeping its initial weights", src.name());
         std::set<std::string> only{name};
         init_weights(m, m.options().seed, &only);
@@ -245,6 +253,14 @@ void init_weights(DecoderModel& m, uint64_t seed, const std::set<std::string>* o
     at::Tensor full;
     if (str::ends_with(name, "norm.weight")) {
       full = at::ones(full_shape(p, spec));
+    } else if (str::ends_with(name, ".lora_B.weight")) {
+      full = at::zeros(full_shape(p, spec));  // the adapted model starts as its base
+    } else if (str::ends_with(name, ".lora_A.weight")) {
+      // PEFT's default: kaiming_uniform(a=√5), i.e. U(±1/√fan_in).
+      const std::vector<int64_t> shape = full_shape(p, spec);
+      const double bound = 1.0 / std::sqrt(double(shape[1]));
+      at::Generator gen = at::detail::createCPUGenerator(fnv1a(name, seed));
+      full = at::empty(shape).uniform_(-bound, bound, gen);
     } else if (str::ends_with(name, ".bias")) {
       full = at::zeros(full_shape(p, spec));
     } else {
@@ -257,26 +273,57 @@ void init_weights(DecoderModel& m, uint64_t seed, const std::set<std::string>* o
 
 void load_weights(DecoderModel& m, const io::TensorStore& checkpoint) { load_from(m, StoreSource(checkpoint)); }
 
-void load_weights(DecoderModel& m, const std::map<std::string, at::Tensor>& full, const std::string& source) {
-  load_from(m, MapSource(full, source));
+void load_weights(DecoderModel& m, const std::map<std::string, at::Tensor>& full, const std::string& source,
+                  AdapterView view) {
+  load_from(m, MapSource(full, source), view);
 }
 
-io::NamedTensors gather_full_weights(DecoderModel& m) {
+namespace {
+// Folds every adapter into its base weight, W + (alpha/r)·B·A in float32, and
+// drops the factors. `full` holds whole tensors (after the tp gather).
+void merge_adapters(DecoderModel& m, io::NamedTensors& full) {
+  std::map<std::string, at::Tensor> factors;
+  for (const auto& [name, t] : full)
+    if (tensor::is_lora_tensor(name)) factors[name] = t;
+  if (factors.empty()) return;
+  std::map<std::string, double> scales;
+  for (const auto& mod : m.named_modules("", /*include_self=*/false))
+    if (auto* f = dynamic_cast<tensor::LoraFactor*>(mod.value().get())) scales[mod.key() + ".weight"] = f->scale();
+  io::NamedTensors merged;
+  for (auto& [name, t] : full) {
+    if (tensor::is_lora_tensor(name)) continue;
+    const std::string prefix = name.substr(0, name.size() - std::string("weight").size());
+    auto a = factors.find(prefix + "lora_A.weight"), b = factors.find(prefix + "lora_B.weight");
+    if (str::ends_with(name, ".weight") && a != factors.end() && b != factors.end()) {
+      at::Tensor delta = at::matmul(b->second.to(at::kFloat), a->second.to(at::kFloat)) * scales.at(b->first);
+      t = (t.to(at::kFloat) + delta).to(t.scalar_type());
+    }
+    merged.emplace_back(name, t);
+  }
+  full = std::move(merged);
+}
+}  // namespace
+
+io::NamedTensors gather_full_weights(DecoderModel& m, AdapterView view) {
   io::NamedTensors out;
   auto specs = m.shard_specs();
   std::set<std::string> moe = moe_parameter_names(m);
   for (const auto& p : m.named_parameters(/*recurse=*/true)) {
     const std::string& name = p.key();
     if (moe.count(name) && name.find(".experts.") != std::string::npos) continue;  // gathered below
+    if (view == AdapterView::base && tensor::is_lora_tensor(name)) continue;
+    if (view == AdapterView::adapter && !in_view(name, view)) continue;
     out.emplace_back(name, gather_tp(p.value(), specs.at(name), m.parallel_context().tp));
   }
-  gather_experts(m, out);
+  if (view != AdapterView::adapter) gather_experts(m, out);
+  if (view == AdapterView::merged) merge_adapters(m, out);
   if (!m.is_whole()) gather_pipeline_stages(m, out);
   return out;
 }
 
-void save_pretrained(DecoderModel& m, const std::string& dir, bool writer, uint64_t max_shard_bytes) {
-  io::NamedTensors full = gather_full_weights(m);
+void save_pretrained(DecoderModel& m, const std::string& dir, bool writer, AdapterView view,
+                     uint64_t max_shard_bytes) {
+  io::NamedTensors full = gather_full_weights(m, view);
   if (!writer) return;
   ModelArch arch = m.arch();
   arch.torch_dtype = full.empty() || full.front().second.scalar_type() != at::kBFloat16 ? "float32" : "bfloat16";

@@ -59,22 +59,45 @@ std::shared_ptr<SlotProjections> SlotProjections::shared_for(model::DecoderModel
   return p;
 }
 
+const at::Tensor& SlotProjections::weight_of(const torch::nn::Module& linear, const at::Tensor& weight) const {
+  auto it = merged_.find(&linear);
+  return it == merged_.end() ? weight : it->second;
+}
+
+void SlotProjections::merge_adapters() {
+  merged_.clear();
+  auto merge = [&](const auto& linear) {
+    const tensor::LoraAdapter& lora = linear.lora();
+    if (!lora.active()) return;
+    merged_[&linear] = at::addmm(linear.weight, lora.b->weight, lora.a->weight, 1, lora.shape.scale());
+  };
+  for (size_t i = 0; i < model_.model->layers->size(); ++i) {
+    auto layer = model_.model->layers->ptr<model::DecoderLayer>(i);
+    const auto& a = *layer->self_attn;
+    merge(*a.q_proj), merge(*a.k_proj), merge(*a.v_proj), merge(*a.o_proj);
+    if (layer->mlp) merge(*layer->mlp->gate_proj), merge(*layer->mlp->up_proj), merge(*layer->mlp->down_proj);
+  }
+}
+
 void SlotProjections::prepare(bool pack) {
+  torch::NoGradGuard no_grad;
+  merge_adapters();
   packed_ = pack && packs(model_);
   if (!packed_) return;
-  torch::NoGradGuard no_grad;
   auto& layers = model_.model->layers;
   layers_.resize(layers->size());
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<model::DecoderLayer>(i);
     const auto& a = *layer->self_attn;
     PackedLayer& p = layers_[i];
-    repack(p.qkv, {a.q_proj->weight, a.k_proj->weight, a.v_proj->weight},
+    repack(p.qkv, {weight_of(*a.q_proj, a.q_proj->weight), weight_of(*a.k_proj, a.k_proj->weight),
+                   weight_of(*a.v_proj, a.v_proj->weight)},
            {a.q_proj->bias, a.k_proj->bias, a.v_proj->bias});
-    repack(p.o, {a.o_proj->weight}, {});
+    repack(p.o, {weight_of(*a.o_proj, a.o_proj->weight)}, {});
     if (layer->mlp) {
-      repack(p.gate_up, {layer->mlp->gate_proj->weight, layer->mlp->up_proj->weight}, {});
-      repack(p.down, {layer->mlp->down_proj->weight}, {});
+      const model::Mlp& m = *layer->mlp;
+      repack(p.gate_up, {weight_of(*m.gate_proj, m.gate_proj->weight), weight_of(*m.up_proj, m.up_proj->weight)}, {});
+      repack(p.down, {weight_of(*m.down_proj, m.down_proj->weight)}, {});
       intermediate_ = layer->mlp->gate_proj->weight.size(0);
     }
     q_width_ = a.q_proj->weight.size(0);
@@ -86,8 +109,9 @@ void SlotProjections::prepare(bool pack) {
 std::array<at::Tensor, 3> SlotProjections::qkv(int64_t layer, const at::Tensor& xc) {
   if (!packed()) {
     const auto& a = *model_.model->layers->ptr<model::DecoderLayer>(layer)->self_attn;
-    return {project(xc, a.q_proj->weight, a.q_proj->bias), project(xc, a.k_proj->weight, a.k_proj->bias),
-            project(xc, a.v_proj->weight, a.v_proj->bias)};
+    return {project(xc, weight_of(*a.q_proj, a.q_proj->weight), a.q_proj->bias),
+            project(xc, weight_of(*a.k_proj, a.k_proj->weight), a.k_proj->bias),
+            project(xc, weight_of(*a.v_proj, a.v_proj->weight), a.v_proj->bias)};
   }
   at::Tensor all = layers_[layer].qkv.forward(xc, qkv_out_);
   return {all.narrow(-1, 0, q_width_), all.narrow(-1, q_width_, kv_width_),
@@ -97,7 +121,7 @@ std::array<at::Tensor, 3> SlotProjections::qkv(int64_t layer, const at::Tensor& 
 at::Tensor SlotProjections::attention_output(int64_t layer, const at::Tensor& o) {
   const auto& proj = *model_.model->layers->ptr<model::DecoderLayer>(layer)->self_attn->o_proj;
   const auto& tp = model_.parallel_context().tp;
-  at::Tensor y = packed() ? layers_[layer].o.forward(o, o_out_) : project(o, proj.weight);
+  at::Tensor y = packed() ? layers_[layer].o.forward(o, o_out_) : project(o, weight_of(proj, proj.weight));
   y = tensor::reduce_from_tp(y, tp);
   return proj.bias.defined() ? y + proj.bias : y;
 }
@@ -106,8 +130,10 @@ at::Tensor SlotProjections::mlp(int64_t layer, const at::Tensor& xc) {
   const auto& m = *model_.model->layers->ptr<model::DecoderLayer>(layer)->mlp;
   const auto& tp = model_.parallel_context().tp;
   if (!packed())  // Mlp::forward: down(silu(gate(x)) · up(x))
-    return tensor::reduce_from_tp(
-        project(at::silu(project(xc, m.gate_proj->weight)) * project(xc, m.up_proj->weight), m.down_proj->weight), tp);
+    return tensor::reduce_from_tp(project(at::silu(project(xc, weight_of(*m.gate_proj, m.gate_proj->weight))) *
+                                              project(xc, weight_of(*m.up_proj, m.up_proj->weight)),
+                                          weight_of(*m.down_proj, m.down_proj->weight)),
+                                  tp);
   const PackedLayer& p = layers_[layer];
   at::Tensor gate_up = p.gate_up.forward(xc, gate_up_out_);  // [..., 2·I]
   auto shape = gate_up.sizes().vec();

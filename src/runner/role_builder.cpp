@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "hpcrl/dist/bridge.h"
 #include "hpcrl/dist/mesh_comms.h"
 #include "hpcrl/dist/placement.h"
@@ -11,6 +13,7 @@
 #include "hpcrl/model/weights.h"
 #include "hpcrl/rollout/weight_sync.h"
 #include "hpcrl/util/check.h"
+#include "hpcrl/util/strings.h"
 
 namespace hpcrl::runner {
 
@@ -53,7 +56,14 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, 
     const bool member = role.mesh.contains(world_rank);
     const std::string& n = mc.name;
     const auto& p = mc.parallel;
-    if (member) {
+    if (const std::string base = config::lora_base_of(cfg, mc); !base.empty()) {
+      algo::Role& src = roles_.at(base);
+      role.model = src.model;
+      role.tokenizer = src.tokenizer;
+      role.adapters_off = true;
+      initialised_.insert(n);
+      if (member) spdlog::info("role {}: the frozen base of role {} (its LoRA adapters bypassed), no copy", n, base);
+    } else if (member) {
       model::ModelOptions opts;
       opts.pp_layers = p.pp_layers;
       opts.pp_virtual_stages = int(p.pp_virtual);
@@ -68,6 +78,11 @@ Roles::Roles(const config::PipelineConfig& cfg, int world_rank, int world_size, 
         std::string spec = mc.init.kind == config::InitKind::preset ? "preset:" + mc.init.preset : mc.init.path;
         role.model = model::load_model(spec, role.ctx, opts);
         initialised_.insert(n);
+      }
+      if (auto lora = role.lora()) {
+        model::attach_lora(*role.model, *lora, opts.seed);
+        spdlog::info("role {}: LoRA rank {} alpha {} on {}; the base is frozen", n, lora->shape.rank,
+                     lora->shape.alpha, str::join(lora->targets, ", "));
       }
       role.model->to(device, dtype);
       role.tokenizer = std::shared_ptr<io::Tokenizer>(io::load_tokenizer(io::configured_tokenizer_spec(mc.tokenizer)));

@@ -211,6 +211,41 @@ TEST(Plan, ZeroShardsDenseStateOverDpTimesSpAndExpertsOverEdpAndZeroTwoTheGradie
   EXPECT_EQ(t.grad_buffers, 822400 * 4);
 }
 
+TEST(Plan, LoraTrainsOnlyItsFactorsAndTheReferenceIsThePolicyBase) {
+  const char* yaml = R"(
+run: {name: plantest, device: cpu}
+models:
+  policy: {init: {preset: tiny}, parallel: {tp: 2}, lora: {rank: 8, targets: [q_proj, v_proj, down_proj]}}
+  reference: {init: {from: policy}, parallel: {tp: 2}, frozen: true}
+rewards:
+  math: {type: verifiable}
+data:
+  arith: {synthetic: {task: arithmetic, digits: 2, train: 100, eval: 10}}
+stages:
+  - grpo: {policy: policy, reference: reference, reward: math, data: arith, iterations: 1, prompts: 4, group: 2}
+)";
+  Plan plan = make_plan(load(yaml, 4), 4, 4);
+  const RolePlan* policy = nullptr;
+  const RolePlan* reference = nullptr;
+  for (const auto& rp : plan.roles) {
+    if (rp.name == "policy") policy = &rp;
+    if (rp.name == "reference") reference = &rp;
+  }
+  ASSERT_TRUE(policy && reference);
+  // tiny at tp 2 (C 128, 2 of 4 query heads, 1 of 2 kv heads, head_dim 32, ffn 384/2 = 192), rank 8:
+  //   q_proj (column): A 8·128 + B 64·8 = 1536;  v_proj: 8·128 + 32·8 = 1280;
+  //   down_proj (row): A 8·192 + B 128·8 = 2560;  5376 per layer, 4 layers: 21504.
+  // The base: 4 · 98560 + 17408 (vocab shard) + 128 (final norm) = 411776.
+  const MemoryEstimate& m = *policy->memory;
+  EXPECT_EQ(m.parameters, 411776 + 21504);
+  EXPECT_EQ(m.weights, (411776 + 21504) * 4);
+  EXPECT_EQ(m.grads, 21504 * 4);
+  EXPECT_EQ(m.optimizer, 21504 * 8);
+  EXPECT_EQ(m.grad_buffers, 21504 * 4);  // dp 2: the flattened copy of the adapters' gradients
+  EXPECT_EQ(reference->memory->weights, 0) << "the reference runs the policy's base";
+  EXPECT_GT(reference->memory->logits, 0);
+}
+
 TEST(Plan, SequenceLengthFromTheDataAndCheckpointedActivations) {
   const std::string yaml = std::string(R"(
 run: {name: plantest, device: cpu}

@@ -6,11 +6,15 @@
 // sp=2, tp=2×sp=2; families qwen2 (QKV bias, tied) and qwen3 (q/k norm,
 // untied), with and without activation checkpointing, packed rows (several
 // sequences per row, attention kept within each), and an MoE model with ep=2. Runs under mpirun -np 2 and -np 4; a layout larger than the world
-// is skipped there and runs in the -np 4 job.
+// is skipped there and runs in the -np 4 job. The same with LoRA adapters on
+// every projection (only their factors and the value head train).
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
+#include <optional>
+
 #include "hpcrl/model/decoder_model.h"
+#include "hpcrl/model/lora.h"
 #include "hpcrl/model/weights.h"
 #include "hpcrl/parallel/sequence/ulysses.h"
 #include "mpi_layout.h"
@@ -73,10 +77,25 @@ void expect_close(const at::Tensor& got, const at::Tensor& want, const std::stri
   EXPECT_LE(err, 1e-5 * scale) << what << ": max abs diff " << err;
 }
 
+// Both models get the same adapters: attached from one seed, then every
+// factor set to the same random full tensor (B ≠ 0, so the adapters matter).
+void attach_same_adapters(DecoderModel& ref, DecoderModel& par, const LoraSpec& lora) {
+  attach_lora(ref, lora, 11);
+  attach_lora(par, lora, 11);
+  at::Generator gen = at::detail::createCPUGenerator(31);
+  std::map<std::string, at::Tensor> factors;
+  for (const auto& p : ref.named_parameters())
+    if (parallel::tensor::is_lora_tensor(p.key())) factors[p.key()] = at::empty(p.value().sizes()).normal_(0, 0.1, gen);
+  factors["score.weight"] = ref.score->weight.detach().clone();  // the adapter view includes the value head
+  load_weights(ref, factors, "random factors", AdapterView::adapter);
+  load_weights(par, factors, "random factors", AdapterView::adapter);
+}
+
 // `recompute`: the split model uses activation checkpointing (its collectives
-// then also run inside the backward's recomputation).
+// then also run inside the backward's recomputation). `lora`: both models carry
+// the same adapters; then only the factors and the value head have gradients.
 void check_layout(int tp, int sp, const std::string& family, bool tied, bool recompute = false,
-                  const Batch& batch = make_batch()) {
+                  const Batch& batch = make_batch(), const std::optional<LoraSpec>& lora = std::nullopt) {
   if (!testing::world_fits(tp * sp)) GTEST_SKIP() << "needs a multiple of " << tp * sp << " ranks";
   parallel::ParallelContext ctx = testing::layout_context(tp, sp);
   ModelArch arch = testing::tiny_arch(family, tied);
@@ -86,10 +105,17 @@ void check_layout(int tp, int sp, const std::string& family, bool tied, bool rec
   DecoderModel ref(arch, parallel::ParallelContext{}, opts);
   opts.activation_checkpointing = recompute;
   DecoderModel par(arch, ctx, opts);
+  if (lora) attach_same_adapters(ref, par, *lora);
   auto ref_params = ref.named_parameters();
 
   // Same full weights whatever the layout (seeded per HF tensor, then sliced).
-  for (auto& [name, t] : gather_full_weights(par)) EXPECT_TRUE(torch::equal(t, ref_params[name])) << name;
+  for (auto& [name, t] : gather_full_weights(par, AdapterView::base))
+    EXPECT_TRUE(torch::equal(t, ref_params[name])) << name;
+  if (lora) {  // the merge of gathered factors equals the single-rank merge
+    std::map<std::string, at::Tensor> want;
+    for (auto& [name, t] : gather_full_weights(ref)) want[name] = t;
+    for (auto& [name, t] : gather_full_weights(par)) expect_close(t, want.at(name), "merged " + name);
+  }
 
   Outputs want = run(ref, batch, parallel::ParallelContext{});
   Outputs got = run(par, batch, ctx);
@@ -104,8 +130,10 @@ void check_layout(int tp, int sp, const std::string& family, bool tied, bool rec
 
   // Gradients: sum each rank's share over sp (what the dp·sp gradient sync does), then
   // compare with this rank's slice of the single-rank gradient.
-  int compared = 0;
+  int compared = 0, trainable = 0;
+  for (const auto& p : ref_params) trainable += p.value().requires_grad();
   for (const auto& [name, spec] : par.shard_specs()) {
+    if (!par.named_parameters()[name].requires_grad()) continue;  // frozen under LoRA
     at::Tensor g = par.named_parameters()[name].grad();
     ASSERT_TRUE(g.defined()) << name;
     g = g.clone();
@@ -113,7 +141,12 @@ void check_layout(int tp, int sp, const std::string& family, bool tied, bool rec
     expect_close(g, spec.slice(ref_params[name].grad()), "grad " + name + " (" + spec.describe() + ")");
     ++compared;
   }
-  EXPECT_EQ(compared, static_cast<int>(ref_params.size()));
+  EXPECT_EQ(compared, trainable);
+  if (lora) EXPECT_LT(trainable, static_cast<int>(ref_params.size()));
+}
+
+LoraSpec all_projections() {
+  return LoraSpec{{4, 8, 0.0}, {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}};
 }
 
 // Experts sharded over ep=2 (the other ranks of the world are edp replicas).
@@ -159,6 +192,16 @@ TEST(ModelParallel, Tp2ActivationCheckpointing) { check_layout(2, 1, "qwen2", tr
 TEST(ModelParallel, Sp2PackedRows) { check_layout(1, 2, "qwen3", true, false, make_packed_batch()); }
 TEST(ModelParallel, Sp4PackedRows) { check_layout(1, 4, "qwen2", true, false, make_packed_batch()); }
 TEST(ModelParallel, Tp2Sp2PackedRows) { check_layout(2, 2, "qwen2", false, false, make_packed_batch()); }
+// LoRA on every projection: column layers (q/k/v, gate/up) keep A whole and cut
+// B, row layers (o, down) cut A and keep B whole; tp 4 also shares k/v chunks.
+TEST(ModelParallel, Tp2Lora) { check_layout(2, 1, "qwen2", true, false, make_batch(), all_projections()); }
+TEST(ModelParallel, Tp4LoraReplicatedKvHeads) {
+  check_layout(4, 1, "qwen3", false, false, make_batch(), all_projections());
+}
+TEST(ModelParallel, Sp2Lora) { check_layout(1, 2, "qwen2", false, false, make_batch(), all_projections()); }
+TEST(ModelParallel, Tp2Sp2LoraActivationCheckpointing) {
+  check_layout(2, 2, "qwen3", true, /*recompute=*/true, make_batch(), all_projections());
+}
 
 }  // namespace
 }  // namespace hpcrl::model

@@ -23,7 +23,9 @@
 #include <string>
 
 #include "hpcrl/io/tokenizer.h"
+#include "hpcrl/model/lora.h"
 #include "hpcrl/model/pretrained.h"
+#include "hpcrl/model/weights.h"
 #include "hpcrl/rollout/engine.h"
 #include "hpcrl/rollout/slot_projections.h"
 #include "hpcrl/util/error.h"
@@ -285,6 +287,37 @@ TEST(RolloutEngine, UsesTheTrainersCurrentWeightsAtEveryCall) {
   for (size_t i = 0; i < after.size(); ++i) {
     EXPECT_EQ(after[i].tokens, fresh[i].tokens) << "sample " << i;
     EXPECT_EQ(after[i].logprobs, fresh[i].logprobs) << "sample " << i;
+  }
+}
+
+// A LoRA policy generates with its adapters: the engine merges them into the
+// weights it multiplies by at every call (packed for many rows, in place for
+// one), and its log-probs are the training forward's, which adds the low-rank
+// product unmerged. After an update of the factors the next call follows.
+TEST(RolloutEngine, ALoraModelGeneratesWithItsCurrentAdapters) {
+  auto m = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  model::attach_lora(*m, {{4, 8, 0.0}, {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
+                     1);
+  auto randomise = [&](uint64_t seed) {
+    at::Generator gen = at::detail::createCPUGenerator(seed);
+    std::map<std::string, at::Tensor> factors;
+    for (const auto& p : m->named_parameters())
+      if (parallel::tensor::is_lora_tensor(p.key())) factors[p.key()] = at::empty(p.value().sizes()).normal_(0, 0.2, gen);
+    model::load_weights(*m, factors, "random factors", model::AdapterView::adapter);
+  };
+  randomise(5);
+  auto prompts = hpcrl::testing::random_prompts({6, 3, 5}, 96, 30);
+  rollout::Engine engine(m, nullptr, {4, true});
+  for (int round = 0; round < 2; ++round) {
+    const std::vector<std::vector<std::vector<int32_t>>> calls{prompts, {prompts[0]}};
+    for (const auto& asked : calls) {  // 6 rows: packed weights; one row: used in place
+      auto samples = engine.generate(asked, asked.size() > 1 ? 2 : 1, sampled().max_new_tokens(10).seed(3));
+      auto want = training_logprobs(*m, asked, samples);
+      for (size_t i = 0; i < samples.size(); ++i)
+        for (size_t t = 0; t < samples[i].tokens.size(); ++t)
+          EXPECT_NEAR(samples[i].logprobs[t], want[i][t], kFp32) << "round " << round << " sample " << i;
+    }
+    randomise(6);  // what an optimizer step does to the factors
   }
 }
 

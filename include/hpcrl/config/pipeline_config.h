@@ -76,6 +76,18 @@ struct OptimConfig {
   int64_t bucket_bytes() const { return int64_t(bucket_mb * 1024 * 1024); }
 };
 
+// Low-rank adapters (LoRA, as PEFT's LoraConfig): the base weights stay frozen,
+// each target projection W gains W + (alpha / rank) · B·A with A [rank, in]
+// and B [out, rank] trained. rank 0: no adapters.
+struct LoraConfig {
+  int64_t rank = 0;
+  double alpha = 16;                   // the update is scaled by alpha / rank
+  double dropout = 0;                  // on the adapter's input, training only
+  std::vector<std::string> targets{"q_proj", "v_proj"};  // HF projection names (PEFT's target_modules)
+  bool save_merged = false;            // checkpoints also hold merged/: base + adapter as a plain HF model
+  bool enabled() const { return rank > 0; }
+};
+
 struct ModelConfig {
   std::string name;                    // the role: policy, reference, critic, ...
   InitConfig init;
@@ -85,6 +97,7 @@ struct ModelConfig {
   Head head = Head::lm;
   bool activation_checkpointing = false;
   OptimConfig optim;
+  LoraConfig lora;
   // Resolved: "byte" (built-in byte-level tokenizer) or a directory holding
   // tokenizer.json. Default: the init.path directory, "byte" for presets, the
   // source role's tokenizer for init.from.
@@ -326,5 +339,12 @@ struct PipelineConfig {
   // Position of `key_path` or of its nearest ancestor that has one (the file itself otherwise).
   SourcePos pos(const std::string& key_path) const;
 };
+
+// The LoRA role whose frozen base `mc` is, or "": a role made `init: {from: P}`
+// of a LoRA role P, used only as a grpo/ppo reference, never trained, on P's
+// ranks and layout, and first used before any stage has trained P (its snapshot
+// would then be P's base exactly, since the adapter starts at B = 0). Such a
+// reference runs P's model with the adapters bypassed instead of a copy.
+std::string lora_base_of(const PipelineConfig& cfg, const ModelConfig& mc);
 
 }  // namespace hpcrl::config

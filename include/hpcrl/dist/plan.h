@@ -50,6 +50,9 @@ struct RoleWork {
   int64_t micro_batch = 1, seq_len = 0, kv_sequences = 0;
 };
 
+// Parameters of the LoRA factors in one layer on one tp rank (0 without lora).
+int64_t lora_parameters_per_layer(const ModelArch& arch, const config::LoraConfig& lora, int64_t tp);
+
 struct RolePlan {
   std::string name;          // "policy" or "policy.rollout"
   Mesh mesh;

@@ -15,6 +15,14 @@
 
 namespace hpcrl::model {
 
+// How a model with LoRA adapters (model/lora.h) shows its weights as HF tensors.
+// A model without adapters is the same in the merged and base views.
+enum class AdapterView {
+  merged,   // every HF tensor, each adapted W as W + (alpha/r)·B·A: a plain HF model
+  base,     // every HF tensor, the frozen W as it is (the adapters are kept apart)
+  adapter,  // only the trained part: the LoRA factors and a value head (score.weight)
+};
+
 // Matrices and embeddings ~ N(0, 0.02²), norms 1, biases 0. Each full tensor is
 // drawn from its own generator seeded by (seed, HF name) and then sliced, so the
 // weights do not depend on the layout. `only`: initialise just these names.
@@ -27,23 +35,25 @@ void init_weights(DecoderModel& model, uint64_t seed, const std::set<std::string
 // that disagrees with config.json. A missing value head ("score.weight": a critic
 // started from a causal LM) keeps its seeded initial value. Tensors the model
 // does not use are listed in a warning.
+// LoRA factors are not part of an HF checkpoint: loading leaves them as they are
+// (view merged/base); view adapter loads only them (and score.weight).
 void load_weights(DecoderModel& model, const io::TensorStore& checkpoint);
 
 // The same from full tensors in memory (name → full HF tensor), e.g. a snapshot
 // of another role or a reference model in tests. `source` names them in errors.
 void load_weights(DecoderModel& model, const std::map<std::string, at::Tensor>& full,
-                  const std::string& source = "in-memory weights");
+                  const std::string& source = "in-memory weights", AdapterView view = AdapterView::base);
 
 // Collective over the model's tp, ep and pp groups: every parameter as the full
 // HF tensor (CPU or the parameters' device, their dtype), on every rank — a
 // pipeline stage receives the other stages' tensors too. Tied
 // models have no lm_head.weight (HF does not store it either).
-io::NamedTensors gather_full_weights(DecoderModel& model);
+io::NamedTensors gather_full_weights(DecoderModel& model, AdapterView view = AdapterView::merged);
 
 // Writes an HF checkpoint into `dir`: config.json and model.safetensors (or
 // shards + index above max_shard_bytes). Collective (it gathers); only ranks with
 // `writer` = true write. Files are written atomically.
 void save_pretrained(DecoderModel& model, const std::string& dir, bool writer,
-                     uint64_t max_shard_bytes = 5'000'000'000ULL);
+                     AdapterView view = AdapterView::merged, uint64_t max_shard_bytes = 5'000'000'000ULL);
 
 }  // namespace hpcrl::model

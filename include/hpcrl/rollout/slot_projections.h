@@ -23,6 +23,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "hpcrl/model/decoder_model.h"
@@ -67,7 +68,17 @@ class SlotProjections {
     PackedLinear qkv, o, gate_up, down;  // gate_up/down undefined for an MoE layer
   };
 
+  // What the engine multiplies by for `linear`: its weight, or for a layer with
+  // an active LoRA adapter the merged W + (alpha/r)·B·A of merged_.
+  const at::Tensor& weight_of(const torch::nn::Module& linear, const at::Tensor& weight) const;
+  // Merges every active adapter of the model into merged_ (empty without LoRA).
+  void merge_adapters();
+
   model::DecoderModel& model_;
+  // By linear layer: its merged weight, remade by every prepare() since the
+  // adapter moves with every update. One merge per generation call is cheaper
+  // than two extra low-rank products per layer and token (docs/lora.md).
+  std::unordered_map<const torch::nn::Module*, at::Tensor> merged_;
   bool packed_ = false;
   std::vector<PackedLayer> layers_;  // packed by an earlier prepare(true), or empty
   PackedLinear head_;

@@ -31,7 +31,21 @@ at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) { return forward_c
 at::Tensor ColumnParallelLinear::forward_copied(const at::Tensor& x) {
   at::Tensor w = sum_grad_over_replicas(weight, tp_, spec_.chunks, spec_.index);
   at::Tensor b = bias.defined() ? sum_grad_over_replicas(bias, tp_, spec_.chunks, spec_.index) : at::Tensor();
-  return at::linear(x, w, b);
+  at::Tensor y = at::linear(x, w, b);
+  if (!lora_.active()) return y;
+  // A is whole on every rank: its gradient is the sum of every rank's B-slice's share.
+  at::Tensor a = sum_grad_over_replicas(lora_.a->weight, tp_, /*chunks=*/1, /*index=*/0);
+  at::Tensor bw = sum_grad_over_replicas(lora_.b->weight, tp_, spec_.chunks, spec_.index);
+  return y + at::linear(at::linear(lora_.dropped(x, is_training()), a), bw) * lora_.shape.scale();
+}
+
+void ColumnParallelLinear::add_lora(const LoraShape& shape) {
+  HPCRL_CHECK(!lora_.a, "this layer already has a LoRA adapter");
+  lora_.shape = shape;
+  lora_.a = register_module("lora_A", std::make_shared<LoraFactor>(std::vector<int64_t>{shape.rank, weight.size(1)},
+                                                                   ShardSpec{}, shape.scale(), weight.options()));
+  lora_.b = register_module("lora_B", std::make_shared<LoraFactor>(std::vector<int64_t>{weight.size(0), shape.rank},
+                                                                   spec_, shape.scale(), weight.options()));
 }
 
 std::map<std::string, ShardSpec> ColumnParallelLinear::shard_specs() const {
@@ -50,7 +64,22 @@ RowParallelLinear::RowParallelLinear(int64_t in, int64_t out, bool with_bias, di
 
 at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
   at::Tensor y = reduce_from_tp(at::linear(x, weight), tp_);  // [..., out]
+  if (lora_.active()) {
+    // Summing the r-wide x·Aᵀ (not B's output) keeps the extra all-reduce small
+    // and gives every rank the whole input of B, hence its whole gradient.
+    at::Tensor u = reduce_from_tp(at::linear(lora_.dropped(x, is_training()), lora_.a->weight), tp_);  // [..., r]
+    y = y + at::linear(u, lora_.b->weight) * lora_.shape.scale();
+  }
   return bias.defined() ? y + bias : y;
+}
+
+void RowParallelLinear::add_lora(const LoraShape& shape) {
+  HPCRL_CHECK(!lora_.a, "this layer already has a LoRA adapter");
+  lora_.shape = shape;
+  lora_.a = register_module("lora_A", std::make_shared<LoraFactor>(std::vector<int64_t>{shape.rank, weight.size(1)},
+                                                                   spec_, shape.scale(), weight.options()));
+  lora_.b = register_module("lora_B", std::make_shared<LoraFactor>(std::vector<int64_t>{weight.size(0), shape.rank},
+                                                                   ShardSpec{}, shape.scale(), weight.options()));
 }
 
 std::map<std::string, ShardSpec> RowParallelLinear::shard_specs() const { return {{"weight", spec_}}; }

@@ -10,11 +10,15 @@
 // RowParallelLinear splits the input features: rank r holds columns
 // [r·in/tp, ...) and multiplies its slice of the input; the partial outputs are
 // summed over tp (reduce_from_tp). A bias is added once, after the sum.
+//
+// Either layer may carry a LoRA adapter (add_lora; lora.h says how its factors
+// are split), which forward() adds unless adapters are bypassed.
 #pragma once
 
 #include <torch/nn/module.h>
 
 #include "hpcrl/dist/communicator.h"
+#include "hpcrl/parallel/tensor/lora.h"
 #include "hpcrl/parallel/tensor/shard_spec.h"
 
 namespace hpcrl::parallel::tensor {
@@ -32,6 +36,9 @@ class ColumnParallelLinear : public torch::nn::Module, public ShardedModule {
 
   std::map<std::string, ShardSpec> shard_specs() const override;
   int64_t local_out_features() const { return weight.size(0); }
+  // Registers lora_A [r, in] (whole) and lora_B [out / chunks, r] (cut like weight), both zero.
+  void add_lora(const LoraShape& shape);
+  const LoraAdapter& lora() const { return lora_; }
 
   at::Tensor weight;  // [out / chunks, in]
   at::Tensor bias;    // [out / chunks] or undefined
@@ -39,6 +46,7 @@ class ColumnParallelLinear : public torch::nn::Module, public ShardedModule {
  private:
   dist::CommPtr tp_;
   ShardSpec spec_;
+  LoraAdapter lora_;
 };
 
 class RowParallelLinear : public torch::nn::Module, public ShardedModule {
@@ -49,6 +57,9 @@ class RowParallelLinear : public torch::nn::Module, public ShardedModule {
   at::Tensor forward(const at::Tensor& x);
 
   std::map<std::string, ShardSpec> shard_specs() const override;
+  // Registers lora_A [r, in / tp] (cut like weight) and lora_B [out, r] (whole), both zero.
+  void add_lora(const LoraShape& shape);
+  const LoraAdapter& lora() const { return lora_; }
 
   at::Tensor weight;  // [out, in / tp]
   at::Tensor bias;    // [out] (whole) or undefined
@@ -56,6 +67,7 @@ class RowParallelLinear : public torch::nn::Module, public ShardedModule {
  private:
   dist::CommPtr tp_;
   ShardSpec spec_;
+  LoraAdapter lora_;
 };
 
 }  // namespace hpcrl::parallel::tensor

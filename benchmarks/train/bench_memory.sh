@@ -1,7 +1,8 @@
 #!/bin/bash
-# Per-rank peak memory and step time of SFT at dp 2 with plain AdamW, ZeRO-1 and
-# ZeRO-2 (optim.zero 0/1/2), through the real `hpcrl run`, beside `hpcrl plan`'s
-# per-rank estimate of the same run (docs/zero.md).
+# Per-rank peak memory and step time of SFT at dp 2 with plain AdamW, ZeRO-1,
+# ZeRO-2 (optim.zero 0/1/2) and LoRA (rank 16 on every projection), through the
+# real `hpcrl run`, beside `hpcrl plan`'s per-rank estimate of the same run
+# (docs/zero.md, docs/lora.md).
 #
 # Peak memory is each rank's VmHWM (peak resident set, /proc/PID/status), polled
 # every 0.2 s while the run lasts. It includes what the plan does not count (the
@@ -10,7 +11,7 @@
 # plain) estimated, and the absolute peak beside the plan's total. Step time is
 # the median `seconds/step` of the steps after the first (metrics.jsonl), a
 # ratio against plain dp measured in the same invocation (the machine is shared).
-#   benchmarks/train/bench_zero.sh [--build DIR] [--preset base-100m] [--steps 4] [--batch 8] [--micro 2] [--seq 256]
+#   benchmarks/train/bench_memory.sh [--build DIR] [--preset base-100m] [--steps 4] [--batch 8] [--micro 2] [--seq 256]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,13 +36,13 @@ HPCRL=$BUILD/hpcrl
 [ -x "$HPCRL" ] || { echo "$HPCRL not built (scripts/build.sh --target hpcrl)" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench_zero.XXXXXX")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench_memory.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 # Rows of SEQ tokens: a prompt of SEQ/4 tokens and a response of the rest.
 "$ROOT/benchmarks/train/fixed_rows.sh" "$WORK/rows.jsonl" $((BATCH * STEPS)) $((SEQ / 4)) $((SEQ - SEQ / 4))
 cat > "$WORK/sft.yaml" <<YAML
-run: {name: bench-zero, seed: 1, device: cpu, dtype: float32, eval_before_train: false}
+run: {name: bench-memory, seed: 1, device: cpu, dtype: float32, eval_before_train: false}
 models:
   policy: {init: {preset: $PRESET}}
 data:
@@ -51,16 +52,21 @@ stages:
   - sft: {model: policy, data: fixed, steps: $STEPS, batch: $BATCH, micro_batch: $MICRO, lr: 1.0e-4, warmup: 0}
 YAML
 
-# Prints "peak_rank0_kib peak_rank1_kib median_step_s" for optim.zero=$1.
+# The settings compared, each a label and the --set that makes it.
+LABELS=("plain" "zero 1" "zero 2" "lora r16")
+SETS=("models.policy.optim.zero=0" "models.policy.optim.zero=1" "models.policy.optim.zero=2"
+      "models.policy.lora={rank: 16, alpha: 32, targets: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]}")
+
+# Prints "peak_max_rank_kib peak_other_rank_kib median_step_s" for setting $1 (an index into SETS).
 measure() {
-  local zero=$1 out=$WORK/zero$1
+  local out=$WORK/setting$1
   mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS -x OMP_WAIT_POLICY \
-    "$HPCRL" --log-level warn run "$WORK/sft.yaml" --set "models.policy.optim.zero=$zero" --out "$out" \
+    "$HPCRL" --log-level warn run "$WORK/sft.yaml" --set "${SETS[$1]}" --out "$out" \
     > "$out.log" 2>&1 &
   local launcher=$! peaks=()
   declare -A peak
   while kill -0 "$launcher" 2>/dev/null; do
-    for pid in $(pgrep -f "hpcrl --log-level warn run $WORK/sft.yaml --set models.policy.optim.zero=$zero" || true); do
+    for pid in $(pgrep -f "hpcrl --log-level warn run $WORK/sft.yaml .* --out $out\$" || true); do
       [ "$pid" = "$launcher" ] && continue
       local hwm
       hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || continue
@@ -68,7 +74,7 @@ measure() {
     done
     sleep 0.2
   done
-  wait "$launcher" || { echo "hpcrl run failed (zero $zero):" >&2; tail -20 "$out.log" >&2; exit 1; }
+  wait "$launcher" || { echo "hpcrl run failed (${LABELS[$1]}):" >&2; tail -20 "$out.log" >&2; exit 1; }
   for pid in "${!peak[@]}"; do peaks+=("${peak[$pid]}"); done
   [ ${#peaks[@]} -eq 2 ] || { echo "saw ${#peaks[@]} rank processes, expected 2" >&2; exit 1; }
   local step
@@ -82,29 +88,29 @@ PY
   rm -rf "$out"
 }
 
-# The plan's per-rank bytes for optim.zero=$1: "grads+grad_buffers optimizer total".
+# The plan's per-rank bytes for setting $1: "weights+grads+grad_buffers optimizer total".
 plan() {
-  "$HPCRL" plan "$WORK/sft.yaml" --world 2 --json --set "models.policy.optim.zero=$1" | python3 -c '
+  "$HPCRL" plan "$WORK/sft.yaml" --world 2 --json --set "${SETS[$1]}" | python3 -c '
 import json, sys
 m = json.load(sys.stdin)["roles"]["policy"]["memory_bytes"]
-print(m["grads"] + m["grad_buffers"], m["optimizer"], m["total"])'
+print(m["weights"] + m["grads"] + m["grad_buffers"], m["optimizer"], m["total"])'
 }
 
 echo "SFT $PRESET at dp 2 (fp32, batch $BATCH, micro-batch $MICRO, $SEQ tokens, $STEPS steps), load $(cut -d' ' -f1 /proc/loadavg)"
 echo
-echo "| optim.zero | peak RSS, max rank (MiB) | other rank | step (s) | vs plain | Δ peak vs plain (MiB) | plan: grads, their buffers, optimizer (MiB) | plan Δ vs plain (MiB) | plan total (MiB) |"
+echo "| setting | peak RSS, max rank (MiB) | other rank | step (s) | vs plain | Δ peak vs plain (MiB) | plan: weights, grads, their buffers, optimizer (MiB) | plan Δ vs plain (MiB) | plan total (MiB) |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 base_peak=0 base_step=0 base_plan=0
-for zero in 0 1 2; do
-  read -r hi lo step <<< "$(measure $zero)"
-  read -r grads opt total <<< "$(plan $zero)"
-  [ "$zero" -eq 0 ] && base_peak=$hi base_step=$step base_plan=$((grads + opt))
-  python3 - "$zero" "$hi" "$lo" "$step" "$base_peak" "$base_step" "$grads" "$opt" "$base_plan" "$total" <<'PY'
+for i in "${!SETS[@]}"; do
+  read -r hi lo step <<< "$(measure "$i")"
+  read -r held opt total <<< "$(plan "$i")"
+  [ "$i" -eq 0 ] && base_peak=$hi base_step=$step base_plan=$((held + opt))
+  python3 - "${LABELS[$i]}" "$hi" "$lo" "$step" "$base_peak" "$base_step" "$held" "$opt" "$base_plan" "$total" <<'PY'
 import sys
-z, hi, lo, step, bpeak, bstep, grads, opt, bplan, total = sys.argv[1:]
+z, hi, lo, step, bpeak, bstep, held, opt, bplan, total = sys.argv[1:]
 mib = 1024 * 1024
 print(f"| {z} | {int(hi)/1024:.0f} | {int(lo)/1024:.0f} | {float(step):.2f} | {float(step)/float(bstep):.2f}x | "
-      f"{(int(hi)-int(bpeak))/1024:+.0f} | {(int(grads)+int(opt))/mib:.0f} | {(int(grads)+int(opt)-int(bplan))/mib:+.0f} | "
+      f"{(int(hi)-int(bpeak))/1024:+.0f} | {(int(held)+int(opt))/mib:.0f} | {(int(held)+int(opt)-int(bplan))/mib:+.0f} | "
       f"{int(total)/mib:.0f} |")
 PY
 done

@@ -1,0 +1,170 @@
+// LoRA end to end: an SFT run trains only the adapter (the saved base stays
+// bit-identical, the optimizer holds only factors), writes PEFT files and a
+// merged model that `hpcrl score` scores like base + adapter, resumes exactly,
+// and follows the one-rank run at dp 2 and tp 2; a GRPO reference made from a
+// LoRA policy is the policy's base (no copy) and gives what a copy gives; and
+// generation on ranks of its own, fed merged weights, follows colocated GRPO.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "hpcrl/io/tensor_store.h"
+#include "run_util.h"
+
+using namespace hpcrl::test;
+
+namespace {
+
+const std::string kConfig = "tests/e2e/data/tiny.yaml";
+const std::string kLora = " --set 'models.policy.lora={rank: 4, alpha: 8, targets: [q_proj, v_proj, o_proj, up_proj, "
+                          "down_proj], save_merged: true}'";
+
+std::string sft(int steps) {
+  return kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: " + std::to_string(steps) +
+         ", batch: 16, lr: 1.0e-2, micro_batch: 4}}]' --set run.eval_before_train=false" + kLora;
+}
+
+// Whether two safetensors files hold the same names and bit-identical tensors.
+bool same_tensors(const std::string& a, const std::string& b) {
+  hpcrl::io::TensorStore x(a), y(b);
+  if (x.names() != y.names()) return false;
+  for (const auto& n : x.names())
+    if (!x.load_tensor(n).equal(y.load_tensor(n))) return false;
+  return true;
+}
+
+std::vector<double> score_json(const std::string& args) {
+  Proc p = run_hpcrl("score " + args + " --ids 1,20,33,47,60,72,90,101 --json");
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  const auto start = p.output.find('{');
+  if (start == std::string::npos) return {};
+  return nlohmann::json::parse(p.output.substr(start))["logprobs"].get<std::vector<double>>();
+}
+
+TEST(LoraE2E, SftTrainsOnlyTheAdapterExportsPeftAndMergedAndResumesExactly) {
+  const std::string dir = scratch_dir("lora-sft");
+  const std::string cfg = sft(6) + " --set run.checkpoint_every=3 --set run.keep_last=4 --out " + dir;
+  Proc run = run_hpcrl("run " + cfg);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("role policy: LoRA rank 4 alpha 8"), std::string::npos) << run.output;
+  auto loss = lines_with(read_metrics(dir + "/metrics.jsonl"), "sft", "loss");
+  ASSERT_EQ(loss.size(), 6u);
+  EXPECT_LT(loss.back()["loss"].get<double>(), loss.front()["loss"].get<double>());
+
+  const std::string s3 = dir + "/checkpoints/00-sft/step-000003/policy", s6 = dir + "/checkpoints/00-sft/step-000006/policy";
+  EXPECT_TRUE(same_tensors(s3 + "/model.safetensors", s6 + "/model.safetensors")) << "the frozen base changed";
+  EXPECT_FALSE(same_tensors(s3 + "/adapter_model.safetensors", s6 + "/adapter_model.safetensors"));
+  hpcrl::io::TensorStore opt(s6 + "/optimizer-rank-00000.safetensors");
+  ASSERT_FALSE(opt.names().empty());
+  for (const auto& n : opt.names())
+    if (n != "step") EXPECT_NE(n.find(".lora_"), std::string::npos) << "optimizer state for " << n;
+  ASSERT_TRUE(std::filesystem::exists(s6 + "/adapter_config.json"));
+  ASSERT_TRUE(std::filesystem::exists(s6 + "/merged/config.json"));
+
+  // The merged export is a plain HF model that scores like base + adapter.
+  const std::vector<double> merged = score_json("--model " + s6 + "/merged");
+  const std::vector<double> adapted = score_json("--model " + s6 + " --adapter " + s6);
+  const std::vector<double> base = score_json("--model " + s6);
+  ASSERT_EQ(merged.size(), 7u);
+  ASSERT_EQ(adapted.size(), 7u);
+  double moved = 0;
+  for (size_t i = 0; i < merged.size(); ++i) {
+    EXPECT_NEAR(merged[i], adapted[i], 1e-4) << "token " << i;
+    moved = std::max(moved, std::abs(merged[i] - base[i]));
+  }
+  EXPECT_GT(moved, 1e-3) << "the adapter did not change the model";
+
+  // Resume from step 3: the same curve, bit for bit.
+  const auto full = read_metrics(dir + "/metrics.jsonl");
+  std::filesystem::remove_all(dir + "/checkpoints/00-sft/step-000006");
+  std::filesystem::remove(dir + "/checkpoints/00-sft/complete.json");
+  Proc resumed = run_hpcrl("run " + cfg + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto again = read_metrics(dir + "/metrics.jsonl");
+  ASSERT_EQ(again.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(without_timing(full[i]), without_timing(again[i])) << "line " << i;
+
+  // Without lora the adapter in the checkpoint is not silently dropped: the resume names the change.
+  std::filesystem::remove_all(dir + "/checkpoints/00-sft/step-000006");
+  std::filesystem::remove(dir + "/checkpoints/00-sft/complete.json");
+  Proc plain = run_hpcrl("run " + kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: 6, batch: 16, "
+                         "lr: 1.0e-2, micro_batch: 4}}]' --set run.eval_before_train=false --set run.checkpoint_every=3"
+                         " --set run.keep_last=4 --out " + dir + " --resume");
+  EXPECT_EQ(plain.exit_code, 2) << plain.output;
+  EXPECT_NE(plain.output.find("models.policy.lora.rank (saved 4, now (absent))"), std::string::npos) << plain.output;
+}
+
+TEST(LoraE2E, SftAtDp2AndTp2FollowsOneRank) {
+  const std::string dir = scratch_dir("lora-layouts");
+  Proc one = run_hpcrl("run " + sft(6) + " --out " + dir + "/one");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  Proc dp = run_hpcrl("run " + sft(6) + " --out " + dir + "/dp2", 2);
+  ASSERT_EQ(dp.exit_code, 0) << dp.output;
+  Proc tp = run_hpcrl("run " + sft(6) + " --set models.policy.parallel.tp=2 --out " + dir + "/tp2", 2);
+  ASSERT_EQ(tp.exit_code, 0) << tp.output;
+  auto a = lines_with(read_metrics(dir + "/one/metrics.jsonl"), "sft", "loss");
+  auto b = lines_with(read_metrics(dir + "/dp2/metrics.jsonl"), "sft", "loss");
+  auto c = lines_with(read_metrics(dir + "/tp2/metrics.jsonl"), "sft", "loss");
+  ASSERT_EQ(a.size(), 6u);
+  expect_close_curves(a, b, "loss", 1e-5);
+  expect_close_curves(a, b, "grad_norm", 1e-4);
+  expect_close_curves(a, c, "loss", 1e-5);
+  expect_close_curves(a, c, "grad_norm", 1e-4);
+}
+
+TEST(LoraE2E, GrpoReferenceIsThePolicyBaseWithoutACopy) {
+  // Shared: the reference (made from the policy, listed after it) runs the policy's model
+  // with its adapters bypassed. Copied: listed before the policy, the reference is built
+  // on its own and snapshots the policy at the stage start, which with B = 0 is the same
+  // base. The policy is the second role in both, so it gets the same seeded weights.
+  // A dense reward the untrained policy can move on (shorter responses score higher) and a
+  // KL term, so the policy leaves its base and the reference's log-probs matter.
+  const std::string dir = scratch_dir("lora-grpo");
+  std::ofstream(dir + "/judge.sh") << R"(while IFS= read -r line; do echo "{\"score\": -${#line}e-2}"; done)" << "\n";
+  const std::string judged = write_tiny_config_with(
+      dir + "/judge.yaml", {{"  math: {type: verifiable}\n", "  math: {type: verifiable}\n  judge: {type: command, "
+                                                              "command: 'sh " + dir + "/judge.sh', timeout_s: 20}\n"}});
+  const std::string grpo = judged +
+                           " --set 'stages=[{grpo: {policy: policy, reference: reference, reward: judge, data: arith, "
+                           "iterations: 3, prompts: 8, group: 4, max_new_tokens: 24, lr: 1.0e-2, micro_batch: 8, "
+                           "kl: {coef: 0.05, estimator: k3}}}]' --set run.eval_before_train=false";
+  const std::string policy = "policy: {init: {preset: tiny-2l}}", student = "student: {init: {preset: tiny-2l}}",
+                    reference = "reference: {init: {from: policy}, frozen: true}";
+  Proc shared = run_hpcrl("run " + grpo + " --set 'models={" + student + ", " + policy + ", " + reference + "}'" +
+                          kLora + " --out " + dir + "/shared");
+  ASSERT_EQ(shared.exit_code, 0) << shared.output;
+  EXPECT_NE(shared.output.find("role reference: the frozen base of role policy (its LoRA adapters bypassed), no copy"),
+            std::string::npos) << shared.output;
+  Proc copied = run_hpcrl("run " + grpo + " --set 'models={" + reference + ", " + policy + ", " + student + "}'" +
+                          kLora + " --out " + dir + "/copied");
+  ASSERT_EQ(copied.exit_code, 0) << copied.output;
+  EXPECT_EQ(copied.output.find("no copy"), std::string::npos) << copied.output;
+  EXPECT_NE(copied.output.find("role reference: snapshot of role policy"), std::string::npos) << copied.output;
+  auto a = lines_with(read_metrics(dir + "/shared/metrics.jsonl"), "grpo", "reward/mean");
+  auto b = lines_with(read_metrics(dir + "/copied/metrics.jsonl"), "grpo", "reward/mean");
+  ASSERT_EQ(a.size(), 3u);
+  expect_same_rollouts(a, b, {{"loss", 1e-6}, {"kl", 1e-6}});
+  EXPECT_GT(a.back()["kl"].get<double>(), 0.0) << "the policy never moved away from its base";
+}
+
+TEST(LoraE2E, GrpoWithGenerationApartReceivesMergedWeightsAndFollowsColocated) {
+  // Colocated, the engine merges the adapters into the weights it multiplies by at every
+  // generation call; apart (one trainer rank, one generating rank), the weight sync sends
+  // merged tensors to a copy that has no adapters. Both sample from W + (alpha/r)·B·A.
+  const std::string grpo = "tests/e2e/data/grpo_judge.yaml --set stages[0].grpo.iterations=3 --set "
+                           "stages[0].grpo.lr=1.0e-2" + kLora;
+  const std::string dir = scratch_dir("lora-disagg");
+  Proc colo = run_hpcrl("run " + grpo + " --out " + dir + "/colo");
+  ASSERT_EQ(colo.exit_code, 0) << colo.output;
+  Proc apart = run_hpcrl("run " + grpo + " --set placement.mode=disaggregated --set 'placement.ranges={policy: [0, 0], "
+                         "reference: [0, 0], policy.rollout: [1, 1]}' --out " + dir + "/apart", 2);
+  ASSERT_EQ(apart.exit_code, 0) << apart.output;
+  auto a = lines_with(read_metrics(dir + "/colo/metrics.jsonl"), "grpo", "reward/mean");
+  auto b = lines_with(read_metrics(dir + "/apart/metrics.jsonl"), "grpo", "reward/mean");
+  ASSERT_EQ(a.size(), 3u);
+  expect_same_rollouts(a, b, {{"loss", 1e-5}, {"kl", 1e-5}, {"grad_norm", 1e-5}});
+  EXPECT_GT(a.back()["kl"].get<double>(), 0.0) << "the adapters never moved";
+}
+
+}  // namespace

@@ -12,6 +12,7 @@
 # the median `seconds/step` of the steps after the first (metrics.jsonl), a
 # ratio against plain dp measured in the same invocation (the machine is shared).
 #   benchmarks/train/bench_memory.sh [--build DIR] [--preset base-100m] [--steps 4] [--batch 8] [--micro 2] [--seq 256]
+#       [--settings 0,1,2,3]   (which of: 0 plain, 1 ZeRO-1, 2 ZeRO-2, 3 LoRA; ratios are against the first listed)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +22,7 @@ STEPS=4
 BATCH=8
 MICRO=2
 SEQ=256
+SETTINGS=0,1,2,3
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -29,7 +31,9 @@ while [ $# -gt 0 ]; do
     --batch) BATCH=$2; shift 2 ;;
     --micro) MICRO=$2; shift 2 ;;
     --seq) SEQ=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--preset P] [--steps N] [--batch B] [--micro M] [--seq T]" >&2; exit 2 ;;
+    --settings) SETTINGS=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--preset P] [--steps N] [--batch B] [--micro M] [--seq T] [--settings 0,1,2,3]" >&2
+       exit 2 ;;
   esac
 done
 HPCRL=$BUILD/hpcrl
@@ -98,13 +102,15 @@ print(m["weights"] + m["grads"] + m["grad_buffers"], m["optimizer"], m["total"])
 
 echo "SFT $PRESET at dp 2 (fp32, batch $BATCH, micro-batch $MICRO, $SEQ tokens, $STEPS steps), load $(cut -d' ' -f1 /proc/loadavg)"
 echo
-echo "| setting | peak RSS, max rank (MiB) | other rank | step (s) | vs plain | Δ peak vs plain (MiB) | plan: weights, grads, their buffers, optimizer (MiB) | plan Δ vs plain (MiB) | plan total (MiB) |"
+IFS=, read -r -a RUN <<< "$SETTINGS"
+FIRST=${LABELS[${RUN[0]}]}
+echo "| setting | peak RSS, max rank (MiB) | other rank | step (s) | vs $FIRST | Δ peak vs $FIRST (MiB) | plan: weights, grads, their buffers, optimizer (MiB) | plan Δ vs $FIRST (MiB) | plan total (MiB) |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 base_peak=0 base_step=0 base_plan=0
-for i in "${!SETS[@]}"; do
+for i in "${RUN[@]}"; do
   read -r hi lo step <<< "$(measure "$i")"
   read -r held opt total <<< "$(plan "$i")"
-  [ "$i" -eq 0 ] && base_peak=$hi base_step=$step base_plan=$((held + opt))
+  [ "$i" = "${RUN[0]}" ] && base_peak=$hi base_step=$step base_plan=$((held + opt))
   python3 - "${LABELS[$i]}" "$hi" "$lo" "$step" "$base_peak" "$base_step" "$held" "$opt" "$base_plan" "$total" <<'PY'
 import sys
 z, hi, lo, step, bpeak, bstep, held, opt, bplan, total = sys.argv[1:]

@@ -293,17 +293,19 @@ int64_t ModelArch::num_parameters() const { return count_parameters<int64_t>(*th
 
 ModelArch model_arch_preset(const std::string& name) {
   // Byte-vocabulary llama-family models for CPU runs. `tiny` is the quickstart
-  // model (DESIGN §9: 4 layers, d=128); the 25M/100M ones are for benchmarks.
+  // model (DESIGN §9: 4 layers, d=128); the 25M/100M/500M ones are for benchmarks
+  // (large-500m: the memory ladder at the size of Qwen2.5-0.5B, docs/lora.md).
   if (name == "tiny") return make_llama(kByteVocab, 128, 384, 4, 4, 2, true);
   if (name == "tiny-2l") return make_llama(kByteVocab, 128, 384, 2, 4, 2, true);
   if (name == "small-25m") return make_llama(kByteVocab, 512, 1408, 8, 8, 4, true);
   if (name == "base-100m") return make_llama(kByteVocab, 768, 2048, 16, 12, 4, true);
+  if (name == "large-500m") return make_llama(kByteVocab, 1280, 3584, 28, 16, 4, true);
   std::string hint = str::closest(name, model_arch_preset_names());
   throw InputError("unknown model preset '" + name + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
                    "; presets: " + str::join(model_arch_preset_names(), ", "));
 }
 
-std::vector<std::string> model_arch_preset_names() { return {"tiny", "tiny-2l", "small-25m", "base-100m"}; }
+std::vector<std::string> model_arch_preset_names() { return {"tiny", "tiny-2l", "small-25m", "base-100m", "large-500m"}; }
 
 ModelArch load_hf_config(const std::string& path) {
   std::string text = fs::read_file(path, "model config");

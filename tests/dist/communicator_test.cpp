@@ -119,6 +119,21 @@ TEST(ReduceScatter, AlongDim0AndDim1) {
   }
 }
 
+// A part of more than 8 MiB per rank is reduced in slices on MPI (so no rank
+// holds a temporary of the whole input); the result is the one-call result.
+TEST(ReduceScatter, PartsLargerThanASliceAreExact) {
+  auto comm = world_comm_for_test();
+  const int n = comm->size(), r = comm->rank();
+  const int64_t part = (8 << 20) / 4 * 2 + 3;  // two float slices and 3 elements over
+  for (auto dtype : {at::kFloat, at::kLong}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    // Each rank: arange + r; its part of the sum is n·(arange over its part) + n(n-1)/2.
+    at::Tensor mine = (at::arange(n * part, at::kLong) + r).to(dtype);
+    at::Tensor want = ((at::arange(part, at::kLong) + r * part) * n + n * (n - 1) / 2).to(dtype);
+    EXPECT_TRUE(same(comm->reduce_scatter(mine, ReduceOp::kSum, 0), want));
+  }
+}
+
 TEST(ReduceScatter, RejectsIndivisibleDim) {
   auto comm = world_comm_for_test();
   at::Tensor t = at::zeros({comm->size() + 1, 2});

@@ -54,9 +54,10 @@ TEST(ModelArch, PresetsAreTheDocumentedShapes) {
   EXPECT_EQ(model_arch_preset("tiny-2l").num_layers, 2);
   EXPECT_EQ(tiny.bos_token_id, 256);  // io::ByteTokenizer's ids
   EXPECT_EQ(tiny.eos_token_ids, std::vector<int64_t>{257});
-  // The benchmark configs are ~25M and ~100M parameters.
+  // The benchmark configs are ~25M, ~100M and ~500M parameters.
   EXPECT_NEAR(model_arch_preset("small-25m").num_parameters() / 1e6, 25, 3);
   EXPECT_NEAR(model_arch_preset("base-100m").num_parameters() / 1e6, 100, 5);
+  EXPECT_NEAR(model_arch_preset("large-500m").num_parameters() / 1e6, 500, 5);
   for (const auto& name : model_arch_preset_names()) EXPECT_EQ(model_arch_preset(name).vocab_size % 16, 0) << name;
 }
 

@@ -3,10 +3,12 @@
 // rounding out), so a sum of N half-precision values is the correctly rounded
 // float32 sum rather than N-1 successive half-precision roundings.
 // Element counts above INT_MAX (MPI's count type) are split into chunks for
-// all_reduce and broadcast (flattened gradient buckets can get there) and are
-// an error elsewhere.
+// all_reduce and broadcast (flattened gradient buckets can get there);
+// reduce_scatter goes in slices of 8 MiB per rank (below); elsewhere such
+// counts are an error.
 #include "dist/mpi/mpi_backend.h"
 
+#include <algorithm>
 #include <climits>
 #include <mutex>
 
@@ -17,6 +19,14 @@ namespace hpcrl::dist {
 namespace {
 
 constexpr int64_t kMaxChunk = INT_MAX;
+
+// Open MPI 4.1 reduces a reduce_scatter_block in small groups "basic linear":
+// the whole input is reduced onto rank 0 and then scattered, so rank 0 alone
+// holds a temporary as large as the input (measured: ZeRO-1 at dp 2 on
+// base-100m, rank 0 peaked 385 MiB, one full fp32 gradient, above rank 1;
+// docs/zero.md). Reducing in slices of at most this many bytes of each rank's
+// part bounds that temporary, and the copy each slice needs, to a bucket.
+constexpr int64_t kReduceScatterSliceBytes = 8 << 20;
 
 int to_count(int64_t n, const char* what, const std::string& group) {
   HPCRL_CHECK(n <= INT_MAX, what << " on group '" << group << "' moves " << n
@@ -124,9 +134,22 @@ void MpiBackend::reduce_scatter(const at::Tensor& in, at::Tensor& out, ReduceOp 
     return;
   }
   MPI_Datatype type = mpi::reduce_type(in.scalar_type());
-  int n = to_count(out.numel(), "reduce_scatter", name_);
-  mpi::check(MPI_Reduce_scatter_block(in.data_ptr(), out.data_ptr(), n, type, mpi::mpi_op(op), comm_),
-             "MPI_Reduce_scatter_block", name_);
+  const int64_t part = out.numel(), slice = std::max<int64_t>(1, kReduceScatterSliceBytes / in.element_size());
+  if (part <= slice) {
+    int n = to_count(part, "reduce_scatter", name_);
+    mpi::check(MPI_Reduce_scatter_block(in.data_ptr(), out.data_ptr(), n, type, mpi::mpi_op(op), comm_),
+               "MPI_Reduce_scatter_block", name_);
+  } else {
+    HPCRL_CHECK(out.is_contiguous(), "reduce_scatter on group '" << name_ << "' into a non-contiguous tensor");
+    const at::Tensor by_rank = in.reshape({size_, part});  // row r: what rank r receives the sum of
+    for (int64_t off = 0; off < part; off += slice) {
+      const int n = static_cast<int>(std::min(slice, part - off));
+      const at::Tensor piece = by_rank.narrow(1, off, n).contiguous();  // [size, n]
+      mpi::check(MPI_Reduce_scatter_block(piece.data_ptr(), static_cast<char*>(out.data_ptr()) + off * out.element_size(),
+                                          n, type, mpi::mpi_op(op), comm_),
+                 "MPI_Reduce_scatter_block", name_);
+    }
+  }
   if (op == ReduceOp::kAvg) divide_for_avg(out);
 }
 

@@ -42,7 +42,7 @@ using namespace hpcrl;
 using ordered_json = nlohmann::ordered_json;
 
 struct Options {
-  std::string model, data, responses, tokenizer, dtype = "float32";
+  std::string model, adapter, data, responses, tokenizer, dtype = "float32";
   cli::JsonlFlags jsonl;
   cli::RewardFlags reward;
   double format_bonus = 0;  // copied into reward.format_bonus when given
@@ -166,7 +166,7 @@ int evaluate_model(const Options& o, const cli::EvalReward& reward, const dist::
                       << " tokens: lower --max-new-tokens or evaluate on shorter prompts");
   }
 
-  cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "eval", o.seed, o.dtype);
+  cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "eval", o.seed, o.dtype, 0, o.adapter);
   check_ep_batches(o, total, lm.mesh.dp());
   algo::Role role;
   role.name = "eval";
@@ -259,6 +259,7 @@ hpcrl::cli::Registration reg{"eval", 65, [](CLI::App& app) {
   auto* sub = app.add_subcommand("eval", "Accuracy (pass@1, pass@k) of a model on a dataset, or scores of "
                                          "pre-generated responses (--responses)");
   sub->add_option("--model", o.model, "HF model directory (config.json + safetensors) or preset:NAME");
+  sub->add_option("--adapter", o.adapter, "PEFT LoRA adapter directory applied on top of --model");
   sub->add_option("--data", o.data, "FILE.jsonl | synthetic[:digits=2,terms=2,ops=+,eval=500,seed=1] | "
                                     "PIPELINE.yaml:DATASET (its held-out split)");
   sub->add_option("--responses", o.responses, "Score this JSONL of responses ({\"response\", \"answer\"[, "

@@ -1,6 +1,8 @@
 // Shared model loading of the debugging commands (see model_loading.h).
 #include "cli/model_loading.h"
 
+#include <spdlog/spdlog.h>
+
 #include <filesystem>
 
 #include "hpcrl/dist/bootstrap.h"
@@ -38,6 +40,12 @@ LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, c
   mo.seed = seed;
   mo.pp_virtual_stages = layout.pp_virtual;
   auto m = model::load_model(spec, ctx, mo);
+  // A LoRA checkpoint's model.safetensors is the frozen base: without its adapter it is not the trained model.
+  if (adapter.empty() && std::filesystem::exists(std::filesystem::path(spec) / "adapter_config.json") &&
+      world.rank == 0)
+    spdlog::warn("{} holds a LoRA adapter (adapter_config.json) beside its frozen base; this {} runs the base "
+                 "alone: pass --adapter {} for the trained model, or use its merged/ export",
+                 spec, command, spec);
   if (!adapter.empty()) {
     HPCRL_CHECK_INPUT(layout.pp == 1, "--adapter with --pp " << layout.pp << " is not built; use --pp 1 (tp/sp work)");
     const model::LoraSpec lora = model::read_lora_spec(adapter);

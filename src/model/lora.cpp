@@ -27,18 +27,20 @@ constexpr const char* kPeftPrefix = "base_model.model.";
 constexpr const char* kConfigFile = "adapter_config.json";
 constexpr const char* kWeightsFile = "adapter_model.safetensors";
 
-// The layer's projection called `target` (HF name), or false when it has none.
+// Adds an adapter to the layer's projection called `target` (HF name); false
+// when the layer has no dense projection of that name (an MoE layer's MLP).
 bool add_to(DecoderLayer& layer, const std::string& target, const tensor::LoraShape& shape) {
   Attention& attn = *layer.self_attn;
-  if (target == "q_proj") return attn.q_proj->add_lora(shape), true;
-  if (target == "k_proj") return attn.k_proj->add_lora(shape), true;
-  if (target == "v_proj") return attn.v_proj->add_lora(shape), true;
-  if (target == "o_proj") return attn.o_proj->add_lora(shape), true;
-  if (!layer.mlp) return false;  // an MoE layer: its experts have no adapter path
-  if (target == "gate_proj") return layer.mlp->gate_proj->add_lora(shape), true;
-  if (target == "up_proj") return layer.mlp->up_proj->add_lora(shape), true;
-  if (target == "down_proj") return layer.mlp->down_proj->add_lora(shape), true;
-  return false;
+  if (target == "q_proj") attn.q_proj->add_lora(shape);
+  else if (target == "k_proj") attn.k_proj->add_lora(shape);
+  else if (target == "v_proj") attn.v_proj->add_lora(shape);
+  else if (target == "o_proj") attn.o_proj->add_lora(shape);
+  else if (!layer.mlp) return false;
+  else if (target == "gate_proj") layer.mlp->gate_proj->add_lora(shape);
+  else if (target == "up_proj") layer.mlp->up_proj->add_lora(shape);
+  else if (target == "down_proj") layer.mlp->down_proj->add_lora(shape);
+  else return false;
+  return true;
 }
 
 std::string adapter_config_json(const LoraSpec& spec, const std::string& base_model, bool value_head) {

@@ -74,8 +74,14 @@ void SlotProjections::merge_adapters() {
   for (size_t i = 0; i < model_.model->layers->size(); ++i) {
     auto layer = model_.model->layers->ptr<model::DecoderLayer>(i);
     const auto& a = *layer->self_attn;
-    merge(*a.q_proj), merge(*a.k_proj), merge(*a.v_proj), merge(*a.o_proj);
-    if (layer->mlp) merge(*layer->mlp->gate_proj), merge(*layer->mlp->up_proj), merge(*layer->mlp->down_proj);
+    merge(*a.q_proj);
+    merge(*a.k_proj);
+    merge(*a.v_proj);
+    merge(*a.o_proj);
+    if (!layer->mlp) continue;  // MoE experts carry no adapters
+    merge(*layer->mlp->gate_proj);
+    merge(*layer->mlp->up_proj);
+    merge(*layer->mlp->down_proj);
   }
 }
 

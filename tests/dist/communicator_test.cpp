@@ -127,9 +127,10 @@ TEST(ReduceScatter, PartsLargerThanASliceAreExact) {
   const int64_t part = (8 << 20) / 4 * 2 + 3;  // two float slices and 3 elements over
   for (auto dtype : {at::kFloat, at::kLong}) {
     SCOPED_TRACE(c10::toString(dtype));
-    // Each rank: arange + r; its part of the sum is n·(arange over its part) + n(n-1)/2.
-    at::Tensor mine = (at::arange(n * part, at::kLong) + r).to(dtype);
-    at::Tensor want = ((at::arange(part, at::kLong) + r * part) * n + n * (n - 1) / 2).to(dtype);
+    // Each rank: (i mod 1000) + r at element i (small, so float sums are exact); rank r's part of
+    // the sum is n·(i mod 1000) + n(n-1)/2 for i in [r·part, (r+1)·part).
+    at::Tensor mine = (at::arange(n * part, at::kLong).remainder(1000) + comm->rank()).to(dtype);
+    at::Tensor want = ((at::arange(part, at::kLong) + r * part).remainder(1000) * n + n * (n - 1) / 2).to(dtype);
     EXPECT_TRUE(same(comm->reduce_scatter(mine, ReduceOp::kSum, 0), want));
   }
 }

@@ -74,6 +74,9 @@ TEST(LoraE2E, SftTrainsOnlyTheAdapterExportsPeftAndMergedAndResumesExactly) {
     moved = std::max(moved, std::abs(merged[i] - base[i]));
   }
   EXPECT_GT(moved, 1e-3) << "the adapter did not change the model";
+  Proc bare = run_hpcrl("score --model " + s6 + " --ids 1,20,33");  // the base alone: said so
+  EXPECT_NE(bare.output.find("holds a LoRA adapter (adapter_config.json) beside its frozen base"), std::string::npos)
+      << bare.output;
 
   // Resume from step 3: the same curve, bit for bit.
   const auto full = read_metrics(dir + "/metrics.jsonl");

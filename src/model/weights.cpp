@@ -279,8 +279,8 @@ void load_weights(DecoderModel& m, const std::map<std::string, at::Tensor>& full
 }
 
 namespace {
-// Folds every adapter into its base weight, W + (alpha/r)·B·A in float32, and
-// drops the factors. `full` holds whole tensors (after the tp gather).
+// Folds every adapter into its base weight (merge_lora) and drops the factors.
+// `full` holds whole tensors (after the tp gather).
 void merge_adapters(DecoderModel& m, io::NamedTensors& full) {
   std::map<std::string, at::Tensor> factors;
   for (const auto& [name, t] : full)
@@ -295,8 +295,7 @@ void merge_adapters(DecoderModel& m, io::NamedTensors& full) {
     const std::string prefix = name.substr(0, name.size() - std::string("weight").size());
     auto a = factors.find(prefix + "lora_A.weight"), b = factors.find(prefix + "lora_B.weight");
     if (str::ends_with(name, ".weight") && a != factors.end() && b != factors.end()) {
-      at::Tensor delta = at::matmul(b->second.to(at::kFloat), a->second.to(at::kFloat)) * scales.at(b->first);
-      t = (t.to(at::kFloat) + delta).to(t.scalar_type());
+      t = tensor::merge_lora(t, b->second, a->second, scales.at(b->first));
     }
     merged.emplace_back(name, t);
   }
@@ -311,8 +310,7 @@ io::NamedTensors gather_full_weights(DecoderModel& m, AdapterView view) {
   for (const auto& p : m.named_parameters(/*recurse=*/true)) {
     const std::string& name = p.key();
     if (moe.count(name) && name.find(".experts.") != std::string::npos) continue;  // gathered below
-    if (view == AdapterView::base && tensor::is_lora_tensor(name)) continue;
-    if (view == AdapterView::adapter && !in_view(name, view)) continue;
+    if (view != AdapterView::merged && !in_view(name, view)) continue;  // merged: all of them, folded below
     out.emplace_back(name, gather_tp(p.value(), specs.at(name), m.parallel_context().tp));
   }
   if (view != AdapterView::adapter) gather_experts(m, out);

@@ -69,7 +69,7 @@ void SlotProjections::merge_adapters() {
   auto merge = [&](const auto& linear) {
     const tensor::LoraAdapter& lora = linear.lora();
     if (!lora.active()) return;
-    merged_[&linear] = at::addmm(linear.weight, lora.b->weight, lora.a->weight, 1, lora.shape.scale());
+    merged_[&linear] = tensor::merge_lora(linear.weight, lora.b->weight, lora.a->weight, lora.shape.scale());
   };
   for (size_t i = 0; i < model_.model->layers->size(); ++i) {
     auto layer = model_.model->layers->ptr<model::DecoderLayer>(i);

@@ -25,6 +25,11 @@ at::Tensor LoraAdapter::dropped(const at::Tensor& x, bool training) const {
   return training && shape.dropout > 0 ? at::dropout(x, shape.dropout, /*train=*/true) : x;
 }
 
+at::Tensor merge_lora(const at::Tensor& w, const at::Tensor& b, const at::Tensor& a, double scale) {
+  return at::addmm(w.to(at::kFloat), b.to(at::kFloat), a.to(at::kFloat), /*beta=*/1, /*alpha=*/scale)
+      .to(w.scalar_type());
+}
+
 bool is_lora_tensor(const std::string& name) {
   return str::ends_with(name, ".lora_A.weight") || str::ends_with(name, ".lora_B.weight");
 }

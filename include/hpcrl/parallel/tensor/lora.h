@@ -68,6 +68,12 @@ struct LoraAdapter {
   at::Tensor dropped(const at::Tensor& x, bool training) const;
 };
 
+// W + scale·B·A, computed in float32 and returned in W's dtype: the one merge
+// that exports, weight syncs and the rollout engine use, so every merged copy
+// of an adapted weight is the same. w [out, in], b [out, r], a [r, in] (full
+// tensors or one rank's matching slices).
+at::Tensor merge_lora(const at::Tensor& w, const at::Tensor& b, const at::Tensor& a, double scale);
+
 // Full-tensor name of a LoRA factor ("….lora_A.weight" / "….lora_B.weight").
 bool is_lora_tensor(const std::string& name);
 

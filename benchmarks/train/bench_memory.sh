@@ -1,6 +1,6 @@
 #!/bin/bash
 # Per-rank peak memory and step time of SFT at dp 2 with plain AdamW, ZeRO-1,
-# ZeRO-2 (optim.zero 0/1/2) and LoRA (rank 16 on every projection), through the
+# ZeRO-2, ZeRO-3 (optim.zero 0/1/2/3) and LoRA (rank 16 on every projection), through the
 # real `hpcrl run`, beside `hpcrl plan`'s per-rank estimate of the same run
 # (docs/zero.md, docs/lora.md).
 #
@@ -12,7 +12,7 @@
 # the median `seconds/step` of the steps after the first (metrics.jsonl), a
 # ratio against plain dp measured in the same invocation (the machine is shared).
 #   benchmarks/train/bench_memory.sh [--build DIR] [--preset base-100m] [--steps 4] [--batch 8] [--micro 2] [--seq 256]
-#       [--settings 0,1,2,3]   (which of: 0 plain, 1 ZeRO-1, 2 ZeRO-2, 3 LoRA; ratios are against the first listed)
+#       [--settings 0,1,2,3,4]   (which of: 0 plain, 1 ZeRO-1, 2 ZeRO-2, 3 LoRA, 4 ZeRO-3; ratios are against the first listed)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,7 +22,7 @@ STEPS=4
 BATCH=8
 MICRO=2
 SEQ=256
-SETTINGS=0,1,2,3
+SETTINGS=0,1,2,3,4
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     --micro) MICRO=$2; shift 2 ;;
     --seq) SEQ=$2; shift 2 ;;
     --settings) SETTINGS=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--preset P] [--steps N] [--batch B] [--micro M] [--seq T] [--settings 0,1,2,3]" >&2
+    *) echo "usage: $0 [--build DIR] [--preset P] [--steps N] [--batch B] [--micro M] [--seq T] [--settings 0,1,2,3,4]" >&2
        exit 2 ;;
   esac
 done
@@ -57,9 +57,10 @@ stages:
 YAML
 
 # The settings compared, each a label and the --set that makes it.
-LABELS=("plain" "zero 1" "zero 2" "lora r16")
+LABELS=("plain" "zero 1" "zero 2" "lora r16" "zero 3")
 SETS=("models.policy.optim.zero=0" "models.policy.optim.zero=1" "models.policy.optim.zero=2"
-      "models.policy.lora={rank: 16, alpha: 32, targets: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]}")
+      "models.policy.lora={rank: 16, alpha: 32, targets: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]}"
+      "models.policy.optim.zero=3")
 
 # Prints "peak_max_rank_kib peak_other_rank_kib median_step_s" for setting $1 (an index into SETS).
 measure() {
@@ -92,12 +93,12 @@ PY
   rm -rf "$out"
 }
 
-# The plan's per-rank bytes for setting $1: "weights+grads+grad_buffers optimizer total".
+# The plan's per-rank bytes for setting $1: "weights+grads+grad_buffers(+ZeRO-3's gathered layers) optimizer total".
 plan() {
   "$HPCRL" plan "$WORK/sft.yaml" --world 2 --json --set "${SETS[$1]}" | python3 -c '
 import json, sys
 m = json.load(sys.stdin)["roles"]["policy"]["memory_bytes"]
-print(m["weights"] + m["grads"] + m["grad_buffers"], m["optimizer"], m["total"])'
+print(m["weights"] + m["grads"] + m["grad_buffers"] + m["param_gathers"], m["optimizer"], m["total"])'
 }
 
 echo "SFT $PRESET at dp 2 (fp32, batch $BATCH, micro-batch $MICRO, $SEQ tokens, $STEPS steps), load $(cut -d' ' -f1 /proc/loadavg)"

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <limits>
 
 #include "hpcrl/optim/grad_clip.h"
@@ -38,9 +39,13 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
   if (oc.zero > 0) {
     // Same groups and the same 1/ep on expert gradients, as reduce-scatters (checkpoint keys "zero1.*", "zero2.*").
     const std::string prefix = "zero" + std::to_string(oc.zero);
-    std::vector<optim::ShardGroup> groups{{prefix + ".dense", dense, role.ctx.grad, 1.0}};
-    if (!experts.empty()) groups.push_back({prefix + ".experts", experts, role.edp, double(role.ctx.ep_size())});
+    std::vector<optim::ShardGroup> groups{{prefix + ".dense", dense, role.ctx.grad, 1.0, {}}};
+    if (!experts.empty()) groups.push_back({prefix + ".experts", experts, role.edp, double(role.ctx.ep_size()), {}});
+    if (oc.zero == 3)
+      for (auto& g : groups)
+        for (const auto& p : g.params) g.units.push_back(model::parameter_unit_of(p.name));
     sharded_ = std::make_unique<optim::ShardedAdamW>(std::move(groups), o, int(oc.zero), oc.bucket_bytes());
+    if (oc.zero == 3) zero3_ = Zero3Units::install(*role.model, *sharded_);
     sync_ = std::make_unique<optim::GradSync>(dense, nullptr);
     expert_sync_ = std::make_unique<optim::GradSync>(experts, nullptr);
   } else {
@@ -53,6 +58,12 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
   schedule_.warmup_steps = hp.warmup;
   schedule_.total_steps = total_steps;
   schedule_.min_lr_ratio = hp.min_lr_ratio;
+}
+
+Trainer::~Trainer() {
+  if (!zero3_) return;
+  if (std::uncaught_exceptions() == 0) zero3_->uninstall();
+  else role_.model->set_parameter_units(nullptr);
 }
 
 double Trainer::finish_step(const std::string& stage, int64_t step, int world_rank) {

@@ -180,6 +180,12 @@ std::string suggestion(const std::string& word, const std::vector<std::string>& 
 
 std::string unknown_key(Reading& reading, const SourcePos& pos, const std::string& path, const std::string& key,
                         const std::vector<std::string>& valid) {
+  // Keys users bring from DeepSpeed and FSDP for features hpcrl does not have: say so instead of "unknown".
+  if (key == "offload" || key == "offload_optimizer" || key == "offload_param") {
+    reading.error(pos, path, "'" + key + "': CPU offload (optimizer state or parameters in host memory) is not built",
+                  "remove it; shard the state over data parallelism instead with optim.zero: 2 or 3 (docs/zero.md)");
+    return "";
+  }
   std::string guess = suggestion(key, valid);
   reading.error(pos, path, "unknown key '" + key + "'",
             guess.empty() ? "valid keys here: " + str::join(valid, ", ") : "did you mean '" + guess + "'?");

@@ -160,6 +160,12 @@ PhaseCost gradient_sync(const ModelArch& a, const Layout& l, const HardwareProfi
     c.comm_s = double(std::max<int64_t>(micro_batches, 1)) * one;
   }
   c.comm_bytes = group > 1 ? grads * (zero >= 2 ? double(std::max<int64_t>(micro_batches, 1)) : 1.0) : 0;
+  if (zero == 3 && group > 1) {  // the parameters all-gathered for every micro-batch's forward and backward
+    const double gathers = 2.0 * double(std::max<int64_t>(micro_batches, 1));
+    c.comm_s += gathers * std::max(all_gather_seconds(grads / double(std::max<int64_t>(a.num_layers, 1)), group, link),
+                                   all_gather_seconds(grads, group, link) - overlap_s);
+    c.comm_bytes += gathers * grads;
+  }
   return c;
 }
 
@@ -171,7 +177,7 @@ PhaseCost optimizer_step(const ModelArch& a, const Layout& l, const HardwareProf
   const double tensors = double(a.num_layers * kTensorsPerLayer) / double(l.pp) + 3;
   // A synchronous-launch profile is a CPU, where adamw_update runs its fused pass.
   c.add_work(owned * 12.0, 0, hw, double(a.hidden_size), optimizer_ops(owned, tensors, !hw.async_launch));  // ~12 FLOPs an element
-  if (sharded && l.dp() > 1) {  // the updated shards are gathered back
+  if (sharded && zero < 3 && l.dp() > 1) {  // the updated shards are gathered back (ZeRO-3: by the next forward)
     const Link& link = hw.link(crosses_nodes(l.dp(), l.tp * l.sp, hw.gpus_per_node));
     c.comm_s = all_gather_seconds(params * 4, l.dp(), link);
     c.comm_bytes = params * 4;

@@ -292,6 +292,20 @@ WorkPtr GroupCommunicator::reduce_scatter_async(at::Tensor out, at::Tensor t, Re
       {out, t});
 }
 
+WorkPtr GroupCommunicator::all_gather_async(at::Tensor out, at::Tensor t) {
+  check_async_tensor(t, "all_gather_async");
+  check_async_tensor(out, "all_gather_async");
+  check_into(out, t, t.numel() * size(), "all_gather_async");
+  Backend& b = backend_for(t);
+  const std::string& group = name_;
+  const std::vector<int>& ranks = world_ranks_;
+  return b.run_async(
+      [&b, &group, &ranks, out, t]() mutable {
+        traced("all_gather", group, ranks, out.nbytes(), [&] { b.all_gather(t, out); });
+      },
+      {out, t});
+}
+
 WorkPtr GroupCommunicator::broadcast_async(at::Tensor t, int root) {
   check_async_tensor(t, "broadcast_async");
   HPCRL_CHECK(root >= 0 && root < size(), "broadcast_async on group '" << name_ << "': root " << root

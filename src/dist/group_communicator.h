@@ -42,6 +42,7 @@ class GroupCommunicator : public Communicator {
 
   WorkPtr all_reduce_async(at::Tensor t, ReduceOp op) override;
   WorkPtr reduce_scatter_async(at::Tensor out, at::Tensor t, ReduceOp op) override;
+  WorkPtr all_gather_async(at::Tensor out, at::Tensor t) override;
   WorkPtr broadcast_async(at::Tensor t, int root) override;
   WorkPtr send_async(at::Tensor t, int peer, int tag) override;
   WorkPtr recv_async(at::Tensor t, int peer, int tag) override;

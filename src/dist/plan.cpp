@@ -207,6 +207,8 @@ nlohmann::json plan_json(const Plan& plan) {
                               {"logits", e.logits},
                               {"kv_cache", e.kv_cache},
                               {"grad_buffers", e.grad_buffers},
+                              {"param_gathers", e.param_gathers},
+                              {"whole_gathers", e.whole_gathers},
                               {"resident", e.resident()},
                               {"transient", e.transient()},
                               {"total", e.total()}};
@@ -288,7 +290,11 @@ std::string plan_text(const Plan& plan) {
          << ", activations " << human_bytes(e.activations) << " (" << human_bytes(e.activations_full)
          << " without checkpointing, " << human_bytes(e.activations_checkpointed) << " with), logits "
          << human_bytes(e.logits) << ", kv cache " << human_bytes(e.kv_cache)
-         << (e.grad_buffers ? ", gradient reduction buffers " + human_bytes(e.grad_buffers) : std::string()) << " = "
+         << (e.grad_buffers ? ", gradient reduction buffers " + human_bytes(e.grad_buffers) : std::string())
+         << (e.param_gathers ? ", ZeRO-3 gathered layers " + human_bytes(e.param_gathers) + " (whole model " +
+                                   human_bytes(e.whole_gathers) + " more while generating or saving)"
+                             : std::string())
+         << " = "
          << human_bytes(e.total())
          << " (seq_len " << e.seq_len << ")\n";
     } else {

@@ -24,6 +24,16 @@
 //                       their layer is: parallel/tensor/lora.h) join the weights,
 //                       and grads, grad_buffers and the optimizer count only them:
 //                       the base is frozen
+//   zero 3              the trained parameters' weights are the 1/W shard
+//                       (dense over dp·sp, experts over edp; frozen ones stay
+//                       whole); param_gathers: the outer unit (embedding,
+//                       final norm, head) and two layers gathered at once in a
+//                       forward or backward (one computing, the next prefetched);
+//                       whole_gathers: the rest of the model, which generation,
+//                       weight syncs and checkpoints gather (outside the
+//                       training passes, so it replaces their transients);
+//                       gradients as with zero 2, one bucket per layer
+//                       (optim/sharded_parameters.h, algo/zero3_units.h)
 //   optimizer           AdamW fp32 moments (8 B/param) + fp32 master copy for
 //                       bfloat16 (4 B/param); with zero 1 or 2 the dense part is
 //                       divided over dp·sp and the experts over edp, the groups
@@ -133,6 +143,16 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
       e.grads = sharded(trained - trained_experts, bytes, dense_group) + sharded(trained_experts, bytes, mesh.edp());
       e.grad_buffers = std::min(trained * bytes, std::max(2 * bucket, largest + largest / dense_group) +
                                                      optim::kZero2BucketsInFlight * (bucket + bucket / dense_group));
+      if (role.optim.zero == 3) {
+        // Buckets are units: the vocabulary shard's (outer unit) and a layer's, each at most in flight twice.
+        const int64_t layer = per_layer * bytes, outer = (params - stage_layers * per_layer) * bytes;
+        e.grad_buffers = std::max(layer, outer) + optim::kZero2BucketsInFlight * (layer + layer / dense_group);
+        const int64_t shard = sharded(params - stage_layers * experts, bytes, dense_group) +
+                              sharded(stage_layers * experts, bytes, mesh.edp());
+        e.param_gathers = outer + std::min<int64_t>(2, stage_layers) * layer;
+        e.whole_gathers = params * bytes - shard;
+        e.weights = shard;
+      }
     } else if (role.optim.zero == 1) {  // the flat copy, and the shard it is reduced into beside it
       e.grad_buffers = trained * bytes + sharded(trained - trained_experts, bytes, dense_group) +
                        sharded(trained_experts, bytes, mesh.edp());

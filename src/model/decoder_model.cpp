@@ -134,6 +134,8 @@ ForwardOutput DecoderModel::forward(const at::Tensor& ids, const at::Tensor& pos
   HPCRL_CHECK(ids.dim() == 2 && ids.scalar_type() == at::kLong, "ids must be [B, T] int64, got " << ids.sizes()
                                                                                                   << " " << ids.scalar_type());
   if (cache && cache->layers.empty()) cache->layers.resize(arch_.num_layers);
+  // The outer unit stays gathered after the forward: the heads read it next.
+  if (units_) units_->before_forward(ParameterUnits::kOuter);
   at::Tensor h = model->embed_tokens->forward(ids);  // [B, Tl, C]
   LayerInputs in = layer_inputs(ids, positions, attention_mask, cache, h.scalar_type());
   ForwardOutput out = run_layers(h, 0, arch_.num_layers, in, cache);
@@ -186,6 +188,7 @@ ForwardOutput DecoderModel::run_layers(at::Tensor h, int64_t first, int64_t end,
     auto layer = model->layers->ptr<DecoderLayer>(i);
     HPCRL_CHECK(layer, "layer " << i << " is not on this pp stage (" << layout_.describe() << ")");
     LayerOutput out;
+    if (units_) units_->before_forward(i);
     if (recompute) {
       const RopeTables& rope = in.rope;
       const at::Tensor &allowed = in.allowed, &token_mask = in.token_mask;
@@ -200,6 +203,10 @@ ForwardOutput DecoderModel::run_layers(at::Tensor h, int64_t first, int64_t end,
     } else {
       out = layer->forward(h, in.rope, in.allowed, in.token_mask, cache ? &cache->layers[i] : nullptr);
     }
+    // The backward reaches the layer's parameters only through its hidden
+    // output (the aux loss flows through the router, which feeds it), so the
+    // gather for the backward waits on that gradient alone.
+    if (units_) units_->after_forward(i, out.hidden);
     h = out.hidden;
     if (out.aux_loss.defined()) aux.push_back(out.aux_loss);
   }
@@ -212,6 +219,7 @@ ForwardOutput DecoderModel::run_layers(at::Tensor h, int64_t first, int64_t end,
 at::Tensor DecoderModel::local_logits(const at::Tensor& hidden) {
   HPCRL_CHECK(options_.lm_head, "this model was built without an LM head (options.lm_head = false)");
   HPCRL_CHECK(holds_last_chunk(), "the LM head is on the last pp stage; this rank is pp stage " << ctx_.pp_rank());
+  if (units_) units_->before_forward(ParameterUnits::kOuter);
   if (lm_head) return lm_head->forward(hidden);
   return at::linear(tensor::copy_to_tp(hidden, ctx_.tp), model->embed_tokens->weight);  // tied: [B, T, V/tp]
 }
@@ -223,6 +231,7 @@ tensor::TokenLogProbs DecoderModel::token_logprobs(const at::Tensor& hidden, con
 
 at::Tensor DecoderModel::values(const at::Tensor& hidden) {
   HPCRL_CHECK(score, "this model was built without a value head (options.value_head = false)");
+  if (units_) units_->before_forward(ParameterUnits::kOuter);
   return score->forward(hidden);
 }
 

@@ -114,6 +114,7 @@ bool in_view(const std::string& name, AdapterView view) {
 
 void load_from(DecoderModel& m, const Source& src, AdapterView view = AdapterView::base) {
   at::NoGradGuard no_grad;
+  WholeParameters whole(m, /*writes=*/true);  // ZeRO-3: loaded into the gathered units, then into the shards
   auto params = m.named_parameters(/*recurse=*/true);
   auto specs = m.shard_specs();
   std::vector<std::string> missing;
@@ -304,6 +305,7 @@ void merge_adapters(DecoderModel& m, io::NamedTensors& full) {
 }  // namespace
 
 io::NamedTensors gather_full_weights(DecoderModel& m, AdapterView view) {
+  WholeParameters whole(m);  // ZeRO-3: gathered over dp first, then over tp/ep/pp as always
   io::NamedTensors out;
   auto specs = m.shard_specs();
   std::set<std::string> moe = moe_parameter_names(m);

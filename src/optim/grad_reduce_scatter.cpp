@@ -43,6 +43,7 @@ struct GradReduceScatter::State {
   std::vector<bool> reduced;                     // per bucket: its shard slice holds a round of this step
   int64_t held = 0, peak = 0;                    // gradient bytes held by this object
   std::mutex mu;                                 // hooks may run on autograd worker threads
+  std::function<void(size_t)> on_complete;       // see GradReduceScatter::on_bucket_complete
 
   bool communicates() const { return group && group->size() > 1; }
 
@@ -65,7 +66,10 @@ struct GradReduceScatter::State {
       r.flat.slice(0, at, at + grad.numel()).add_(grad.reshape({-1}));
     }
     grad.reset();
-    if (!r.taken[j]) r.taken[j] = true, ++r.ready;
+    if (!r.taken[j]) {
+      r.taken[j] = true;
+      if (++r.ready == r.taken.size() && on_complete) on_complete(b);
+    }
     while (next < open.size() && open[next].flat.defined() && !open[next].late &&
            open[next].ready == open[next].taken.size())
       send(next++);
@@ -197,6 +201,11 @@ at::Tensor GradReduceScatter::finish() {
   s.shard = at::Tensor();
   s.reduced.assign(s.reduced.size(), false);
   return shard;
+}
+
+void GradReduceScatter::on_bucket_complete(std::function<void(size_t)> fn) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->on_complete = std::move(fn);
 }
 
 const ShardLayout& GradReduceScatter::layout() const { return state_->layout; }

@@ -2,6 +2,7 @@
 #include "hpcrl/optim/shard_layout.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "hpcrl/util/check.h"
 
@@ -36,6 +37,26 @@ ShardLayout ShardLayout::bucketed(const std::vector<int64_t>& numels, int64_t bu
     if (l.buckets.empty() || (l.buckets.back().numel > 0 && l.buckets.back().numel + numels[k] > bucket_elements))
       l.buckets.emplace_back();
     append(l.buckets.back(), k, numels[k]);
+  }
+  l.finish(numels);
+  return l;
+}
+
+ShardLayout ShardLayout::by_units(const std::vector<int64_t>& numels, const std::vector<int64_t>& units, int size,
+                                  int rank) {
+  HPCRL_CHECK(units.size() == numels.size(), "by_units: " << units.size() << " units for " << numels.size()
+                                                          << " parameters");
+  std::vector<int64_t> order(units);
+  std::sort(order.begin(), order.end(), std::greater<int64_t>());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  ShardLayout l;
+  l.size = size;
+  l.rank = rank;
+  for (int64_t u : order) {
+    l.buckets.emplace_back();
+    l.buckets.back().unit = u;
+    for (size_t k = 0; k < numels.size(); ++k)
+      if (units[k] == u) append(l.buckets.back(), k, numels[k]);
   }
   l.finish(numels);
   return l;

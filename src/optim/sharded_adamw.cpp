@@ -16,21 +16,10 @@
 
 namespace hpcrl::optim {
 
-namespace {
-// [S] this rank's owned parameter elements as `options` (zero where the shard is padding).
-at::Tensor owned_parameters(const ParamSet& ps, const ShardLayout& l, const at::TensorOptions& options) {
-  torch::NoGradGuard no_grad;
-  at::Tensor owned = at::zeros({l.shard}, options);
-  for (const auto& s : l.segments)
-    owned.slice(0, s.shard_offset, s.shard_offset + s.length)
-        .copy_(ps[s.param].tensor.detach().view(-1).slice(0, s.param_offset, s.param_offset + s.length));
-  return owned;
-}
-}  // namespace
 
 ShardedAdamW::ShardedAdamW(std::vector<ShardGroup> groups, AdamWOptions options, int stage, int64_t bucket_bytes)
     : options_(options), stage_(stage) {
-  HPCRL_CHECK(stage == 1 || stage == 2, "ShardedAdamW: ZeRO stage " << stage << " (1 or 2)");
+  HPCRL_CHECK(stage >= 1 && stage <= 3, "ShardedAdamW: ZeRO stage " << stage << " (1, 2 or 3)");
   groups_.reserve(groups.size());
   for (auto& spec : groups) {
     groups_.emplace_back();
@@ -54,21 +43,26 @@ void ShardedAdamW::setup(Group& g, int64_t bucket_bytes) {
     numels.push_back(p.tensor.numel());
   }
   const int64_t element_bytes = ps.empty() ? 4 : int64_t(ps.front().tensor.element_size());
-  ShardLayout layout = stage_ == 1 ? ShardLayout::whole(numels, size, rank)
-                                   : ShardLayout::bucketed(numels, std::max<int64_t>(1, bucket_bytes / element_bytes),
-                                                           size, rank);
-  g.reducer = std::make_unique<GradReduceScatter>(ps, std::move(layout), g.spec.group, /*streaming=*/stage_ == 2);
+  if (stage_ == 3)
+    HPCRL_CHECK(g.spec.units.size() == ps.size(), "ZeRO group '" << g.spec.name << "': " << g.spec.units.size()
+                << " forward units for " << ps.size() << " parameters");
+  ShardLayout layout = stage_ == 1   ? ShardLayout::whole(numels, size, rank)
+                       : stage_ == 3 ? ShardLayout::by_units(numels, g.spec.units, size, rank)
+                                     : ShardLayout::bucketed(numels, std::max<int64_t>(1, bucket_bytes / element_bytes),
+                                                             size, rank);
+  g.reducer = std::make_unique<GradReduceScatter>(ps, std::move(layout), g.spec.group, /*streaming=*/stage_ >= 2);
   if (ps.empty()) return;
   const ShardLayout& l = g.reducer->layout();
   g.dtype = ps.front().tensor.scalar_type();
   auto f32 = ps.front().tensor.options().dtype(at::kFloat).requires_grad(false);
   g.exp_avg = at::zeros({l.shard}, f32);
   g.exp_avg_sq = at::zeros({l.shard}, f32);
-  if (g.dtype != at::kFloat && g.dtype != at::kDouble) g.master = owned_parameters(ps, l, f32);
+  if (g.dtype != at::kFloat && g.dtype != at::kDouble) g.master = owned_elements(ps, l, f32);
+  if (stage_ == 3) g.sharded = std::make_unique<ShardedParameters>(ps, l, g.spec.group);
 }
 
 void ShardedAdamW::begin_micro_batch() {
-  if (stage_ == 2)
+  if (stage_ >= 2)
     for (auto& g : groups_) g.reducer->begin_micro_batch();
 }
 
@@ -107,7 +101,8 @@ double ShardedAdamW::clip_grad_norm(double max_norm, const parallel::ParallelCon
 
 at::Tensor ShardedAdamW::weight_shard(const Group& g) const {
   if (g.master.defined()) return g.master;
-  return owned_parameters(g.spec.params, g.reducer->layout(),
+  if (g.sharded) return g.sharded->shard();  // updated in place
+  return owned_elements(g.spec.params, g.reducer->layout(),
                           g.spec.params.front().tensor.options().requires_grad(false));
 }
 
@@ -139,7 +134,13 @@ void ShardedAdamW::step(double lr) {
     if (g.spec.params.empty()) continue;
     at::Tensor w = weight_shard(g);
     adamw_update(w, g.grad, g.exp_avg, g.exp_avg_sq, lr, step_, options_);
-    gather_parameters(g, w);
+    if (g.sharded) {
+      if (g.master.defined()) g.sharded->shard().copy_(w);
+      // Gathered values are stale now; the next forward gathers the update.
+      for (size_t b = 0; b < g.sharded->layout().buckets.size(); ++b) g.sharded->release(b);
+    } else {
+      gather_parameters(g, w);
+    }
     g.grad = at::Tensor();
   }
 }
@@ -180,7 +181,7 @@ std::map<std::string, at::Tensor> ShardedAdamW::state() const {
     out[n + ".exp_avg_sq"] = g.exp_avg_sq.defined() ? g.exp_avg_sq : at::zeros({0}, at::kFloat);
     if (g.master.defined()) out[n + ".master"] = g.master;
     out[n + ".layout"] = at::tensor(std::vector<int64_t>{l.size, l.rank, l.numel, l.shard}, at::kLong);
-    if (stage_ == 2) {
+    if (stage_ >= 2) {
       std::vector<int64_t> sizes;
       for (const auto& b : l.buckets) sizes.push_back(b.numel);
       out[n + ".buckets"] = at::tensor(sizes, at::kLong);
@@ -218,7 +219,7 @@ void ShardedAdamW::load_group(Group& g, const std::map<std::string, at::Tensor>&
                     "but this model has " << l.numel << "; resume with the same model and tp/ep/pp layout");
   HPCRL_CHECK_INPUT(saved[1] == l.rank, "optimizer state '" << n << "' is rank " << saved[1] << "'s shard but this "
                     "is rank " << l.rank << " of the group; resume with the same world size and rank order");
-  if (stage_ == 2) {
+  if (stage_ >= 2) {
     at::Tensor buckets = find_state(state, n + ".buckets", "the checkpoint is damaged").to(at::kLong).contiguous();
     bool same = buckets.numel() == int64_t(l.buckets.size());
     for (size_t b = 0; same && b < l.buckets.size(); ++b) same = buckets.data_ptr<int64_t>()[b] == l.buckets[b].numel;

@@ -55,6 +55,9 @@ std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& pr
                                      const SamplingParams& params) {
   validate(prompts, n, params, model_->arch());
   torch::NoGradGuard no_grad;
+  // The projections read the weights directly: with ZeRO-3 all of them are
+  // gathered for the call (as every generation engine does behind FSDP).
+  model::WholeParameters whole(*model_);
   stats_ = {};
   // With no prompts only an ep rank has work: its group's other ranks step with it.
   if (prompts.empty() && !ep_lockstep(*model_)) return {};

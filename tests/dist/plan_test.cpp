@@ -211,6 +211,27 @@ TEST(Plan, ZeroShardsDenseStateOverDpTimesSpAndExpertsOverEdpAndZeroTwoTheGradie
   EXPECT_EQ(t.grad_buffers, 822400 * 4);
 }
 
+TEST(Plan, ZeroThreeHoldsTheWeightShardAndGathersTheOuterUnitAndTwoLayers) {
+  std::string y = kColocated;
+  const std::string old_policy = "{init: {preset: tiny}, parallel: {tp: 2, pp: 2}, rollout: {parallel: {tp: 1}}}";
+  y.replace(y.find(old_policy), old_policy.size(), "{init: {preset: tiny}, parallel: {sp: 2}, optim: {zero: 3}}");
+  // tp=1 sp=2 dp=4, fp32: tiny's 822400 parameters over dp·sp = 8 ranks.
+  //   a layer: q, o 2·128·4·32 + k, v 2·128·2·32 + two norms 2·128 = 49408, MLP 3·128·384 = 147456: 196864
+  //   outer unit (tied embedding, final norm): 822400 − 4·196864 = 34944
+  const MemoryEstimate& m = *make_plan(load(y.c_str(), 8), 8, 4).roles[0].memory;
+  const int64_t layer = 196864 * 4, outer = 34944 * 4, whole = 822400 * 4;
+  EXPECT_EQ(m.weights, whole / 8);
+  EXPECT_EQ(m.param_gathers, outer + 2 * layer);
+  EXPECT_EQ(m.whole_gathers, whole - whole / 8);
+  EXPECT_EQ(m.grads, whole / 8);
+  // Gradient buckets are units: the one being filled (a layer, larger than the outer unit) and two in flight.
+  EXPECT_EQ(m.grad_buffers, layer + 2 * (layer + layer / 8));
+  EXPECT_EQ(m.optimizer, 822400 * 8 / 8);
+  // Training holds the gathered layers beside its activations; generation and checkpoints the whole model.
+  EXPECT_EQ(m.transient(), std::max(m.activations + m.logits + m.kv_cache + m.grad_buffers + m.param_gathers,
+                                    m.whole_gathers));
+}
+
 TEST(Plan, LoraTrainsOnlyItsFactorsAndTheReferenceIsThePolicyBase) {
   const char* yaml = R"(
 run: {name: plantest, device: cpu}

@@ -1,5 +1,5 @@
-// End-to-end under mpirun: data parallelism follows the single-rank run, ZeRO-1
-// and ZeRO-2 follow plain dp and resume exactly (and only at its own dp size), and a
+// End-to-end under mpirun: data parallelism follows the single-rank run, ZeRO-1,
+// 2 and 3 follow plain dp and resume exactly (and only at their own dp size), and a
 // stop signal delivered to one rank stops every rank resumably.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -61,7 +61,8 @@ void expect_zero_follows_plain_dp2_and_resumes_only_at_dp2(int zero) {
   Proc one = run_hpcrl("run " + with_zero + " --resume");
   EXPECT_EQ(one.exit_code, 2) << one.output;
   EXPECT_NE(one.output.find("\"dp\":2"), std::string::npos) << one.output;
-  EXPECT_NE(one.output.find(zero == 1 ? "\"zero1\":true" : "\"zero\":2"), std::string::npos) << one.output;
+  EXPECT_NE(one.output.find(zero == 1 ? "\"zero1\":true" : "\"zero\":" + std::to_string(zero)), std::string::npos)
+      << one.output;
   EXPECT_NE(one.output.find("resume with the same world size, parallel layout and optim.zero setting"),
             std::string::npos)
       << one.output;
@@ -83,6 +84,12 @@ TEST(DataParallelE2E, SftZero2Dp2FollowsPlainDp2AndResumesOnlyAtDp2) {
   expect_zero_follows_plain_dp2_and_resumes_only_at_dp2(2);
 }
 
+// ZeRO-3 also shards the weights: the checkpoint's HF model is gathered from
+// the shards, and the resumed run loads it back into them.
+TEST(DataParallelE2E, SftZero3Dp2FollowsPlainDp2AndResumesOnlyAtDp2) {
+  expect_zero_follows_plain_dp2_and_resumes_only_at_dp2(3);
+}
+
 TEST(DataParallelE2E, GrpoDp2MatchesDp1) {
   const std::string cfg = kConfig +
                           " --set 'stages=[{grpo: {policy: policy, reference: reference, reward: math, data: arith, "
@@ -101,41 +108,68 @@ TEST(DataParallelE2E, GrpoDp2MatchesDp1) {
   expect_same_rollouts({a[0]}, {b[0]}, {{"loss", 1e-5}, {"kl", 1e-4}});
 }
 
-TEST(DataParallelE2E, SftZero2Dp2Tp2FollowsPlainDp2Tp2) {
-  // 4 ranks, tp 2: each tp rank's shards of the weights are sharded again over its dp pair,
-  // and the global norm adds the tp shards' parts as the plain path does.
+namespace {
+// 4 ranks, tp 2: each tp rank's shards of the weights are sharded again over its dp pair,
+// and the global norm adds the tp shards' parts as the plain path does.
+void expect_zero_dp2_tp2_follows_plain(int zero) {
   const std::string cfg = kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: 6, batch: 16, lr: 3.0e-3, "
                                     "micro_batch: 4}}]' --set run.eval_before_train=false"
                                     " --set models.policy.parallel.tp=2 --set models.policy.optim.bucket_mb=0.25";
-  std::string dir = scratch_dir("dp-tp-zero2");
+  std::string dir = scratch_dir("dp-tp-zero" + std::to_string(zero));
   Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 4);
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  Proc zero = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=2 --out " + dir + "/zero2", 4);
-  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+  Proc sharded = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=" + std::to_string(zero) + " --out " + dir +
+                           "/zero", 4);
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
   auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "sft", "loss");
-  auto b = lines_with(read_metrics(dir + "/zero2/metrics.jsonl"), "sft", "loss");
+  auto b = lines_with(read_metrics(dir + "/zero/metrics.jsonl"), "sft", "loss");
   ASSERT_EQ(b.size(), 6u);
   expect_close_curves(a, b, "loss", 1e-5);
   expect_close_curves(a, b, "grad_norm", 1e-5);
 }
 
-TEST(DataParallelE2E, GrpoZero2Dp2FollowsPlainDp2) {
-  // The policy's update reduce-scatters its gradients bucket by bucket during each micro-batch's
-  // backward; the weights stay within rounding of plain dp's, so every iteration samples the same.
+// The policy's update reduce-scatters its gradients during each micro-batch's backward (ZeRO-3 also
+// gathers its weights per layer, and whole for the engine); the weights stay within rounding of plain
+// dp's, so every iteration samples the same.
+void expect_zero_grpo_follows_plain_dp2(int zero) {
   const std::string cfg = kConfig +
                           " --set 'stages=[{grpo: {policy: policy, reference: reference, reward: math, data: arith, "
                           "iterations: 3, prompts: 8, group: 4, max_new_tokens: 24, lr: 1.0e-4, micro_batch: 4}}]'"
                           " --set run.eval_before_train=false --set models.policy.optim.bucket_mb=0.25";
-  std::string dir = scratch_dir("dp-grpo-zero2");
+  std::string dir = scratch_dir("dp-grpo-zero" + std::to_string(zero));
   Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 2);
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  Proc zero = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=2 --out " + dir + "/zero2", 2);
-  ASSERT_EQ(zero.exit_code, 0) << zero.output;
+  Proc sharded = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=" + std::to_string(zero) + " --out " + dir +
+                           "/zero", 2);
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
   auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "grpo", "reward/mean");
-  auto b = lines_with(read_metrics(dir + "/zero2/metrics.jsonl"), "grpo", "reward/mean");
+  auto b = lines_with(read_metrics(dir + "/zero/metrics.jsonl"), "grpo", "reward/mean");
   ASSERT_EQ(a.size(), 3u);
   ASSERT_EQ(b.size(), 3u);
   expect_same_rollouts(a, b, {{"loss", 1e-5}, {"kl", 1e-4}, {"grad_norm", 1e-4}});
+}
+}  // namespace
+
+TEST(DataParallelE2E, SftZero2Dp2Tp2FollowsPlainDp2Tp2) { expect_zero_dp2_tp2_follows_plain(2); }
+TEST(DataParallelE2E, SftZero3Dp2Tp2FollowsPlainDp2Tp2) { expect_zero_dp2_tp2_follows_plain(3); }
+TEST(DataParallelE2E, GrpoZero2Dp2FollowsPlainDp2) { expect_zero_grpo_follows_plain_dp2(2); }
+TEST(DataParallelE2E, GrpoZero3Dp2FollowsPlainDp2) { expect_zero_grpo_follows_plain_dp2(3); }
+
+// PPO with the policy and its critic both ZeRO-3 (the critic's value head is in
+// its outer unit): the rollouts, losses and values of plain dp 2.
+TEST(DataParallelE2E, PpoZero3PolicyAndCriticFollowPlainDp2) {
+  const std::string cfg = "tests/e2e/data/ppo_judge.yaml";
+  std::string dir = scratch_dir("dp-ppo-zero3");
+  Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 2);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  Proc sharded = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=3 --set models.critic.optim.zero=3 --out " +
+                           dir + "/zero", 2);
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
+  auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "ppo", "reward/mean");
+  auto b = lines_with(read_metrics(dir + "/zero/metrics.jsonl"), "ppo", "reward/mean");
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  expect_same_rollouts(a, b, {{"loss", 1e-5}, {"kl", 1e-4}, {"critic/loss", 1e-5}, {"critic/values_mean", 1e-5}});
 }
 
 TEST(DataParallelE2E, Usr1ToOneRankStopsAllRanksWith75AndResumeCompletes) {

@@ -216,3 +216,14 @@ TEST(DecoderModel, SameSeedSameWeightsDifferentSeedDifferent) {
 
 }  // namespace
 }  // namespace hpcrl::model
+
+// ZeRO-3 gathers a model unit by unit: a decoder layer, or everything else.
+TEST(ParameterUnits, LayersAreTheirOwnUnitAndTheRestIsOuter) {
+  EXPECT_EQ(hpcrl::model::parameter_unit_of("model.layers.0.self_attn.q_proj.weight"), 0);
+  EXPECT_EQ(hpcrl::model::parameter_unit_of("model.layers.12.mlp.experts.3.up_proj.weight"), 12);
+  EXPECT_EQ(hpcrl::model::parameter_unit_of("model.embed_tokens.weight"), hpcrl::model::ParameterUnits::kOuter);
+  EXPECT_EQ(hpcrl::model::parameter_unit_of("model.norm.weight"), hpcrl::model::ParameterUnits::kOuter);
+  EXPECT_EQ(hpcrl::model::parameter_unit_of("lm_head.weight"), hpcrl::model::ParameterUnits::kOuter);
+  EXPECT_EQ(hpcrl::model::parameter_unit_of("score.weight"), hpcrl::model::ParameterUnits::kOuter);
+  EXPECT_EQ(hpcrl::model::parameter_unit_of("model.layers.x.mlp.up_proj.weight"), hpcrl::model::ParameterUnits::kOuter);
+}

@@ -5,13 +5,16 @@
 // With `optim.zero` 1 or 2 the optimizer state is sharded over the gradient
 // group (optim/sharded_adamw.h): gradients are reduce-scattered (ZeRO-1 after
 // the backward, ZeRO-2 bucket by bucket during it) instead of all-reduced, and
-// the updated parameters all-gathered.
+// the updated parameters all-gathered. With `optim.zero: 3` the parameters are
+// sharded too while the Trainer lives (algo/zero3_units.h): every forward and
+// backward gathers them unit by unit; when the Trainer goes, they are whole again.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "hpcrl/algo/role.h"
+#include "hpcrl/algo/zero3_units.h"
 #include "hpcrl/config/pipeline_config.h"
 #include "hpcrl/optim/adamw.h"
 #include "hpcrl/optim/grad_sync.h"
@@ -24,6 +27,11 @@ class Trainer {
  public:
   // total_steps: optimizer steps of the stage (for the schedule).
   Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps, double lr_override = 0.0);
+  // ZeRO-3: gathers the parameters for good (collective over the role's dp
+  // group; skipped while an exception unwinds, when the run is over anyway).
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
 
   // Call before each micro-batch's backward; `last` on the final one of the step.
   void begin_micro_batch(bool last) {
@@ -42,7 +50,7 @@ class Trainer {
   int64_t skipped_steps() const { return skipped_; }
 
   double lr(int64_t step) const { return schedule_.at(step); }
-  // The role's optimizer (plain AdamW or ZeRO-1/2), for checkpoints.
+  // The role's optimizer (plain AdamW or ZeRO-1/2/3), for checkpoints.
   optim::Optimizer& optimizer() { return sharded_ ? static_cast<optim::Optimizer&>(*sharded_) : *optimizer_; }
   Role& role() { return role_; }
 
@@ -60,7 +68,8 @@ class Trainer {
   optim::ParamSet params_;
   optim::ParamSet expert_params_;
   std::unique_ptr<optim::AdamW> optimizer_;         // optim.zero: 0
-  std::unique_ptr<optim::ShardedAdamW> sharded_;   // optim.zero: 1 or 2 (then the syncs below have no group)
+  std::unique_ptr<optim::ShardedAdamW> sharded_;   // optim.zero: 1, 2 or 3 (then the syncs below have no group)
+  std::shared_ptr<Zero3Units> zero3_;              // optim.zero: 3
   std::unique_ptr<optim::GradSync> sync_;         // dense parameters over dp·sp
   std::unique_ptr<optim::GradSync> expert_sync_;  // this rank's experts over their edp replicas
   optim::LrSchedule schedule_;

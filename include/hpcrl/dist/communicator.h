@@ -65,6 +65,8 @@ class Communicator {
   virtual WorkPtr all_reduce_async(at::Tensor t, ReduceOp op = ReduceOp::kSum) = 0;
   // reduce_scatter_into, queued behind the group's other asynchronous work.
   virtual WorkPtr reduce_scatter_async(at::Tensor out, at::Tensor t, ReduceOp op = ReduceOp::kSum) = 0;
+  // all_gather_into, queued the same way (ZeRO-3 prefetches a layer's parameters with it).
+  virtual WorkPtr all_gather_async(at::Tensor out, at::Tensor t) = 0;
   virtual WorkPtr broadcast_async(at::Tensor t, int root) = 0;
   virtual WorkPtr send_async(at::Tensor t, int peer, int tag = 0) = 0;
   virtual WorkPtr recv_async(at::Tensor t, int peer, int tag = 0) = 0;

@@ -5,6 +5,8 @@
 // Pure computation: no MPI, no launcher. JSON shape: DESIGN §10, docs/communication.md.
 #pragma once
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -25,7 +27,7 @@ namespace hpcrl::dist {
 struct MemoryEstimate {
   int64_t parameters = 0;    // parameters held by that rank
   // Resident.
-  int64_t weights = 0;
+  int64_t weights = 0;       // with zero 3: this rank's 1/dp shard of the trained parameters
   int64_t grads = 0;         // trained roles only; with zero 2 the 1/dp shard
   int64_t optimizer = 0;     // AdamW: fp32 moments (+ fp32 master for bf16), / dp with zero 1 or 2
   int64_t engine_weights = 0;  // a float32 CPU engine's packed copy of its projections and LM head
@@ -35,9 +37,14 @@ struct MemoryEstimate {
   int64_t logits = 0;        // roles scored by log-probs: one micro-batch's logits at their peak
   int64_t kv_cache = 0;      // rollout engines: max_batch sequences at seq_len
   int64_t grad_buffers = 0;  // trained roles: the gradient reduction's flat buffers while it runs
+  int64_t param_gathers = 0;  // zero 3: units gathered in a forward/backward (outer unit and two layers)
+  int64_t whole_gathers = 0;  // zero 3: the rest of the model, gathered by generation, weight syncs, checkpoints
   int64_t seq_len = 0, micro_batch = 0, kv_sequences = 0;  // the assumptions behind the transient ones
   int64_t resident() const { return weights + grads + optimizer + engine_weights; }
-  int64_t transient() const { return activations + logits + kv_cache + grad_buffers; }
+  // A ZeRO-3 role gathers its whole model only outside forward and backward.
+  int64_t transient() const {
+    return std::max(activations + logits + kv_cache + grad_buffers + param_gathers, whole_gathers);
+  }
   int64_t total() const { return resident() + transient(); }
 };
 

@@ -32,6 +32,7 @@
 #include "hpcrl/model/decoder_layer.h"
 #include "hpcrl/model/heads.h"
 #include "hpcrl/model/kv_cache.h"
+#include "hpcrl/model/parameter_units.h"
 #include "hpcrl/model/pipeline_layout.h"
 #include "hpcrl/model/rms_norm.h"
 #include "hpcrl/model/rope.h"
@@ -144,6 +145,11 @@ class DecoderModel : public torch::nn::Module {
   // (false on a whole model, and for names the model has no place for).
   bool on_other_stage(const std::string& name) const;
 
+  // ZeRO-3: who gathers the sharded parameters around each unit's forward
+  // (parameter_units.h); null while the parameters are whole.
+  void set_parameter_units(std::shared_ptr<ParameterUnits> units) { units_ = std::move(units); }
+  ParameterUnits* parameter_units() const { return units_.get(); }
+
   std::shared_ptr<DecoderBody> model;
   std::shared_ptr<parallel::tensor::ColumnParallelLinear> lm_head;  // null when tied or without an LM head
   std::shared_ptr<ValueHead> score;                                 // null without a value head
@@ -156,6 +162,7 @@ class DecoderModel : public torch::nn::Module {
   std::vector<int> local_chunks_;
   HeldParts held_;
   RotaryEmbedding rope_;
+  std::shared_ptr<ParameterUnits> units_;
 };
 
 }  // namespace hpcrl::model

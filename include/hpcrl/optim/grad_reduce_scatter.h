@@ -18,6 +18,7 @@
 // A parameter with no gradient counts as zero, as in the dp all-reduce.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -46,6 +47,12 @@ class GradReduceScatter {
   // After the last backward: every remaining gradient reduced; returns the
   // shard [S] (dtype of the parameters) and starts the next step from zero.
   at::Tensor finish();
+
+  // Calls fn(bucket) once per pass when every parameter of the bucket has
+  // handed over its gradient: the backward no longer reads them (ZeRO-3 frees
+  // the bucket's gathered parameters then). Runs with the reducer locked, on
+  // the thread of the backward.
+  void on_bucket_complete(std::function<void(size_t)> fn);
 
   const ShardLayout& layout() const;
   // Most bytes this object held at once in gradients since construction: the

@@ -13,6 +13,8 @@
 // runs once, after the backward); ZeRO-2 uses buckets of about bucket_bytes in
 // reverse registration order, the order the backward finishes gradients in, so
 // each can be reduced while the backward goes on and its full gradients freed.
+// ZeRO-3 uses one bucket per forward unit (a decoder layer, or the embeddings
+// and heads), so a bucket's all-gathered flat buffer is the unit's parameters.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +36,7 @@ struct ShardLayout {
     int64_t numel = 0;             // Nb: real elements (the buffer has W·Sb)
     int64_t shard = 0;             // Sb = ceil(Nb / W)
     int64_t shard_offset = 0;      // where this bucket's Sb owned elements start in the rank's shard
+    int64_t unit = 0;              // ZeRO-3: the forward unit it holds (by_units)
   };
   // A run of one parameter's elements inside this rank's shard.
   struct Segment {
@@ -46,6 +49,11 @@ struct ShardLayout {
   // Buckets of at most `bucket_elements` (a larger parameter gets a bucket of
   // its own), filled from the last parameter to the first.
   static ShardLayout bucketed(const std::vector<int64_t>& numels, int64_t bucket_elements, int size, int rank);
+  // One bucket per distinct value of units[k] (the unit of parameter k), from
+  // the highest unit to the lowest: the order a backward finishes them in when
+  // unit u's forward runs before unit u+1's. Inside a bucket, registration order.
+  static ShardLayout by_units(const std::vector<int64_t>& numels, const std::vector<int64_t>& units, int size,
+                              int rank);
 
   int size = 1, rank = 0;
   std::vector<Bucket> buckets;

@@ -1,6 +1,7 @@
 // AdamW whose state is sharded over the data-parallel group (Rajbhandari et
 // al., 2020): ZeRO-1 shards the optimizer state (both moments and, for
-// bf16/f16 parameters, the fp32 master weights), ZeRO-2 the gradients too.
+// bf16/f16 parameters, the fp32 master weights), ZeRO-2 the gradients too,
+// ZeRO-3 the parameters as well (sharded_parameters.h).
 //
 // Each rank owns 1/W of every element (ShardLayout). A step is
 //   gradients:        averaged over the group into this rank's shard only
@@ -12,7 +13,12 @@
 //                     exactly once: shard sums are added over the group, then
 //                     tp/ep/pp as in grad_clip.h), shards scaled;
 //   step(lr):         the AdamW update on the owned elements only, then an
-//                     all-gather of the updated parameters, bucket by bucket.
+//                     all-gather of the updated parameters, bucket by bucket
+//                     (ZeRO-3: the update is made in the parameter shard,
+//                     which the next forward gathers unit by unit).
+// ZeRO-3's buckets are the forward units of `units` (ShardLayout::by_units),
+// so that a bucket's gradients are complete when its unit's backward is, and
+// its all-gathered parameters are the unit's.
 // The update is elementwise, so the result equals plain AdamW after a dp
 // all-reduce (to rounding: ZeRO-2 averages each micro-batch before summing).
 //
@@ -34,6 +40,7 @@
 #include "hpcrl/optim/grad_reduce_scatter.h"
 #include "hpcrl/optim/optimizer.h"
 #include "hpcrl/optim/param_set.h"
+#include "hpcrl/optim/sharded_parameters.h"
 #include "hpcrl/parallel/parallel_context.h"
 
 namespace hpcrl::optim {
@@ -43,11 +50,13 @@ struct ShardGroup {
   ParamSet params;          // one dtype and device, contiguous tensors
   dist::CommPtr group;      // ranks holding identical copies of `params` (null: just this rank)
   double grad_divisor = 1;  // applied after the average (experts: ep, see train_step.cpp)
+  std::vector<int64_t> units;  // ZeRO-3: the forward unit of each parameter (model/parameter_units.h)
 };
 
 class ShardedAdamW : public Optimizer {
  public:
-  // stage 1 or 2 (ZeRO-1 or ZeRO-2); bucket_bytes only for stage 2.
+  // stage 1, 2 or 3 (ZeRO-1, 2 or 3); bucket_bytes only for stage 2. Stage 3
+  // takes over the parameters' storage (ShardedParameters) at construction.
   ShardedAdamW(std::vector<ShardGroup> groups, AdamWOptions options, int stage,
                int64_t bucket_bytes = kZero2BucketBytes);
 
@@ -83,6 +92,10 @@ class ShardedAdamW : public Optimizer {
   int64_t state_bytes() const override;
 
   const ShardLayout& layout(size_t group) const { return groups_.at(group).reducer->layout(); }
+  size_t num_groups() const { return groups_.size(); }
+  GradReduceScatter& reducer(size_t group) { return *groups_.at(group).reducer; }
+  // ZeRO-3: group `group`'s parameter shards (null for stages 1 and 2 and for an empty group).
+  ShardedParameters* sharded_parameters(size_t group) { return groups_.at(group).sharded.get(); }
 
  private:
   struct Group {
@@ -91,6 +104,7 @@ class ShardedAdamW : public Optimizer {
     at::ScalarType dtype = at::kFloat;
     at::Tensor exp_avg, exp_avg_sq, master;  // [S] fp32; master only for bf16/f16 params
     at::Tensor grad;                         // [S] this rank's reduced gradient (per step)
+    std::unique_ptr<ShardedParameters> sharded;  // ZeRO-3
   };
   void setup(Group& g, int64_t bucket_bytes);
   at::Tensor weight_shard(const Group& g) const;           // [S] the owned parameters as the update's dtype

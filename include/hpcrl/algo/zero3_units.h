@@ -1,0 +1,66 @@
+// ZeRO-3 around a model's forward and backward: the model's ParameterUnits
+// (model/parameter_units.h) over the parameter shards of a ZeRO-3 optimizer.
+//
+//   forward of layer i     gather i (the prefetch started by the unit before
+//                          it, if any), prefetch i+1, run, release i; when the
+//                          output needs gradients, a hook on it re-gathers i
+//                          (and prefetches i-1) just before the backward
+//                          reaches the layer
+//   backward of layer i    once every parameter of i has handed its gradient
+//                          to the reducer (GradReduceScatter), release i
+//   outer unit             gathered at the first forward; kept through the
+//                          backward (the LM head reads it last in the forward
+//                          and first in the backward), released with its
+//                          gradients or after the optimizer step
+// So a rank holds its shards, the outer unit and at most two layers at once,
+// plus what a WholeParameters scope (generation, weight sync, checkpoint)
+// asks for. Every rank of a shard group runs the same forwards and backwards,
+// so they issue the gathers in one order.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "hpcrl/model/decoder_model.h"
+#include "hpcrl/model/parameter_units.h"
+#include "hpcrl/optim/sharded_adamw.h"
+
+namespace hpcrl::algo {
+
+class Zero3Units : public model::ParameterUnits, public std::enable_shared_from_this<Zero3Units> {
+ public:
+  // Installs itself on `model`, whose trained parameters `optimizer` (stage 3)
+  // has sharded. Both must outlive it.
+  static std::shared_ptr<Zero3Units> install(model::DecoderModel& model, optim::ShardedAdamW& optimizer);
+  // Gathers every unit for good and removes itself from the model: its
+  // parameters are whole tensors again (the end of a training stage). Collective.
+  void uninstall();
+
+  void before_forward(int64_t unit) override;
+  void after_forward(int64_t unit, const at::Tensor& output) override;
+  void hold_all(bool writes) override;
+  void release_all() override;
+
+  // Most bytes of gathered parameters held at once, over the groups.
+  int64_t peak_gathered_bytes() const;
+
+ private:
+  struct Place {
+    optim::ShardedParameters* params;
+    size_t bucket;
+  };
+  Zero3Units(model::DecoderModel& model, optim::ShardedAdamW& optimizer);
+  void gather(int64_t unit);    // returns when every group's bucket of `unit` is gathered
+  void prefetch(int64_t unit);  // no-op for a unit this rank has no parameters of
+  void release(int64_t unit);
+  void before_backward(int64_t unit);
+
+  model::DecoderModel& model_;
+  optim::ShardedAdamW& optimizer_;
+  std::map<int64_t, std::vector<Place>> places_;  // unit -> its bucket in every group that has one
+  int holds_ = 0;                                 // open WholeParameters scopes
+  bool writes_ = false;                           // one of them writes
+};
+
+}  // namespace hpcrl::algo

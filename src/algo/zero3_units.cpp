@@ -1,0 +1,107 @@
+// ZeRO-3 gathers and releases around the model's units (zero3_units.h).
+#include "hpcrl/algo/zero3_units.h"
+
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::algo {
+
+Zero3Units::Zero3Units(model::DecoderModel& model, optim::ShardedAdamW& optimizer)
+    : model_(model), optimizer_(optimizer) {}
+
+std::shared_ptr<Zero3Units> Zero3Units::install(model::DecoderModel& model, optim::ShardedAdamW& optimizer) {
+  HPCRL_CHECK(optimizer.stage() == 3, "Zero3Units over a ZeRO-" << optimizer.stage() << " optimizer");
+  std::shared_ptr<Zero3Units> units(new Zero3Units(model, optimizer));
+  std::weak_ptr<Zero3Units> weak = units;
+  for (size_t g = 0; g < optimizer.num_groups(); ++g) {
+    optim::ShardedParameters* params = optimizer.sharded_parameters(g);
+    if (!params) continue;
+    const auto& buckets = params->layout().buckets;
+    for (size_t b = 0; b < buckets.size(); ++b) units->places_[buckets[b].unit].push_back({params, b});
+    // The backward has read the bucket's parameters for the last time.
+    optimizer.reducer(g).on_bucket_complete([weak, params](size_t b) {
+      if (auto self = weak.lock(); self && self->holds_ == 0) params->release(b);
+    });
+  }
+  model.set_parameter_units(units);
+  return units;
+}
+
+void Zero3Units::uninstall() {
+  HPCRL_CHECK(holds_ == 0, "ZeRO-3: the parameters are uninstalled inside a WholeParameters scope");
+  for (size_t g = 0; g < optimizer_.num_groups(); ++g) {
+    optimizer_.reducer(g).on_bucket_complete(nullptr);
+    if (auto* params = optimizer_.sharded_parameters(g)) params->unshard();
+  }
+  model_.set_parameter_units(nullptr);
+}
+
+void Zero3Units::gather(int64_t unit) {
+  auto it = places_.find(unit);
+  if (it == places_.end()) return;
+  for (const Place& p : it->second) p.params->gather(p.bucket);
+}
+
+void Zero3Units::prefetch(int64_t unit) {
+  auto it = places_.find(unit);
+  if (it == places_.end()) return;
+  for (const Place& p : it->second) p.params->prefetch(p.bucket);
+}
+
+void Zero3Units::release(int64_t unit) {
+  auto it = places_.find(unit);
+  if (it == places_.end()) return;
+  for (const Place& p : it->second) p.params->release(p.bucket);
+}
+
+void Zero3Units::before_forward(int64_t unit) {
+  auto it = places_.find(unit);
+  if (it == places_.end()) return;
+  bool fresh = false;
+  for (const Place& p : it->second) fresh |= p.params->gather(p.bucket);
+  // Only a unit that was just gathered starts the next one: the heads call this
+  // again after the forward, when the layers must stay as they are.
+  if (fresh) prefetch(unit == kOuter ? 0 : unit + 1);
+}
+
+void Zero3Units::after_forward(int64_t unit, const at::Tensor& output) {
+  if (holds_ > 0) return;
+  release(unit);
+  if (!output.requires_grad()) return;
+  std::weak_ptr<Zero3Units> weak = weak_from_this();
+  // Runs when the gradient of `output` is complete, before the layer's own backward.
+  output.register_hook([weak, unit](const at::Tensor&) {
+    if (auto self = weak.lock()) self->before_backward(unit);
+  });
+}
+
+void Zero3Units::before_backward(int64_t unit) {
+  gather(unit);
+  if (unit > 0) prefetch(unit - 1);
+}
+
+void Zero3Units::hold_all(bool writes) {
+  if (holds_++ == 0)
+    for (const auto& [unit, places] : places_)
+      for (const Place& p : places) p.params->gather(p.bucket);
+  writes_ = writes_ || writes;
+}
+
+void Zero3Units::release_all() {
+  HPCRL_CHECK(holds_ > 0, "ZeRO-3: release_all without hold_all");
+  if (--holds_ > 0) return;
+  for (const auto& [unit, places] : places_)
+    for (const Place& p : places) {
+      if (writes_) p.params->write_back(p.bucket);
+      p.params->release(p.bucket);
+    }
+  writes_ = false;
+}
+
+int64_t Zero3Units::peak_gathered_bytes() const {
+  int64_t bytes = 0;
+  for (size_t g = 0; g < optimizer_.num_groups(); ++g)
+    if (auto* params = optimizer_.sharded_parameters(g)) bytes += params->peak_gathered_bytes();
+  return bytes;
+}
+
+}  // namespace hpcrl::algo

@@ -62,7 +62,10 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
 
 Trainer::~Trainer() {
   if (!zero3_) return;
-  if (std::uncaught_exceptions() == 0) zero3_->uninstall();
+  if (std::uncaught_exceptions() == 0) {
+    sharded_->drop_state();
+    zero3_->uninstall();
+  }
   else role_.model->set_parameter_units(nullptr);
 }
 

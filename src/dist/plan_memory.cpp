@@ -146,7 +146,8 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
       if (role.optim.zero == 3) {
         // Buckets are units: the vocabulary shard's (outer unit) and a layer's, each at most in flight twice.
         const int64_t layer = per_layer * bytes, outer = (params - stage_layers * per_layer) * bytes;
-        e.grad_buffers = std::max(layer, outer) + optim::kZero2BucketsInFlight * (layer + layer / dense_group);
+        e.grad_buffers = std::min(trained * bytes, std::max(layer, outer) +
+                                                       optim::kZero2BucketsInFlight * (layer + layer / dense_group));
         const int64_t shard = sharded(params - stage_layers * experts, bytes, dense_group) +
                               sharded(stage_layers * experts, bytes, mesh.edp());
         e.param_gathers = outer + std::min<int64_t>(2, stage_layers) * layer;

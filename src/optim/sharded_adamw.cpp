@@ -152,6 +152,10 @@ void ShardedAdamW::zero_grad() {
   }
 }
 
+void ShardedAdamW::drop_state() {
+  for (auto& g : groups_) g.exp_avg = g.exp_avg_sq = g.master = g.grad = at::Tensor();
+}
+
 std::string ShardedAdamW::first_nonfinite_gradient() const {
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < groups_.size(); ++i) {

@@ -5,8 +5,9 @@
 // with zero 3 (parameters sharded and gathered per layer, gradients
 // reduce-scattered per layer, AdamW on the shard). Layouts: dp (2 or 4 ranks), dp2 × tp2 and ep2
 // with a MoE model, with and without activation checkpointing. Also what a rank
-// holds: the shard, the outer unit and at most two gathered layers, and the
-// parameters are whole again when the Trainer goes.
+// holds: the shard, the outer unit and at most two gathered layers (also while
+// a checkpoint copies the model), and the parameters are whole again when the
+// Trainer goes.
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
@@ -16,6 +17,7 @@
 #include "../model/test_models.h"
 #include "hpcrl/algo/train_step.h"
 #include "hpcrl/model/decoder_model.h"
+#include "hpcrl/model/weights.h"
 
 using namespace hpcrl;
 
@@ -204,11 +206,20 @@ TEST(Zero3, HoldsTheShardPlusTheOuterUnitAndTwoLayers) {
   // Between steps a layer holds no data: its storage was freed, not kept.
   const at::Tensor q = m.role.model->named_parameters()["model.layers.1.self_attn.q_proj.weight"];
   EXPECT_EQ(q.storage().nbytes(), 0u);
+  // A checkpoint's copy is made unit by unit (within the same bound) and holds the values a whole-model scope shows.
+  const io::NamedTensors copy = model::gather_full_weights(*m.role.model);
+  const int64_t peak = units->peak_gathered_bytes();
+  {
+    model::WholeParameters whole(*m.role.model);
+    auto params = m.role.model->named_parameters();
+    ASSERT_EQ(copy.size(), params.size());
+    for (const auto& [name, t] : copy) EXPECT_TRUE(torch::equal(t, params[name])) << name;
+  }
   // W·Sb padding adds at most W - 1 elements per unit.
   const int64_t pad = int64_t(W) * 4 * (layers + 1);
-  EXPECT_LE(units->peak_gathered_bytes(), outer + 2 * largest_layer + pad)
+  EXPECT_LE(peak, outer + 2 * largest_layer + pad)
       << "gathered at once: outer unit " << outer << " B, layers of " << largest_layer << " B; whole model " << whole;
-  EXPECT_LT(units->peak_gathered_bytes(), whole);
+  EXPECT_LT(peak, whole);
   // The optimizer's state and the shard are 1/W of the plain ones (plus padding).
   const int64_t shard_bytes = t.optimizer().state_bytes() / 2;  // two fp32 moments per owned element
   EXPECT_LE(shard_bytes, whole / W + pad);

@@ -31,7 +31,8 @@ class ParameterUnits {
   // Unit u's parameters hold their full values on return.
   virtual void before_forward(int64_t unit) = 0;
   // The model is done with unit u for this forward; `output` is what it
-  // produced (a backward through it needs the unit again).
+  // produced (a backward through it needs the unit again; undefined: no
+  // backward follows, as when a checkpoint copies the unit).
   virtual void after_forward(int64_t unit, const at::Tensor& output) = 0;
   // Every unit gathered until the matching release_all(); nested scopes count.
   // `writes`: the caller changes parameter values, which release_all() keeps.

@@ -75,6 +75,9 @@ class ShardedAdamW : public Optimizer {
   void step(double lr);
   // Releases the parameters' gradients and the reduced shards.
   void zero_grad();
+  // Frees the moments and masters for good (the optimizer is going; ZeRO-3
+  // then gathers the whole parameters, which should not sit beside them).
+  void drop_state();
   // "the gradient of NAME" for the first parameter whose reduced elements on
   // this rank are not finite, or "" (after reduce_gradients()).
   std::string first_nonfinite_gradient() const;

@@ -16,16 +16,28 @@ using namespace hpcrl::test;
 namespace {
 const std::string kConfig = "tests/e2e/data/tiny.yaml";
 
+using Lines = std::vector<nlohmann::json>;
+
+// Runs `cfg` as `base` (on base_np ranks) and again with `changed` (more --set
+// flags, on changed_np ranks) under scratch dir `name`; returns each run's
+// metrics lines of `stage` that have `key`. Fails the test if either run does.
+std::pair<Lines, Lines> run_twice(const std::string& cfg, const std::string& name, int base_np,
+                                  const std::string& changed, int changed_np, const std::string& stage,
+                                  const std::string& key) {
+  const std::string dir = scratch_dir(name);
+  Proc base = run_hpcrl("run " + cfg + " --out " + dir + "/base", base_np);
+  EXPECT_EQ(base.exit_code, 0) << base.output;
+  Proc other = run_hpcrl("run " + cfg + changed + " --out " + dir + "/changed", changed_np);
+  EXPECT_EQ(other.exit_code, 0) << other.output;
+  return {lines_with(read_metrics(dir + "/base/metrics.jsonl"), stage, key),
+          lines_with(read_metrics(dir + "/changed/metrics.jsonl"), stage, key)};
+}
+
 TEST(DataParallelE2E, SftDp2FollowsDp1) {
   const std::string cfg = kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: 12, batch: 16, lr: 3.0e-3, "
                                     "micro_batch: 4}}]' --set run.eval_before_train=false";
-  std::string dir = scratch_dir("dp-sft");
-  Proc one = run_hpcrl("run " + cfg + " --out " + dir + "/dp1");
-  ASSERT_EQ(one.exit_code, 0) << one.output;
-  Proc two = run_hpcrl("run " + cfg + " --out " + dir + "/dp2", 2);
-  ASSERT_EQ(two.exit_code, 0) << two.output;
-  auto a = lines_with(read_metrics(dir + "/dp1/metrics.jsonl"), "sft", "loss");
-  auto b = lines_with(read_metrics(dir + "/dp2/metrics.jsonl"), "sft", "loss");
+  auto [a, b] = run_twice(cfg, "dp-sft", 1, "", 2, "sft", "loss");
+  ASSERT_EQ(b.size(), 12u);
   expect_close_curves(a, b, "loss", 1e-5);
   expect_close_curves(a, b, "grad_norm", 1e-4);
 }
@@ -95,13 +107,7 @@ TEST(DataParallelE2E, GrpoDp2MatchesDp1) {
                           " --set 'stages=[{grpo: {policy: policy, reference: reference, reward: math, data: arith, "
                           "iterations: 2, prompts: 8, group: 4, max_new_tokens: 24, lr: 1.0e-4}}]'"
                           " --set run.eval_before_train=false";
-  std::string dir = scratch_dir("dp-grpo");
-  Proc one = run_hpcrl("run " + cfg + " --out " + dir + "/dp1");
-  ASSERT_EQ(one.exit_code, 0) << one.output;
-  Proc two = run_hpcrl("run " + cfg + " --out " + dir + "/dp2", 2);
-  ASSERT_EQ(two.exit_code, 0) << two.output;
-  auto a = lines_with(read_metrics(dir + "/dp1/metrics.jsonl"), "grpo", "reward/mean");
-  auto b = lines_with(read_metrics(dir + "/dp2/metrics.jsonl"), "grpo", "reward/mean");
+  auto [a, b] = run_twice(cfg, "dp-grpo", 1, "", 2, "grpo", "reward/mean");
   ASSERT_EQ(a.size(), 2u);
   ASSERT_EQ(b.size(), 2u);
   // Iteration 1 samples from identical weights with layout-independent seeds: same rollouts.
@@ -115,14 +121,8 @@ void expect_zero_dp2_tp2_follows_plain(int zero) {
   const std::string cfg = kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: 6, batch: 16, lr: 3.0e-3, "
                                     "micro_batch: 4}}]' --set run.eval_before_train=false"
                                     " --set models.policy.parallel.tp=2 --set models.policy.optim.bucket_mb=0.25";
-  std::string dir = scratch_dir("dp-tp-zero" + std::to_string(zero));
-  Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 4);
-  ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  Proc sharded = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=" + std::to_string(zero) + " --out " + dir +
-                           "/zero", 4);
-  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
-  auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "sft", "loss");
-  auto b = lines_with(read_metrics(dir + "/zero/metrics.jsonl"), "sft", "loss");
+  auto [a, b] = run_twice(cfg, "dp-tp-zero" + std::to_string(zero), 4,
+                          " --set models.policy.optim.zero=" + std::to_string(zero), 4, "sft", "loss");
   ASSERT_EQ(b.size(), 6u);
   expect_close_curves(a, b, "loss", 1e-5);
   expect_close_curves(a, b, "grad_norm", 1e-5);
@@ -136,14 +136,8 @@ void expect_zero_grpo_follows_plain_dp2(int zero) {
                           " --set 'stages=[{grpo: {policy: policy, reference: reference, reward: math, data: arith, "
                           "iterations: 3, prompts: 8, group: 4, max_new_tokens: 24, lr: 1.0e-4, micro_batch: 4}}]'"
                           " --set run.eval_before_train=false --set models.policy.optim.bucket_mb=0.25";
-  std::string dir = scratch_dir("dp-grpo-zero" + std::to_string(zero));
-  Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 2);
-  ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  Proc sharded = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=" + std::to_string(zero) + " --out " + dir +
-                           "/zero", 2);
-  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
-  auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "grpo", "reward/mean");
-  auto b = lines_with(read_metrics(dir + "/zero/metrics.jsonl"), "grpo", "reward/mean");
+  auto [a, b] = run_twice(cfg, "dp-grpo-zero" + std::to_string(zero), 2,
+                          " --set models.policy.optim.zero=" + std::to_string(zero), 2, "grpo", "reward/mean");
   ASSERT_EQ(a.size(), 3u);
   ASSERT_EQ(b.size(), 3u);
   expect_same_rollouts(a, b, {{"loss", 1e-5}, {"kl", 1e-4}, {"grad_norm", 1e-4}});
@@ -159,17 +153,22 @@ TEST(DataParallelE2E, GrpoZero3Dp2FollowsPlainDp2) { expect_zero_grpo_follows_pl
 // its outer unit): the rollouts, losses and values of plain dp 2.
 TEST(DataParallelE2E, PpoZero3PolicyAndCriticFollowPlainDp2) {
   const std::string cfg = "tests/e2e/data/ppo_judge.yaml";
-  std::string dir = scratch_dir("dp-ppo-zero3");
-  Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 2);
-  ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  Proc sharded = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=3 --set models.critic.optim.zero=3 --out " +
-                           dir + "/zero", 2);
-  ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
-  auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "ppo", "reward/mean");
-  auto b = lines_with(read_metrics(dir + "/zero/metrics.jsonl"), "ppo", "reward/mean");
+  auto [a, b] = run_twice(cfg, "dp-ppo-zero3", 2, " --set models.policy.optim.zero=3 --set models.critic.optim.zero=3", 2,
+                          "ppo", "reward/mean");
   ASSERT_EQ(a.size(), 2u);
   ASSERT_EQ(b.size(), 2u);
   expect_same_rollouts(a, b, {{"loss", 1e-5}, {"kl", 1e-4}, {"critic/loss", 1e-5}, {"critic/values_mean", 1e-5}});
+}
+
+// Distillation with a ZeRO-3 student (the teacher is a frozen role, whole):
+// the loss curve of plain dp 2.
+TEST(DataParallelE2E, DistillZero3StudentFollowsPlainDp2) {
+  const std::string cfg = kConfig + " --set 'stages=[{distill: {teacher: policy, student: student, data: arith, steps: 6, "
+                                    "batch: 16, lr: 3.0e-3, top_k: 16, micro_batch: 4}}]' --set run.eval_before_train=false";
+  auto [a, b] = run_twice(cfg, "dp-distill-zero3", 2, " --set models.student.optim.zero=3", 2, "distill", "loss");
+  ASSERT_EQ(b.size(), 6u);
+  expect_close_curves(a, b, "loss", 1e-5);
+  expect_close_curves(a, b, "grad_norm", 1e-5);
 }
 
 TEST(DataParallelE2E, Usr1ToOneRankStopsAllRanksWith75AndResumeCompletes) {

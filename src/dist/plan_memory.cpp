@@ -5,7 +5,7 @@
 // pp with the embedding on the first stage and the head (and final norm) on the
 // last. Byte counts:
 //   weights, grads      parameters × dtype bytes (grads only for trained roles);
-//                       with zero: 2 the gradients are sharded as the optimizer
+//                       with zero: 2 or 3 the gradients are sharded as the optimizer
 //                       state is
 //   grad_buffers        the reduction's flat buffers: plain dp over more than
 //                       one rank concatenates every bucket's gradients for its
@@ -35,7 +35,7 @@
 //                       gradients as with zero 2, one bucket per layer
 //                       (optim/sharded_parameters.h, algo/zero3_units.h)
 //   optimizer           AdamW fp32 moments (8 B/param) + fp32 master copy for
-//                       bfloat16 (4 B/param); with zero 1 or 2 the dense part is
+//                       bfloat16 (4 B/param); with zero 1, 2 or 3 the dense part is
 //                       divided over dp·sp and the experts over edp, the groups
 //                       their gradients are averaged over (optim/sharded_adamw.h)
 //   activations         Korthikanti et al. 2022 without attention scores

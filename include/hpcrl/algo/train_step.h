@@ -2,7 +2,7 @@
 // optimizer, LR schedule and gradient sync built from the stage's hyper-
 // parameters, and "finish the step" (wait for the dp sync, clip, check for
 // NaN/inf, update) — so SFT, GRPO, PPO and distillation step identically.
-// With `optim.zero` 1 or 2 the optimizer state is sharded over the gradient
+// With `optim.zero` 1, 2 or 3 the optimizer state is sharded over the gradient
 // group (optim/sharded_adamw.h): gradients are reduce-scattered (ZeRO-1 after
 // the backward, ZeRO-2 bucket by bucket during it) instead of all-reduced, and
 // the updated parameters all-gathered. With `optim.zero: 3` the parameters are

@@ -28,8 +28,8 @@ struct MemoryEstimate {
   int64_t parameters = 0;    // parameters held by that rank
   // Resident.
   int64_t weights = 0;       // with zero 3: this rank's 1/dp shard of the trained parameters
-  int64_t grads = 0;         // trained roles only; with zero 2 the 1/dp shard
-  int64_t optimizer = 0;     // AdamW: fp32 moments (+ fp32 master for bf16), / dp with zero 1 or 2
+  int64_t grads = 0;         // trained roles only; with zero 2 or 3 the 1/dp shard
+  int64_t optimizer = 0;     // AdamW: fp32 moments (+ fp32 master for bf16), / dp with zero 1, 2 or 3
   int64_t engine_weights = 0;  // a float32 CPU engine's packed copy of its projections and LM head
   // Transient.
   int64_t activations = 0;   // trained roles: one micro-batch of seq_len-token sequences, as configured

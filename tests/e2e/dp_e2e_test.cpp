@@ -149,6 +149,18 @@ TEST(DataParallelE2E, SftZero3Dp2Tp2FollowsPlainDp2Tp2) { expect_zero_dp2_tp2_fo
 TEST(DataParallelE2E, GrpoZero2Dp2FollowsPlainDp2) { expect_zero_grpo_follows_plain_dp2(2); }
 TEST(DataParallelE2E, GrpoZero3Dp2FollowsPlainDp2) { expect_zero_grpo_follows_plain_dp2(3); }
 
+// Sequence parallelism: the sp ranks hold the same weights, so ZeRO-3 shards
+// them over the dp·sp group, while the attention's all-to-alls run on sp.
+TEST(DataParallelE2E, SftZero3Sp2FollowsPlainSp2) {
+  const std::string cfg = kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: 6, batch: 16, lr: 3.0e-3, "
+                                    "micro_batch: 4}}]' --set run.eval_before_train=false"
+                                    " --set models.policy.parallel.sp=2";
+  auto [a, b] = run_twice(cfg, "dp-sp-zero3", 2, " --set models.policy.optim.zero=3", 2, "sft", "loss");
+  ASSERT_EQ(b.size(), 6u);
+  expect_close_curves(a, b, "loss", 1e-5);
+  expect_close_curves(a, b, "grad_norm", 1e-5);
+}
+
 // PPO with the policy and its critic both ZeRO-3 (the critic's value head is in
 // its outer unit): the rollouts, losses and values of plain dp 2.
 TEST(DataParallelE2E, PpoZero3PolicyAndCriticFollowPlainDp2) {

@@ -65,8 +65,10 @@ void Zero3Units::before_forward(int64_t unit) {
 
 void Zero3Units::after_forward(int64_t unit, const at::Tensor& output) {
   if (holds_ > 0) return;
-  release(unit);
-  if (!output.defined() || !output.requires_grad()) return;
+  const bool backward = output.defined() && output.requires_grad();
+  // The last layer's backward comes first: keep it rather than gather it again (as FSDP does).
+  if (!(backward && !places_.empty() && unit == places_.rbegin()->first)) release(unit);
+  if (!backward) return;
   std::weak_ptr<Zero3Units> weak = weak_from_this();
   // Runs when the gradient of `output` is complete, before the layer's own backward.
   output.register_hook([weak, unit](const at::Tensor&) {

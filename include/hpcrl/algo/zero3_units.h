@@ -5,7 +5,8 @@
 //                          it, if any), prefetch i+1, run, release i; when the
 //                          output needs gradients, a hook on it re-gathers i
 //                          (and prefetches i-1) just before the backward
-//                          reaches the layer
+//                          reaches the layer (the last layer is kept instead:
+//                          its backward comes first)
 //   backward of layer i    once every parameter of i has handed its gradient
 //                          to the reducer (GradReduceScatter), release i
 //   outer unit             gathered at the first forward; kept through the

@@ -62,11 +62,12 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
 
 Trainer::~Trainer() {
   if (!zero3_) return;
-  if (std::uncaught_exceptions() == 0) {
-    sharded_->drop_state();
-    zero3_->uninstall();
+  if (std::uncaught_exceptions() > 0) {
+    role_.model->set_parameter_units(nullptr);
+    return;
   }
-  else role_.model->set_parameter_units(nullptr);
+  sharded_->drop_state();
+  zero3_->uninstall();
 }
 
 double Trainer::finish_step(const std::string& stage, int64_t step, int world_rank) {

@@ -35,32 +35,30 @@ void Zero3Units::uninstall() {
   model_.set_parameter_units(nullptr);
 }
 
-void Zero3Units::gather(int64_t unit) {
-  auto it = places_.find(unit);
-  if (it == places_.end()) return;
-  for (const Place& p : it->second) p.params->gather(p.bucket);
+template <typename F>
+void Zero3Units::for_each_place(int64_t unit, F&& f) const {
+  if (auto it = places_.find(unit); it != places_.end())
+    for (const Place& p : it->second) f(*p.params, p.bucket);
+}
+
+bool Zero3Units::gather(int64_t unit) {
+  bool fresh = false;
+  for_each_place(unit, [&](optim::ShardedParameters& params, size_t b) { fresh |= params.gather(b); });
+  return fresh;
 }
 
 void Zero3Units::prefetch(int64_t unit) {
-  auto it = places_.find(unit);
-  if (it == places_.end()) return;
-  for (const Place& p : it->second) p.params->prefetch(p.bucket);
+  for_each_place(unit, [](optim::ShardedParameters& params, size_t b) { params.prefetch(b); });
 }
 
 void Zero3Units::release(int64_t unit) {
-  auto it = places_.find(unit);
-  if (it == places_.end()) return;
-  for (const Place& p : it->second) p.params->release(p.bucket);
+  for_each_place(unit, [](optim::ShardedParameters& params, size_t b) { params.release(b); });
 }
 
 void Zero3Units::before_forward(int64_t unit) {
-  auto it = places_.find(unit);
-  if (it == places_.end()) return;
-  bool fresh = false;
-  for (const Place& p : it->second) fresh |= p.params->gather(p.bucket);
   // Only a unit that was just gathered starts the next one: the heads call this
   // again after the forward, when the layers must stay as they are.
-  if (fresh) prefetch(unit == kOuter ? 0 : unit + 1);
+  if (gather(unit)) prefetch(unit == kOuter ? 0 : unit + 1);
 }
 
 void Zero3Units::after_forward(int64_t unit, const at::Tensor& output) {

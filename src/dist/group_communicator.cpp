@@ -265,16 +265,17 @@ void GroupCommunicator::barrier() {
   traced("barrier", name_, world_ranks_, 0, [&] { mpi_.barrier(); });
 }
 
+WorkPtr GroupCommunicator::queued(const char* op, Backend& b, int64_t bytes, std::function<void()> call,
+                                  const std::vector<at::Tensor>& in_use) {
+  return b.run_async([op, &group = name_, &ranks = world_ranks_, bytes, call = std::move(call)] {
+    traced(op, group, ranks, bytes, call);
+  }, in_use);
+}
+
 WorkPtr GroupCommunicator::all_reduce_async(at::Tensor t, ReduceOp op) {
   check_async_tensor(t, "all_reduce_async");
   Backend& b = backend_for(t);
-  const std::string& group = name_;
-  const std::vector<int>& ranks = world_ranks_;
-  return b.run_async(
-      [&b, &group, &ranks, t, op]() mutable {
-        traced("all_reduce", group, ranks, t.nbytes(), [&] { b.all_reduce(t, op); });
-      },
-      {t});
+  return queued("all_reduce", b, t.nbytes(), [&b, t, op]() mutable { b.all_reduce(t, op); }, {t});
 }
 
 WorkPtr GroupCommunicator::reduce_scatter_async(at::Tensor out, at::Tensor t, ReduceOp op) {
@@ -283,13 +284,8 @@ WorkPtr GroupCommunicator::reduce_scatter_async(at::Tensor out, at::Tensor t, Re
                                        << " elements are not divisible by the group size " << size());
   check_into(out, t, t.numel() / size(), "reduce_scatter_async");
   Backend& b = backend_for(t);
-  const std::string& group = name_;
-  const std::vector<int>& ranks = world_ranks_;
-  return b.run_async(
-      [&b, &group, &ranks, out, t, op]() mutable {
-        traced("reduce_scatter", group, ranks, t.nbytes(), [&] { b.reduce_scatter(t, out, op); });
-      },
-      {out, t});
+  return queued("reduce_scatter", b, t.nbytes(), [&b, out, t, op]() mutable { b.reduce_scatter(t, out, op); },
+                {out, t});
 }
 
 WorkPtr GroupCommunicator::all_gather_async(at::Tensor out, at::Tensor t) {
@@ -297,13 +293,7 @@ WorkPtr GroupCommunicator::all_gather_async(at::Tensor out, at::Tensor t) {
   check_async_tensor(out, "all_gather_async");
   check_into(out, t, t.numel() * size(), "all_gather_async");
   Backend& b = backend_for(t);
-  const std::string& group = name_;
-  const std::vector<int>& ranks = world_ranks_;
-  return b.run_async(
-      [&b, &group, &ranks, out, t]() mutable {
-        traced("all_gather", group, ranks, out.nbytes(), [&] { b.all_gather(t, out); });
-      },
-      {out, t});
+  return queued("all_gather", b, out.nbytes(), [&b, out, t]() mutable { b.all_gather(t, out); }, {out, t});
 }
 
 WorkPtr GroupCommunicator::broadcast_async(at::Tensor t, int root) {
@@ -312,13 +302,7 @@ WorkPtr GroupCommunicator::broadcast_async(at::Tensor t, int root) {
                                                                        << " is not a rank of the group (size " << size()
                                                                        << ")");
   Backend& b = backend_for(t);
-  const std::string& group = name_;
-  const std::vector<int>& ranks = world_ranks_;
-  return b.run_async(
-      [&b, &group, &ranks, t, root]() mutable {
-        traced("broadcast", group, ranks, t.nbytes(), [&] { b.broadcast(t, root); });
-      },
-      {t});
+  return queued("broadcast", b, t.nbytes(), [&b, t, root]() mutable { b.broadcast(t, root); }, {t});
 }
 
 WorkPtr GroupCommunicator::send_async(at::Tensor t, int peer, int tag) {

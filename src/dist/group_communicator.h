@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,6 +50,9 @@ class GroupCommunicator : public Communicator {
 
  private:
   Backend& backend_for(const at::Tensor& t);
+  // `call` (one of b's collectives) on b's asynchronous queue, traced as `op` over `bytes`.
+  WorkPtr queued(const char* op, Backend& b, int64_t bytes, std::function<void()> call,
+                 const std::vector<at::Tensor>& in_use);
   at::Tensor exchange(const at::Tensor& t, const std::vector<int64_t>& send_rows,
                       const std::vector<int64_t>& recv_rows);
   void check_peer(int peer, int tag, const char* op) const;

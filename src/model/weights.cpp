@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/fs.h"
@@ -304,43 +305,34 @@ void merge_adapters(DecoderModel& m, io::NamedTensors& full) {
 }
 }  // namespace
 
-namespace {
-// ZeRO-3 without experts: one unit at a time, gathered (the next one prefetched
-// meanwhile), copied and released, so a rank never holds the gathered model
-// beside its copy (a checkpoint of a 500 M model: 2 GiB less at its peak).
-io::NamedTensors gather_unit_by_unit(DecoderModel& m, ParameterUnits& units, AdapterView view) {
+io::NamedTensors gather_full_weights(DecoderModel& m, AdapterView view) {
+  // ZeRO-3 gathers one unit at a time (the next one prefetched meanwhile),
+  // copies it and releases it, so a rank never holds the gathered model beside
+  // its copy (a checkpoint of a 500 M model: 2 GiB less at its peak). A MoE
+  // model's experts are gathered below, layer by layer over ep: every unit is
+  // held for the call.
+  ParameterUnits* units = m.parameter_units();
+  std::optional<WholeParameters> whole;
+  if (units && m.arch().num_experts > 0) whole.emplace(m);
   auto params = m.named_parameters(/*recurse=*/true);
   auto specs = m.shard_specs();
-  std::map<int64_t, std::vector<std::string>> by_unit;  // kOuter first, then the layers in order
-  for (const auto& p : params)
-    if (view == AdapterView::merged || in_view(p.key(), view)) by_unit[parameter_unit_of(p.key())].push_back(p.key());
+  std::set<std::string> moe = moe_parameter_names(m);
+  std::map<int64_t, std::vector<std::string>> by_unit;  // the outer unit first, then the layers in order
+  for (const auto& p : params) {
+    const std::string& name = p.key();
+    if (moe.count(name) && name.find(".experts.") != std::string::npos) continue;  // gathered below
+    if (view != AdapterView::merged && !in_view(name, view)) continue;  // merged: all of them, folded below
+    by_unit[parameter_unit_of(name)].push_back(name);
+  }
   std::map<std::string, at::Tensor> copies;
   for (const auto& [unit, names] : by_unit) {
-    units.before_forward(unit);
+    if (units) units->before_forward(unit);
     for (const auto& name : names) copies[name] = gather_tp(params[name], specs.at(name), m.parallel_context().tp);
-    units.after_forward(unit, at::Tensor());
+    if (units) units->after_forward(unit, at::Tensor());
   }
   io::NamedTensors out;
   for (const auto& p : params)
     if (auto it = copies.find(p.key()); it != copies.end()) out.emplace_back(p.key(), std::move(it->second));
-  if (view == AdapterView::merged) merge_adapters(m, out);
-  return out;
-}
-}  // namespace
-
-io::NamedTensors gather_full_weights(DecoderModel& m, AdapterView view) {
-  if (m.parameter_units() && m.arch().num_experts == 0 && m.is_whole())
-    return gather_unit_by_unit(m, *m.parameter_units(), view);
-  WholeParameters whole(m);  // ZeRO-3 with experts: gathered over dp first, then over tp/ep as always
-  io::NamedTensors out;
-  auto specs = m.shard_specs();
-  std::set<std::string> moe = moe_parameter_names(m);
-  for (const auto& p : m.named_parameters(/*recurse=*/true)) {
-    const std::string& name = p.key();
-    if (moe.count(name) && name.find(".experts.") != std::string::npos) continue;  // gathered below
-    if (view != AdapterView::merged && !in_view(name, view)) continue;  // merged: all of them, folded below
-    out.emplace_back(name, gather_tp(p.value(), specs.at(name), m.parallel_context().tp));
-  }
   if (view != AdapterView::adapter) gather_experts(m, out);
   if (view == AdapterView::merged) merge_adapters(m, out);
   if (!m.is_whole()) gather_pipeline_stages(m, out);

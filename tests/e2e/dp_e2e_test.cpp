@@ -33,13 +33,18 @@ std::pair<Lines, Lines> run_twice(const std::string& cfg, const std::string& nam
           lines_with(read_metrics(dir + "/changed/metrics.jsonl"), stage, key)};
 }
 
+// `b` has `steps` lines whose loss (1e-5) and gradient norm follow `a`'s.
+void expect_same_curve(const Lines& a, const Lines& b, size_t steps, double norm_tolerance = 1e-5) {
+  ASSERT_EQ(b.size(), steps);
+  expect_close_curves(a, b, "loss", 1e-5);
+  expect_close_curves(a, b, "grad_norm", norm_tolerance);
+}
+
 TEST(DataParallelE2E, SftDp2FollowsDp1) {
   const std::string cfg = kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: 12, batch: 16, lr: 3.0e-3, "
                                     "micro_batch: 4}}]' --set run.eval_before_train=false";
   auto [a, b] = run_twice(cfg, "dp-sft", 1, "", 2, "sft", "loss");
-  ASSERT_EQ(b.size(), 12u);
-  expect_close_curves(a, b, "loss", 1e-5);
-  expect_close_curves(a, b, "grad_norm", 1e-4);
+  expect_same_curve(a, b, 12, 1e-4);
 }
 
 // ZeRO stage `zero` at dp 2: the SFT curve of plain dp 2 (micro-batches of 4:
@@ -60,9 +65,7 @@ void expect_zero_follows_plain_dp2_and_resumes_only_at_dp2(int zero) {
   ASSERT_EQ(sharded.exit_code, 0) << sharded.output;
   auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "sft", "loss");
   auto b = lines_with(read_metrics(dir + "/zero/metrics.jsonl"), "sft", "loss");
-  ASSERT_EQ(b.size(), 8u);
-  expect_close_curves(a, b, "loss", 1e-5);
-  expect_close_curves(a, b, "grad_norm", 1e-5);
+  ASSERT_NO_FATAL_FAILURE(expect_same_curve(a, b, 8));
 
   // Back to step 4: drop the final checkpoint so --resume continues from step-000004.
   const auto full = read_metrics(dir + "/zero/metrics.jsonl");
@@ -123,9 +126,7 @@ void expect_zero_dp2_tp2_follows_plain(int zero) {
                                     " --set models.policy.parallel.tp=2 --set models.policy.optim.bucket_mb=0.25";
   auto [a, b] = run_twice(cfg, "dp-tp-zero" + std::to_string(zero), 4,
                           " --set models.policy.optim.zero=" + std::to_string(zero), 4, "sft", "loss");
-  ASSERT_EQ(b.size(), 6u);
-  expect_close_curves(a, b, "loss", 1e-5);
-  expect_close_curves(a, b, "grad_norm", 1e-5);
+  expect_same_curve(a, b, 6);
 }
 
 // The policy's update reduce-scatters its gradients during each micro-batch's backward (ZeRO-3 also
@@ -156,9 +157,7 @@ TEST(DataParallelE2E, SftZero3Sp2FollowsPlainSp2) {
                                     "micro_batch: 4}}]' --set run.eval_before_train=false"
                                     " --set models.policy.parallel.sp=2";
   auto [a, b] = run_twice(cfg, "dp-sp-zero3", 2, " --set models.policy.optim.zero=3", 2, "sft", "loss");
-  ASSERT_EQ(b.size(), 6u);
-  expect_close_curves(a, b, "loss", 1e-5);
-  expect_close_curves(a, b, "grad_norm", 1e-5);
+  expect_same_curve(a, b, 6);
 }
 
 // PPO with the policy and its critic both ZeRO-3 (the critic's value head is in
@@ -178,9 +177,7 @@ TEST(DataParallelE2E, DistillZero3StudentFollowsPlainDp2) {
   const std::string cfg = kConfig + " --set 'stages=[{distill: {teacher: policy, student: student, data: arith, steps: 6, "
                                     "batch: 16, lr: 3.0e-3, top_k: 16, micro_batch: 4}}]' --set run.eval_before_train=false";
   auto [a, b] = run_twice(cfg, "dp-distill-zero3", 2, " --set models.student.optim.zero=3", 2, "distill", "loss");
-  ASSERT_EQ(b.size(), 6u);
-  expect_close_curves(a, b, "loss", 1e-5);
-  expect_close_curves(a, b, "grad_norm", 1e-5);
+  expect_same_curve(a, b, 6);
 }
 
 TEST(DataParallelE2E, Usr1ToOneRankStopsAllRanksWith75AndResumeCompletes) {

@@ -52,8 +52,12 @@ class Zero3Units : public model::ParameterUnits, public std::enable_shared_from_
     size_t bucket;
   };
   Zero3Units(model::DecoderModel& model, optim::ShardedAdamW& optimizer);
-  void gather(int64_t unit);    // returns when every group's bucket of `unit` is gathered
-  void prefetch(int64_t unit);  // no-op for a unit this rank has no parameters of
+  // f(params, bucket) for `unit`'s bucket in every group that has one (none:
+  // a unit this rank holds no parameters of).
+  template <typename F>
+  void for_each_place(int64_t unit, F&& f) const;
+  bool gather(int64_t unit);  // every group's bucket of `unit` gathered; true if one was not before
+  void prefetch(int64_t unit);
   void release(int64_t unit);
   void before_backward(int64_t unit);
 

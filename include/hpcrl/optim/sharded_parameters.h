@@ -56,8 +56,7 @@ class ShardedParameters {
   // [S] this rank's parameter elements (dtype of the parameters).
   at::Tensor& shard() { return shard_; }
   const ShardLayout& layout() const { return layout_; }
-  // Bytes of gathered buckets now, and the most held at once since construction.
-  int64_t gathered_bytes() const { return held_; }
+  // The most bytes of gathered buckets held at once since construction.
   int64_t peak_gathered_bytes() const { return peak_; }
 
  private:

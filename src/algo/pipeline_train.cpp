@@ -23,9 +23,13 @@ parallel::pipeline::PipelineStats pipeline_forward_backward(Role& role, Trainer&
   HPCRL_CHECK(aux_weight.size() == mbs.size(), aux_weight.size() << " aux-loss weights for " << mbs.size()
                                                                  << " micro-batches");
   // The backward passes all run inside the schedule: no bucket may start its
-  // dp all-reduce before the tied-embedding sum, so finish_step launches them all.
+  // dp all-reduce before the tied-embedding sum, so finish_step launches them
+  // all. ZeRO-2/3 reduce-scatter each backward's gradients as it runs; their
+  // tied-embedding sum is over the reduced shards (Trainer::finish_step).
   trainer.begin_micro_batch(/*last=*/false);
   parallel::pipeline::PipelineStep step;
+  if (trainer.reduces_during_backward())
+    step.before_backward = [&](int, int) { trainer.begin_micro_batch(/*last=*/false); };
   step.forward = [&](int i, int chunk, const at::Tensor& input) {
     model::ForwardOutput out = model::forward_chunk(m, chunk, input, mbs[i]);
     at::Tensor aux;
@@ -40,7 +44,7 @@ parallel::pipeline::PipelineStats pipeline_forward_backward(Role& role, Trainer&
   options.microbatches = static_cast<int>(mbs.size());
   options.virtual_stages = layout.virtual_stages;
   parallel::pipeline::PipelineStats stats = parallel::pipeline::run_pipeline(role.ctx.pp, step, options);
-  model::sync_tied_embedding_grad(m);
+  if (!trainer.reduces_during_backward()) model::sync_tied_embedding_grad(m);
   return stats;
 }
 

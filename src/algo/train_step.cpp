@@ -12,12 +12,17 @@
 #include <exception>
 #include <limits>
 
+#include "hpcrl/model/pipeline_stage.h"
 #include "hpcrl/optim/grad_clip.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/strings.h"
 
 namespace hpcrl::algo {
+
+namespace {
+const char* const kTiedEmbedding = "model.embed_tokens.weight";
+}  // namespace
 
 Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps, double lr_override)
     : role_(role),
@@ -44,6 +49,14 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
     if (oc.zero == 3)
       for (auto& g : groups)
         for (const auto& p : g.params) g.units.push_back(model::parameter_unit_of(p.name));
+    if (oc.zero >= 2 && model::holds_tied_pipeline_embedding(*role.model)) {
+      std::vector<bool>& alone = groups.front().alone;
+      alone.assign(dense.size(), false);
+      for (size_t k = 0; k < dense.size(); ++k)
+        if (dense[k].name == kTiedEmbedding) alone[k] = true, tied_ = k;
+      HPCRL_CHECK(tied_ != SIZE_MAX, "role '" << role.name << "': the tied embedding " << kTiedEmbedding
+                                              << " is not among its trained parameters");
+    }
     sharded_ = std::make_unique<optim::ShardedAdamW>(std::move(groups), o, int(oc.zero), oc.bucket_bytes());
     if (oc.zero == 3) zero3_ = Zero3Units::install(*role.model, *sharded_);
     sync_ = std::make_unique<optim::GradSync>(dense, nullptr);
@@ -95,6 +108,7 @@ double Trainer::finish_sharded_step(const std::string& stage, int64_t step, int 
   {
     trace::ScopedSpan span(stage + "/grad_sync");
     sharded_->reduce_gradients();
+    sum_tied_gradient_shards();
   }
   trace::ScopedSpan span(stage + "/optimizer");
   inject_nonfinite_for_test(stage, step, world_rank);
@@ -102,6 +116,13 @@ double Trainer::finish_sharded_step(const std::string& stage, int64_t step, int 
   if (accept_norm(norm, stage, step, world_rank)) sharded_->step(schedule_.at(step));
   sharded_->zero_grad();
   return norm;
+}
+
+void Trainer::sum_tied_gradient_shards() {
+  if (tied_ == SIZE_MAX) return;
+  torch::NoGradGuard no_grad;
+  at::Tensor shard = sharded_->gradient_shard_of(0, tied_);
+  model::add_tied_peer(*role_.model, shard);
 }
 
 bool Trainer::accept_norm(double norm, const std::string& stage, int64_t step, int world_rank) {

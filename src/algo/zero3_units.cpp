@@ -48,6 +48,7 @@ bool Zero3Units::gather(int64_t unit) {
 }
 
 void Zero3Units::prefetch(int64_t unit) {
+  if (unit == kNone) return;
   for_each_place(unit, [](optim::ShardedParameters& params, size_t b) { params.prefetch(b); });
 }
 
@@ -55,10 +56,23 @@ void Zero3Units::release(int64_t unit) {
   for_each_place(unit, [](optim::ShardedParameters& params, size_t b) { params.release(b); });
 }
 
+int64_t Zero3Units::next_layer(int64_t unit) const {
+  auto it = places_.upper_bound(unit);
+  return it == places_.end() ? kNone : it->first;
+}
+
+int64_t Zero3Units::previous_layer(int64_t unit) const {
+  auto it = places_.lower_bound(unit);
+  if (it == places_.begin()) return kNone;
+  --it;
+  return it->first == kOuter ? kNone : it->first;
+}
+
 void Zero3Units::before_forward(int64_t unit) {
   // Only a unit that was just gathered starts the next one: the heads call this
-  // again after the forward, when the layers must stay as they are.
-  if (gather(unit)) prefetch(unit == kOuter ? 0 : unit + 1);
+  // again after the forward, when the layers must stay as they are. The next
+  // layer is the next one this rank holds (a pipeline stage holds some).
+  if (gather(unit)) prefetch(next_layer(unit));
 }
 
 void Zero3Units::after_forward(int64_t unit, const at::Tensor& output) {
@@ -76,7 +90,7 @@ void Zero3Units::after_forward(int64_t unit, const at::Tensor& output) {
 
 void Zero3Units::before_backward(int64_t unit) {
   gather(unit);
-  if (unit > 0) prefetch(unit - 1);
+  prefetch(previous_layer(unit));
 }
 
 void Zero3Units::hold_all(bool writes) {

@@ -209,22 +209,11 @@ void check_placement(const PipelineConfig& c, const ValidateOptions& opt, Diagno
 // ZeRO stages that are not built, or not with this layout, are refused rather than run as another stage.
 void check_zero(const PipelineConfig& c, const ModelConfig& m, Diagnostics& diag) {
   const std::string path = "models." + m.name + ".optim.zero";
-  if (m.optim.zero == 3 && m.parallel.pp > 1)
-    diag.error(c.pos(path), path,
-               "role '" + m.name + "': ZeRO-3 with pipeline parallelism (pp " + std::to_string(m.parallel.pp) +
-                   ") is not built: the pipeline schedule's chunks would gather their layers out of the "
-                   "order every rank must share",
-               "use zero: 1 with pp > 1, or pp: 1 with zero: 3 (tp, sp and ep work with it)");
   if (m.optim.zero == 3 && m.lora.enabled())
     diag.error(c.pos(path), path,
                "role '" + m.name + "': ZeRO-3 with LoRA is not built: it shards trained parameters, and LoRA's "
                    "frozen base would stay whole on every rank anyway",
                "use LoRA with zero: 0, 1 or 2 (the factors are small), or zero: 3 without lora");
-  if (m.optim.zero == 2 && m.parallel.pp > 1)
-    diag.error(c.pos(path), path,
-               "role '" + m.name + "': ZeRO-2 with pipeline parallelism (pp " + std::to_string(m.parallel.pp) +
-                   ") is not built: the tied-embedding gradient sum after the pipeline schedule needs full gradients",
-               "use zero: 1 with pp > 1, or pp: 1 with zero: 2");
 }
 
 // LoRA adapts a role that a stage trains, on the dense projections of a whole

@@ -25,9 +25,13 @@ ForwardOutput forward_chunk(DecoderModel& m, int chunk, const at::Tensor& input,
                        << layout.describe() << ")");
   HPCRL_CHECK(mb.ids.dim() == 2 && mb.ids.scalar_type() == at::kLong,
               "micro-batch ids must be [B, T] int64, got " << mb.ids.sizes() << " " << mb.ids.scalar_type());
+  // ZeRO-3: the outer unit (embedding, final norm, heads) is gathered like
+  // forward()'s and stays gathered for the heads and the backward.
+  ParameterUnits* units = m.parameter_units();
   at::Tensor h;
   if (chunk == 0) {
     HPCRL_CHECK(!input.defined(), "chunk 0 embeds the ids; it takes no input activation");
+    if (units) units->before_forward(ParameterUnits::kOuter);
     h = m.model->embed_tokens->forward(mb.ids);  // [B, Tl, C]
   } else {
     HPCRL_CHECK(input.defined() && input.dim() == 3 && input.size(0) == mb.ids.size(0) &&
@@ -38,7 +42,10 @@ ForwardOutput forward_chunk(DecoderModel& m, int chunk, const at::Tensor& input,
   }
   LayerInputs in = m.layer_inputs(mb.ids, mb.positions, mb.attention_mask, nullptr, h.scalar_type());
   ForwardOutput out = m.run_layers(h, layout.first_layer(chunk), layout.end_layer(chunk), in);
-  if (layout.is_last_chunk(chunk)) out.hidden = m.model->norm->forward(out.hidden);
+  if (layout.is_last_chunk(chunk)) {
+    if (units) units->before_forward(ParameterUnits::kOuter);
+    out.hidden = m.model->norm->forward(out.hidden);
+  }
   return out;
 }
 
@@ -70,24 +77,30 @@ at::Tensor pipelined_logprobs(DecoderModel& m, const StageBatch& batch, const at
   return at::cat(parallel::pipeline::run_forward_only(pp, step, microbatches, schedule, v), 0);
 }
 
-void sync_tied_embedding_grad(DecoderModel& m) {
+bool holds_tied_pipeline_embedding(const DecoderModel& m) {
   const auto& ctx = m.parallel_context();
-  if (!m.arch().tie_word_embeddings || !m.options().lm_head || ctx.pp_size() == 1) return;
-  const int rank = ctx.pp_rank(), last = ctx.pp_size() - 1;
-  if (rank != 0 && rank != last) return;
-  const int peer = rank == 0 ? last : 0;
-  at::Tensor w = m.model->embed_tokens->weight;
-  at::Tensor g = w.grad().defined() ? w.grad().contiguous() : at::zeros_like(w);
-  at::Tensor other = at::empty_like(g);
-  auto sent = ctx.pp->send_async(g, peer, kTiedGradTag);
+  if (!m.arch().tie_word_embeddings || !m.options().lm_head || ctx.pp_size() == 1) return false;
+  return ctx.pp_rank() == 0 || ctx.pp_rank() == ctx.pp_size() - 1;
+}
+
+void add_tied_peer(const DecoderModel& m, at::Tensor& t) {
+  const auto& ctx = m.parallel_context();
+  HPCRL_CHECK(holds_tied_pipeline_embedding(m), "add_tied_peer on pp rank " << ctx.pp_rank()
+                                                << ", which holds no tied embedding");
+  const int peer = ctx.pp_rank() == 0 ? ctx.pp_size() - 1 : 0;
+  at::Tensor mine = t.contiguous();
+  at::Tensor other = at::empty_like(mine);
+  auto sent = ctx.pp->send_async(mine, peer, kTiedGradTag);
   ctx.pp->recv_async(other, peer, kTiedGradTag)->wait();
   sent->wait();
-  // a + b == b + a in IEEE arithmetic: both copies end up bit-identical. In
-  // place, so a gradient that views a flat dp-sync bucket stays one.
-  if (w.grad().defined())
-    w.mutable_grad().add_(other);
-  else
-    w.mutable_grad() = other;
+  t.add_(other);  // in place, so a gradient that views a flat dp-sync bucket stays one
+}
+
+void sync_tied_embedding_grad(DecoderModel& m) {
+  if (!holds_tied_pipeline_embedding(m)) return;
+  at::Tensor w = m.model->embed_tokens->weight;
+  if (!w.grad().defined()) w.mutable_grad() = at::zeros_like(w);
+  add_tied_peer(m, w.mutable_grad());
 }
 
 std::shared_ptr<DecoderModel> make_whole_copy(const DecoderModel& pipelined) {

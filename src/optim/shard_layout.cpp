@@ -28,35 +28,50 @@ ShardLayout ShardLayout::whole(const std::vector<int64_t>& numels, int size, int
   return l;
 }
 
-ShardLayout ShardLayout::bucketed(const std::vector<int64_t>& numels, int64_t bucket_elements, int size, int rank) {
+ShardLayout ShardLayout::bucketed(const std::vector<int64_t>& numels, int64_t bucket_elements, int size, int rank,
+                                  const std::vector<bool>& alone) {
   HPCRL_CHECK(bucket_elements > 0, "a bucketed shard layout needs a positive bucket size");
+  HPCRL_CHECK(alone.empty() || alone.size() == numels.size(), "bucketed: " << alone.size() << " flags for "
+                                                                          << numels.size() << " parameters");
+  auto is_alone = [&](size_t k) { return !alone.empty() && alone[k]; };
   ShardLayout l;
   l.size = size;
   l.rank = rank;
+  bool closed = true;  // the last bucket takes no more parameters
   for (size_t k = numels.size(); k-- > 0;) {
-    if (l.buckets.empty() || (l.buckets.back().numel > 0 && l.buckets.back().numel + numels[k] > bucket_elements))
+    if (closed || is_alone(k) || (l.buckets.back().numel > 0 && l.buckets.back().numel + numels[k] > bucket_elements))
       l.buckets.emplace_back();
     append(l.buckets.back(), k, numels[k]);
+    closed = is_alone(k);
   }
   l.finish(numels);
   return l;
 }
 
 ShardLayout ShardLayout::by_units(const std::vector<int64_t>& numels, const std::vector<int64_t>& units, int size,
-                                  int rank) {
+                                  int rank, const std::vector<bool>& alone) {
   HPCRL_CHECK(units.size() == numels.size(), "by_units: " << units.size() << " units for " << numels.size()
                                                           << " parameters");
+  HPCRL_CHECK(alone.empty() || alone.size() == numels.size(), "by_units: " << alone.size() << " flags for "
+                                                                          << numels.size() << " parameters");
+  auto is_alone = [&](size_t k) { return !alone.empty() && alone[k]; };
   std::vector<int64_t> order(units);
   std::sort(order.begin(), order.end(), std::greater<int64_t>());
   order.erase(std::unique(order.begin(), order.end()), order.end());
   ShardLayout l;
   l.size = size;
   l.rank = rank;
-  for (int64_t u : order) {
+  auto open = [&](int64_t u) -> Bucket& {
     l.buckets.emplace_back();
     l.buckets.back().unit = u;
+    return l.buckets.back();
+  };
+  for (int64_t u : order) {
     for (size_t k = 0; k < numels.size(); ++k)
-      if (units[k] == u) append(l.buckets.back(), k, numels[k]);
+      if (units[k] == u && is_alone(k)) append(open(u), k, numels[k]);
+    Bucket* rest = nullptr;
+    for (size_t k = 0; k < numels.size(); ++k)
+      if (units[k] == u && !is_alone(k)) append(rest ? *rest : *(rest = &open(u)), k, numels[k]);
   }
   l.finish(numels);
   return l;

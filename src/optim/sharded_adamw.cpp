@@ -42,14 +42,16 @@ void ShardedAdamW::setup(Group& g, int64_t bucket_bytes) {
                 << " is not contiguous; the all-gather writes parameters through a flat view");
     numels.push_back(p.tensor.numel());
   }
+  HPCRL_CHECK(stage_ >= 2 || g.spec.alone.empty(), "ZeRO group '" << g.spec.name
+              << "': ZeRO-1 keeps every parameter in one bucket, none alone");
   const int64_t element_bytes = ps.empty() ? 4 : int64_t(ps.front().tensor.element_size());
   if (stage_ == 3)
     HPCRL_CHECK(g.spec.units.size() == ps.size(), "ZeRO group '" << g.spec.name << "': " << g.spec.units.size()
                 << " forward units for " << ps.size() << " parameters");
   ShardLayout layout = stage_ == 1   ? ShardLayout::whole(numels, size, rank)
-                       : stage_ == 3 ? ShardLayout::by_units(numels, g.spec.units, size, rank)
+                       : stage_ == 3 ? ShardLayout::by_units(numels, g.spec.units, size, rank, g.spec.alone)
                                      : ShardLayout::bucketed(numels, std::max<int64_t>(1, bucket_bytes / element_bytes),
-                                                             size, rank);
+                                                             size, rank, g.spec.alone);
   g.reducer = std::make_unique<GradReduceScatter>(ps, std::move(layout), g.spec.group, /*streaming=*/stage_ >= 2);
   if (ps.empty()) return;
   const ShardLayout& l = g.reducer->layout();
@@ -169,6 +171,17 @@ std::string ShardedAdamW::first_nonfinite_gradient() const {
 }
 
 at::Tensor ShardedAdamW::gradient_shard(size_t group) const { return groups_.at(group).grad; }
+
+at::Tensor ShardedAdamW::gradient_shard_of(size_t group, size_t param) const {
+  const Group& g = groups_.at(group);
+  HPCRL_CHECK(g.grad.defined(), "ZeRO group '" << g.spec.name << "': no reduced gradient before reduce_gradients()");
+  for (const auto& bucket : g.reducer->layout().buckets)
+    if (bucket.params.size() == 1 && bucket.params.front() == param)
+      return g.grad.slice(0, bucket.shard_offset, bucket.shard_offset + bucket.shard);
+  HPCRL_CHECK(false, "ZeRO group '" << g.spec.name << "': parameter " << g.spec.params.at(param).name
+                                    << " has no bucket of its own");
+  return {};
+}
 
 int64_t ShardedAdamW::peak_gradient_bytes() const {
   int64_t bytes = 0;

@@ -4,13 +4,15 @@
 // saved checkpoint, also with sp × pp and, for a MoE model, ep × pp; GRPO and
 // PPO runs whose every role is pipelined (policy, reference, critic) and a
 // distillation with a pipelined teacher and student match the single-rank
-// run; `hpcrl eval --pp` equals one rank; what stays unsupported is refused.
+// run; ZeRO-1, 2 and 3 at pp 2 × dp 2 follow plain pp (SFT with an exact
+// resume, PPO); `hpcrl eval --pp` equals one rank; what stays unsupported is refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -46,6 +48,19 @@ void expect_follows(const std::string& base, const std::string& other, size_t st
   EXPECT_EQ(ea[0]["eval/accuracy"], eb[0]["eval/accuracy"]);
   EXPECT_EQ(ea[0]["eval/response_len"], eb[0]["eval/response_len"]);
 }
+
+// The log-probs that an SFT run's last checkpoint gives one sequence (`hpcrl score`): 7 values.
+std::vector<double> score_last_checkpoint(const std::string& run) {
+  char last_step[32];
+  std::snprintf(last_step, sizeof last_step, "step-%06d", kSftSteps);
+  Proc where = run_shell("ls -d " + run + "/checkpoints/*sft/" + last_step + "/policy");
+  EXPECT_EQ(where.exit_code, 0) << where.output;
+  Proc score = run_hpcrl("score --model " + where.output.substr(0, where.output.find('\n')) +
+                         " --ids 1,50,51,43,52,61,10,60 --json");
+  EXPECT_EQ(score.exit_code, 0) << score.output;
+  if (score.exit_code != 0) return {};
+  return nlohmann::json::parse(score.output.substr(score.output.rfind("{\"ids\""))).at("logprobs").get<std::vector<double>>();
+}
 }  // namespace
 
 TEST(PipelineParallelE2E, SftPp2FollowsPp1) {
@@ -70,21 +85,10 @@ TEST(PipelineParallelE2E, SftPp2FollowsPp1) {
   }
   // The pipelined run's last checkpoint is an ordinary full HF model with the
   // pp=1 run's weights: both score a sequence the same.
-  char last_step[32];  // "step-000008" for kSftSteps = 8
-  std::snprintf(last_step, sizeof last_step, "step-%06d", kSftSteps);
-  std::vector<double> scored[2];
-  for (int k = 0; k < 2; ++k) {
-    Proc where = run_shell("ls -d " + dir + (k ? "/pp2" : "/pp1") + "/checkpoints/*sft/" + last_step + "/policy");
-    ASSERT_EQ(where.exit_code, 0) << where.output;
-    const std::string ckpt = where.output.substr(0, where.output.find('\n'));
-    Proc score = run_hpcrl("score --model " + ckpt + " --ids 1,50,51,43,52,61,10,60 --json");
-    ASSERT_EQ(score.exit_code, 0) << score.output;
-    auto doc = nlohmann::json::parse(score.output.substr(score.output.rfind("{\"ids\"")));
-    scored[k] = doc["logprobs"].get<std::vector<double>>();
-  }
-  ASSERT_EQ(scored[0].size(), 7u);
-  ASSERT_EQ(scored[1].size(), 7u);
-  for (size_t i = 0; i < 7; ++i) EXPECT_NEAR(scored[1][i], scored[0][i], 1e-5) << i;
+  const std::vector<double> one_rank = score_last_checkpoint(dir + "/pp1"), pipelined = score_last_checkpoint(dir + "/pp2");
+  ASSERT_EQ(one_rank.size(), 7u);
+  ASSERT_EQ(pipelined.size(), 7u);
+  for (size_t i = 0; i < 7; ++i) EXPECT_NEAR(pipelined[i], one_rank[i], 1e-5) << i;
 }
 
 TEST(PipelineParallelE2E, SftPp2Dp2GpipeFollowsPp1) {
@@ -342,6 +346,58 @@ stages:
     EXPECT_NEAR(a[i].at("reward/mean").get<double>(), b[i].at("reward/mean").get<double>(), 1e-5) << "iteration " << i;
     EXPECT_NEAR(a[i].at("reward/std").get<double>(), b[i].at("reward/std").get<double>(), 1e-5) << "iteration " << i;
   }
+}
+
+TEST(PipelineParallelE2E, SftPp2Dp2ZeroFollowsPlainAndResumes) {
+  // pp 2 × dp 2, tied embeddings: ZeRO-1 reduce-scatters after the schedule
+  // (the tied sum on full gradients first); ZeRO-2 and ZeRO-3 reduce-scatter every
+  // backward of the 1F1B schedule and sum the tied embedding over the first
+  // and last stage's shards; ZeRO-3 gathers each stage's layers per micro-batch.
+  const std::string cfg = kSft + " --set models.policy.parallel.pp=2 --set run.checkpoint_every=4 --set run.keep_last=4";
+  std::string dir = scratch_dir("pp-zero");
+  for (const std::string zero : {"0", "1", "2", "3"}) {
+    Proc run = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=" + zero + " --out " + dir + "/zero" + zero, 4);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+  }
+  expect_follows(dir + "/zero0", dir + "/zero1", kSftSteps);
+  expect_follows(dir + "/zero0", dir + "/zero2", kSftSteps);
+  expect_follows(dir + "/zero0", dir + "/zero3", kSftSteps);
+  // The ZeRO-3 checkpoint (every stage's units gathered one at a time) is the plain run's model.
+  const std::vector<double> plain = score_last_checkpoint(dir + "/zero0"), zero3 = score_last_checkpoint(dir + "/zero3");
+  ASSERT_EQ(plain.size(), 7u);
+  ASSERT_EQ(zero3.size(), 7u);
+  for (size_t i = 0; i < 7; ++i) EXPECT_NEAR(zero3[i], plain[i], 1e-5) << i;
+  // Back to step 4: the resumed run writes every metrics line again, equal but for timing.
+  const auto full = read_metrics(dir + "/zero3/metrics.jsonl");
+  const std::string stage = dir + "/zero3/checkpoints/00-sft";
+  ASSERT_TRUE(std::filesystem::exists(stage + "/step-000004/policy/optimizer-rank-00003.safetensors"));
+  std::filesystem::remove_all(stage + "/step-000008");
+  std::filesystem::remove(stage + "/complete.json");
+  Proc resumed = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=3 --out " + dir + "/zero3 --resume", 4);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto again = read_metrics(dir + "/zero3/metrics.jsonl");
+  ASSERT_EQ(again.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(without_timing(full[i]), without_timing(again[i])) << "line " << i;
+}
+
+TEST(PipelineParallelE2E, PpoPp2Dp2Zero3FollowsPlain) {
+  // Policy and critic trained with ZeRO-3 at pp 2 × dp 2 (the reference
+  // pipelined too): rollouts from the policy's whole copy gathered from its shards.
+  std::string dir = scratch_dir("pp-ppo-zero3");
+  const std::string cfg = "tests/e2e/data/ppo_judge.yaml --set models.policy.parallel.pp=2"
+                          " --set models.reference.parallel.pp=2 --set models.critic.parallel.pp=2";
+  Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 4);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  Proc zero3 = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=3 --set models.critic.optim.zero=3 --out " +
+                         dir + "/zero3", 4);
+  ASSERT_EQ(zero3.exit_code, 0) << zero3.output;
+  auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "ppo", "critic/loss");
+  auto b = lines_with(read_metrics(dir + "/zero3/metrics.jsonl"), "ppo", "critic/loss");
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_NE(a[0]["critic/values_mean"], a[1]["critic/values_mean"]);  // the critic was trained
+  expect_same_rollouts(a, b, {{"critic/values_mean", 1e-5}, {"critic/loss", 1e-5}, {"critic/clip_frac", 1e-6},
+                             {"loss", 1e-5}, {"kl", 1e-4}, {"grad_norm", 1e-4}});
 }
 
 TEST(PipelineParallelE2E, MismatchedRowsAreRefused) {

@@ -10,6 +10,7 @@
 // backward gathers them unit by unit; when the Trainer goes, they are whole again.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,9 @@ class Trainer {
     expert_sync_->prepare(last);
     if (sharded_) sharded_->begin_micro_batch();
   }
+  // ZeRO-2/3: gradients are reduce-scattered as each backward produces them
+  // and param.grad is released (the tied embedding's pp sum waits for the shards).
+  bool reduces_during_backward() const { return sharded_ && sharded_->stage() >= 2; }
   // Finishes the step: dp sync, clipping, update. Returns the pre-clip grad norm.
   // When the norm is NaN/inf: RuntimeError naming `stage`, `step`, the rank and a
   // tensor whose gradient is not finite — or, with on_nonfinite: skip_step, no
@@ -56,6 +60,9 @@ class Trainer {
 
  private:
   double finish_sharded_step(const std::string& stage, int64_t step, int world_rank);
+  // ZeRO-2/3 under pp: the first and last stage add their reduced shards of
+  // the tied embedding's gradient (its own bucket on both, so the same elements).
+  void sum_tied_gradient_shards();
   // Whether the update may use gradients of norm `norm` (see finish_step).
   bool accept_norm(double norm, const std::string& stage, int64_t step, int world_rank);
   // Test hook: HPCRL_TEST_NONFINITE_GRAD="STAGE:STEP[,STEP...][@RANK]" makes this rank's
@@ -72,6 +79,7 @@ class Trainer {
   std::shared_ptr<Zero3Units> zero3_;              // optim.zero: 3
   std::unique_ptr<optim::GradSync> sync_;         // dense parameters over dp·sp
   std::unique_ptr<optim::GradSync> expert_sync_;  // this rank's experts over their edp replicas
+  size_t tied_ = SIZE_MAX;  // ZeRO-2/3 under pp: the tied embedding's index in the dense group
   optim::LrSchedule schedule_;
   double grad_clip_;
   int64_t max_skips_ = 0;  // > 0: on_nonfinite: skip_step

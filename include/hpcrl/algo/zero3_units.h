@@ -2,7 +2,9 @@
 // (model/parameter_units.h) over the parameter shards of a ZeRO-3 optimizer.
 //
 //   forward of layer i     gather i (the prefetch started by the unit before
-//                          it, if any), prefetch i+1, run, release i; when the
+//                          it, if any), prefetch the next layer this rank
+//                          holds (i+1, or the next of a pp stage's chunk
+//                          layers), run, release i; when the
 //                          output needs gradients, a hook on it re-gathers i
 //                          (and prefetches i-1) just before the backward
 //                          reaches the layer (the last layer is kept instead:
@@ -60,6 +62,11 @@ class Zero3Units : public model::ParameterUnits, public std::enable_shared_from_
   void prefetch(int64_t unit);
   void release(int64_t unit);
   void before_backward(int64_t unit);
+  // The layer this rank holds after / before `unit` (kOuter is before every
+  // layer), or kNone: the layers a forward or backward reaches next.
+  static constexpr int64_t kNone = -2;
+  int64_t next_layer(int64_t unit) const;
+  int64_t previous_layer(int64_t unit) const;
 
   model::DecoderModel& model_;
   optim::ShardedAdamW& optimizer_;

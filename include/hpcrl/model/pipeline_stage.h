@@ -63,6 +63,13 @@ at::Tensor pipelined_logprobs(DecoderModel& model, const StageBatch& batch, cons
 // unless the model is tied, has an LM head and pp > 1; collective between pp
 // ranks 0 and pp - 1 only.
 void sync_tied_embedding_grad(DecoderModel& model);
+// Whether this rank holds one of those two copies (pp > 1, tied, with an LM head, first or last stage).
+bool holds_tied_pipeline_embedding(const DecoderModel& model);
+// The same sum for any tensor that both copies hold alike, e.g. the same
+// elements of the gradient's ZeRO-2/3 shard: `t` += the peer stage's `t`, so
+// both end up bit-identical (a + b == b + a). Precondition:
+// holds_tied_pipeline_embedding(model); collective with the peer stage.
+void add_tied_peer(const DecoderModel& model, at::Tensor& t);
 
 // Decoding one token at a time through a pipeline would leave every stage idle
 // most of the time, so a pipelined model generates with a whole (pp = 1) copy

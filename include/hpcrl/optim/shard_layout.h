@@ -46,14 +46,22 @@ struct ShardLayout {
 
   // One bucket holding every parameter in registration order.
   static ShardLayout whole(const std::vector<int64_t>& numels, int size, int rank);
+  // `alone` (empty, or one flag per parameter): parameters that get a bucket
+  // of their own in the layouts below. Such a parameter's shard slice then
+  // depends only on its size and the group, not on its neighbours, so two
+  // parameter sets that share it (the tied embedding on the first and the last
+  // pipeline stage) own the same elements of it and can sum gradient shards.
+  //
   // Buckets of at most `bucket_elements` (a larger parameter gets a bucket of
   // its own), filled from the last parameter to the first.
-  static ShardLayout bucketed(const std::vector<int64_t>& numels, int64_t bucket_elements, int size, int rank);
+  static ShardLayout bucketed(const std::vector<int64_t>& numels, int64_t bucket_elements, int size, int rank,
+                              const std::vector<bool>& alone = {});
   // One bucket per distinct value of units[k] (the unit of parameter k), from
   // the highest unit to the lowest: the order a backward finishes them in when
-  // unit u's forward runs before unit u+1's. Inside a bucket, registration order.
+  // unit u's forward runs before unit u+1's. Inside a bucket, registration
+  // order; a unit's `alone` parameters come first, one bucket each.
   static ShardLayout by_units(const std::vector<int64_t>& numels, const std::vector<int64_t>& units, int size,
-                              int rank);
+                              int rank, const std::vector<bool>& alone = {});
 
   int size = 1, rank = 0;
   std::vector<Bucket> buckets;

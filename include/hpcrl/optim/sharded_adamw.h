@@ -51,6 +51,7 @@ struct ShardGroup {
   dist::CommPtr group;      // ranks holding identical copies of `params` (null: just this rank)
   double grad_divisor = 1;  // applied after the average (experts: ep, see train_step.cpp)
   std::vector<int64_t> units;  // ZeRO-3: the forward unit of each parameter (model/parameter_units.h)
+  std::vector<bool> alone;     // stages 2 and 3: parameters with a bucket of their own (ShardLayout), or empty
 };
 
 class ShardedAdamW : public Optimizer {
@@ -83,6 +84,10 @@ class ShardedAdamW : public Optimizer {
   std::string first_nonfinite_gradient() const;
   // The reduced gradient shard of group `group` (after reduce_gradients(); a test hook writes NaN into it).
   at::Tensor gradient_shard(size_t group) const;
+  // This rank's part of the reduced gradient of parameter `param` of group
+  // `group`, which must have a bucket of its own (ShardGroup::alone): the same
+  // elements on every rank set whose layout has that parameter alone.
+  at::Tensor gradient_shard_of(size_t group, size_t param) const;
   // Most gradient bytes the groups' reducers held at once (GradReduceScatter::peak_bytes, summed).
   int64_t peak_gradient_bytes() const;
 

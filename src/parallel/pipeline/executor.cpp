@@ -113,6 +113,7 @@ PipelineStats run_pipeline(const dist::CommPtr& pp, const PipelineStep& step, co
       outputs.push_back(f.loss);
       grads.push_back(at::ones_like(f.loss));
     }
+    if (step.before_backward) step.before_backward(a.microbatch, a.chunk);
     {
       trace::ScopedSpan span("pp/backward", pass_args(a, rank), lane);
       const auto t = Clock::now();

@@ -38,6 +38,11 @@ struct PipelineStep {
   // An uninitialised tensor of the activation's shape, dtype and device for a
   // micro-batch (e.g. [B_mb, T, C]): the receive buffer of inputs and gradients.
   std::function<at::Tensor(int microbatch)> activation_buffer;
+  // Optional: runs before each backward pass, once its gradient has arrived.
+  // A trainer that reduces gradients during the backward (ZeRO-2/3) ends the
+  // previous pass's reduction here, as it does before every micro-batch's
+  // backward without a pipeline.
+  std::function<void(int microbatch, int chunk)> before_backward;
 };
 
 struct PipelineOptions {

@@ -58,7 +58,7 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
                                               << " is not among its trained parameters");
     }
     sharded_ = std::make_unique<optim::ShardedAdamW>(std::move(groups), o, int(oc.zero), oc.bucket_bytes());
-    if (oc.zero == 3) zero3_ = Zero3Units::install(*role.model, *sharded_);
+    if (oc.zero == 3) zero3_ = Zero3Units::install(*role.model, *sharded_, role.ctx.grad);
     sync_ = std::make_unique<optim::GradSync>(dense, nullptr);
     expert_sync_ = std::make_unique<optim::GradSync>(experts, nullptr);
   } else {
@@ -115,6 +115,7 @@ double Trainer::finish_sharded_step(const std::string& stage, int64_t step, int 
   double norm = sharded_->clip_grad_norm(grad_clip_, role_.ctx);
   if (accept_norm(norm, stage, step, world_rank)) sharded_->step(schedule_.at(step));
   sharded_->zero_grad();
+  if (zero3_) zero3_->release_frozen();
   return norm;
 }
 

@@ -8,10 +8,12 @@ namespace hpcrl::algo {
 Zero3Units::Zero3Units(model::DecoderModel& model, optim::ShardedAdamW& optimizer)
     : model_(model), optimizer_(optimizer) {}
 
-std::shared_ptr<Zero3Units> Zero3Units::install(model::DecoderModel& model, optim::ShardedAdamW& optimizer) {
+std::shared_ptr<Zero3Units> Zero3Units::install(model::DecoderModel& model, optim::ShardedAdamW& optimizer,
+                                                const dist::CommPtr& frozen_group) {
   HPCRL_CHECK(optimizer.stage() == 3, "Zero3Units over a ZeRO-" << optimizer.stage() << " optimizer");
   std::shared_ptr<Zero3Units> units(new Zero3Units(model, optimizer));
   std::weak_ptr<Zero3Units> weak = units;
+  units->shard_frozen(frozen_group);
   for (size_t g = 0; g < optimizer.num_groups(); ++g) {
     optim::ShardedParameters* params = optimizer.sharded_parameters(g);
     if (!params) continue;
@@ -26,12 +28,45 @@ std::shared_ptr<Zero3Units> Zero3Units::install(model::DecoderModel& model, opti
   return units;
 }
 
+void Zero3Units::shard_frozen(const dist::CommPtr& group) {
+  const int ep = model_.parallel_context().ep_size();
+  optim::ParamSet frozen;
+  std::vector<int64_t> numels, units;
+  for (const auto& item : model_.named_parameters()) {
+    const std::string& name = item.key();
+    if (item.value().requires_grad()) continue;
+    if (ep > 1 && name.find(".experts.") != std::string::npos) continue;  // differ across ep: kept whole
+    frozen.push_back({name, item.value(), optim::Sharding::kReplicated});
+    numels.push_back(item.value().numel());
+    units.push_back(model::parameter_unit_of(name));
+  }
+  if (frozen.empty()) return;
+  const int size = group ? group->size() : 1, rank = group ? group->rank() : 0;
+  frozen_ = std::make_unique<optim::ShardedParameters>(
+      frozen, optim::ShardLayout::by_units(numels, units, size, rank), group);
+  const auto& buckets = frozen_->layout().buckets;
+  for (size_t b = 0; b < buckets.size(); ++b) places_[buckets[b].unit].push_back({frozen_.get(), b});
+}
+
+void Zero3Units::release_frozen(int64_t unit) {
+  if (!frozen_ || holds_ > 0) return;
+  for_each_place(unit, [&](optim::ShardedParameters& params, size_t b) {
+    if (&params == frozen_.get()) params.release(b);
+  });
+}
+
+void Zero3Units::release_frozen() {
+  if (!frozen_ || holds_ > 0) return;
+  for (size_t b = 0; b < frozen_->layout().buckets.size(); ++b) frozen_->release(b);
+}
+
 void Zero3Units::uninstall() {
   HPCRL_CHECK(holds_ == 0, "ZeRO-3: the parameters are uninstalled inside a WholeParameters scope");
   for (size_t g = 0; g < optimizer_.num_groups(); ++g) {
     optimizer_.reducer(g).on_bucket_complete(nullptr);
     if (auto* params = optimizer_.sharded_parameters(g)) params->unshard();
   }
+  if (frozen_) frozen_->unshard();
   model_.set_parameter_units(nullptr);
 }
 
@@ -91,6 +126,11 @@ void Zero3Units::after_forward(int64_t unit, const at::Tensor& output) {
 void Zero3Units::before_backward(int64_t unit) {
   gather(unit);
   prefetch(previous_layer(unit));
+  // The gradient of this layer's output is complete, so the layer above has
+  // computed its input's gradient: its frozen weights are read no more. (Its
+  // trained ones go when their gradients are handed over; a frozen weight has
+  // none, and may be read after the layer's adapters got theirs.)
+  release_frozen(next_layer(unit));
 }
 
 void Zero3Units::hold_all(bool writes) {
@@ -112,7 +152,7 @@ void Zero3Units::release_all() {
 }
 
 int64_t Zero3Units::peak_gathered_bytes() const {
-  int64_t bytes = 0;
+  int64_t bytes = frozen_ ? frozen_->peak_gathered_bytes() : 0;
   for (size_t g = 0; g < optimizer_.num_groups(); ++g)
     if (auto* params = optimizer_.sharded_parameters(g)) bytes += params->peak_gathered_bytes();
   return bytes;

@@ -206,16 +206,6 @@ void check_placement(const PipelineConfig& c, const ValidateOptions& opt, Diagno
                  "run with " + std::to_string(needs.count) + " ranks or widen the ranges");
 }
 
-// ZeRO stages that are not built, or not with this layout, are refused rather than run as another stage.
-void check_zero(const PipelineConfig& c, const ModelConfig& m, Diagnostics& diag) {
-  const std::string path = "models." + m.name + ".optim.zero";
-  if (m.optim.zero == 3 && m.lora.enabled())
-    diag.error(c.pos(path), path,
-               "role '" + m.name + "': ZeRO-3 with LoRA is not built: it shards trained parameters, and LoRA's "
-                   "frozen base would stay whole on every rank anyway",
-               "use LoRA with zero: 0, 1 or 2 (the factors are small), or zero: 3 without lora");
-}
-
 // LoRA adapts a role that a stage trains, on the dense projections of a whole
 // (pp = 1) model: MoE experts and pipeline stages have no adapter path yet.
 void check_lora(const PipelineConfig& c, const ModelConfig& m, Diagnostics& diag) {
@@ -263,7 +253,6 @@ void validate_models(PipelineConfig& c, const ValidateOptions& opt, Diagnostics&
     int64_t rollout_ranks = colocated ? opt.world : ranks_of(c, m.name + ".rollout", opt.world).count;
     std::string base = "models." + m.name;
     report_layout(c, base + ".parallel", m.parallel, ranks, d, m.name, diag);
-    check_zero(c, m, diag);
     check_lora(c, m, diag);
     // An inherited rollout layout on the same ranks has the training layout's problems: report them once.
     bool rollout_given = false;

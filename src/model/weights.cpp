@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 
+#include "hpcrl/model/streamed_save.h"
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/fs.h"
 #include "hpcrl/util/strings.h"
@@ -161,18 +162,6 @@ void load_from(DecoderModel& m, const Source& src, AdapterView view = AdapterVie
     spdlog::warn("{}: {} tensor(s) not used by the model, e.g. {}", src.name(), unused.size(), unused.front());
 }
 
-// The full tensor of a tp-split parameter: all-gather the slices, keep one copy of replicated chunks.
-at::Tensor gather_tp(const at::Tensor& p, const tensor::ShardSpec& spec, const dist::CommPtr& tp) {
-  if (spec.whole()) return p.detach().clone();
-  HPCRL_CHECK(tp && tp->size() % spec.chunks == 0, "parameter split into " << spec.chunks << " chunks without tp");
-  at::Tensor all = tp->all_gather(p.detach().contiguous(), spec.dim);  // tp slices along dim
-  const int64_t per_chunk = tp->size() / spec.chunks;
-  if (per_chunk == 1) return all;
-  std::vector<at::Tensor> chunks;
-  const int64_t w = p.size(spec.dim);
-  for (int64_t c = 0; c < spec.chunks; ++c) chunks.push_back(all.narrow(spec.dim, c * per_chunk * w, w));
-  return at::cat(chunks, spec.dim);
-}
 
 // Every expert of an MoE layer on every ep rank: the owner broadcasts each.
 void gather_experts(DecoderModel& m, io::NamedTensors& out) {
@@ -305,6 +294,18 @@ void merge_adapters(DecoderModel& m, io::NamedTensors& full) {
 }
 }  // namespace
 
+at::Tensor gather_tp(const at::Tensor& p, const tensor::ShardSpec& spec, const dist::CommPtr& tp) {
+  if (spec.whole()) return p.detach().clone();
+  HPCRL_CHECK(tp && tp->size() % spec.chunks == 0, "parameter split into " << spec.chunks << " chunks without tp");
+  at::Tensor all = tp->all_gather(p.detach().contiguous(), spec.dim);  // tp slices along dim
+  const int64_t per_chunk = tp->size() / spec.chunks;
+  if (per_chunk == 1) return all;
+  std::vector<at::Tensor> chunks;
+  const int64_t w = p.size(spec.dim);
+  for (int64_t c = 0; c < spec.chunks; ++c) chunks.push_back(all.narrow(spec.dim, c * per_chunk * w, w));
+  return at::cat(chunks, spec.dim);
+}
+
 io::NamedTensors gather_full_weights(DecoderModel& m, AdapterView view) {
   // ZeRO-3 gathers one unit at a time (the next one prefetched meanwhile),
   // copies it and releases it, so a rank never holds the gathered model beside
@@ -339,14 +340,19 @@ io::NamedTensors gather_full_weights(DecoderModel& m, AdapterView view) {
   return out;
 }
 
+void write_hf_config(const DecoderModel& m, const std::string& dir, at::ScalarType dtype) {
+  ModelArch arch = m.arch();
+  arch.torch_dtype = dtype == at::kBFloat16 ? "bfloat16" : "float32";
+  fs::write_file_atomic(dir + "/config.json", to_hf_config_json(arch));
+}
+
 void save_pretrained(DecoderModel& m, const std::string& dir, bool writer, AdapterView view,
                      uint64_t max_shard_bytes) {
+  if (can_stream_save(m, view)) return save_pretrained_streamed(m, dir, writer, max_shard_bytes);
   io::NamedTensors full = gather_full_weights(m, view);
   if (!writer) return;
-  ModelArch arch = m.arch();
-  arch.torch_dtype = full.empty() || full.front().second.scalar_type() != at::kBFloat16 ? "float32" : "bfloat16";
   io::save_tensors_sharded(dir, full, {{"format", "pt"}}, max_shard_bytes);
-  fs::write_file_atomic(dir + "/config.json", to_hf_config_json(arch));
+  write_hf_config(m, dir, full.empty() ? at::kFloat : full.front().second.scalar_type());
 }
 
 }  // namespace hpcrl::model

@@ -11,12 +11,15 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "../model/mpi_layout.h"
 #include "../model/test_models.h"
 #include "hpcrl/algo/train_step.h"
 #include "hpcrl/model/decoder_model.h"
+#include "hpcrl/model/lora.h"
+#include "hpcrl/model/streamed_save.h"
 #include "hpcrl/model/weights.h"
 
 using namespace hpcrl;
@@ -28,6 +31,7 @@ struct Layout {
   bool checkpointing = false;
   at::ScalarType dtype = at::kFloat;
   int micro_batches = 3;
+  bool lora = false;  // adapters on q_proj and v_proj, the base frozen
 };
 
 config::TrainHparams hparams() {
@@ -54,6 +58,7 @@ struct TrainedModel {
     o.seed = 11;
     o.activation_checkpointing = l.checkpointing;
     role.model = std::make_shared<model::DecoderModel>(arch, role.ctx, o);
+    if (l.lora) model::attach_lora(*role.model, model::LoraSpec{{4, 8.0, 0.0}, {"q_proj", "v_proj"}}, 5);
     role.model->to(l.dtype);
     role.model->train();
   }
@@ -171,6 +176,24 @@ TEST(Zero3, ExpertParallelEqualsPlainAdamW) {
   expect_zero3_follows_plain(moe_arch(), l);
 }
 
+// LoRA: the frozen base is sharded too (in the same units as the adapters)
+// and gathered around each layer; the adapters train as with plain dp, the
+// base stays what it was, and between steps the base holds no data either.
+TEST(Zero3, LoraWithShardedBaseEqualsPlainLora) {
+  Layout l;
+  l.lora = true;
+  expect_zero3_follows_plain(dense_arch(), l);
+  TrainedModel m(dense_arch(), l, 3);
+  const at::Tensor base = m.role.model->named_parameters()["model.layers.1.self_attn.q_proj.weight"];
+  const at::Tensor before = base.detach().clone();
+  ASSERT_FALSE(base.requires_grad());
+  algo::Trainer t(m.role, hparams(), 2);
+  train(m, t, l, 2);
+  EXPECT_EQ(base.storage().nbytes(), 0u) << "the frozen base is released between steps";
+  model::WholeParameters whole(*m.role.model);
+  EXPECT_TRUE(torch::equal(base, before)) << "the frozen base is unchanged";
+}
+
 // bf16: one micro-batch per step (ZeRO-3 averages each micro-batch's bf16
 // gradients over dp before summing, as ZeRO-2 does): bit-equal parameters
 // (bf16 rounds away what the fp32 reduction orders leave).
@@ -223,6 +246,40 @@ TEST(Zero3, HoldsTheShardPlusTheOuterUnitAndTwoLayers) {
   // The optimizer's state and the shard are 1/W of the plain ones (plus padding).
   const int64_t shard_bytes = t.optimizer().state_bytes() / 2;  // two fp32 moments per owned element
   EXPECT_LE(shard_bytes, whole / W + pad);
+}
+
+// A checkpoint of a ZeRO-3 model is written tensor by tensor: each layer is
+// gathered when the writer reaches its first tensor and released at the next
+// layer's, the outer unit is held throughout. Twelve layers, so the writer's
+// name order (layers 0, 1, 10, 11, 2, ...) is not the numeric one. The file
+// holds the values a whole-model scope shows.
+TEST(Zero3, StreamedCheckpointHoldsTheOuterUnitAndThreeLayers) {
+  Layout l;
+  TrainedModel m(hpcrl::testing::test_arch(hpcrl::testing::tiny_arch("llama", /*tied=*/false)).num_layers(12).build(),
+                 l, 3);
+  const auto& world = dist::init(nullptr, nullptr);
+  int64_t whole = 0, largest_layer = 0;
+  for (const auto& item : m.role.model->named_parameters()) whole += item.value().nbytes();
+  for (int64_t u = 0; u < 12; ++u) largest_layer = std::max(largest_layer, unit_bytes(*m.role.model, u));
+  const int64_t outer = unit_bytes(*m.role.model, model::ParameterUnits::kOuter);
+  algo::Trainer t(m.role, hparams(), 1);
+  auto* units = dynamic_cast<algo::Zero3Units*>(m.role.model->parameter_units());
+  ASSERT_NE(units, nullptr);
+  train(m, t, l, 1);
+  ASSERT_TRUE(model::can_stream_save(*m.role.model, model::AdapterView::merged));
+  const std::string dir = std::filesystem::temp_directory_path() / "hpcrl_zero3_streamed_save";
+  if (world.rank == 0) std::filesystem::remove_all(dir);
+  model::save_pretrained(*m.role.model, dir, /*writer=*/world.rank == 0);
+  const int64_t pad = int64_t(world.size) * 4 * 13;  // W·Sb padding: at most W - 1 elements per unit
+  EXPECT_LE(units->peak_gathered_bytes(), outer + 3 * largest_layer + pad)
+      << "outer unit " << outer << " B, layers of " << largest_layer << " B; whole model " << whole;
+  EXPECT_LT(units->peak_gathered_bytes(), whole / 2);
+  model::WholeParameters scope(*m.role.model);
+  if (world.rank != 0) return;
+  io::TensorStore saved(dir);
+  auto params = m.role.model->named_parameters();
+  EXPECT_EQ(saved.names().size(), params.size());
+  for (const auto& item : params) EXPECT_TRUE(torch::equal(saved.load_tensor(item.key()), item.value())) << item.key();
 }
 
 }  // namespace

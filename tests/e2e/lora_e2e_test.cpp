@@ -116,6 +116,33 @@ TEST(LoraE2E, SftAtDp2AndTp2FollowsOneRank) {
   expect_close_curves(a, c, "grad_norm", 1e-4);
 }
 
+TEST(LoraE2E, Zero3ShardsTheBaseAndFollowsPlainDp2) {
+  // optim.zero 3 with LoRA: the adapters' optimizer state and gradients sharded
+  // as always, and the frozen base sharded and gathered layer by layer too. The
+  // run follows plain dp 2, and its checkpoints hold the same, unchanged base.
+  const std::string dir = scratch_dir("lora-zero3");
+  const std::string cfg = sft(6) + " --set run.checkpoint_every=3 --set run.keep_last=4";
+  Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 2);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  Proc zero3 = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=3 --out " + dir + "/zero3", 2);
+  ASSERT_EQ(zero3.exit_code, 0) << zero3.output;
+  auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "sft", "loss");
+  auto b = lines_with(read_metrics(dir + "/zero3/metrics.jsonl"), "sft", "loss");
+  ASSERT_EQ(a.size(), 6u);
+  expect_close_curves(a, b, "loss", 1e-5);
+  expect_close_curves(a, b, "grad_norm", 1e-4);
+  const std::string p6 = dir + "/plain/checkpoints/00-sft/step-000006/policy";
+  const std::string z3 = dir + "/zero3/checkpoints/00-sft/step-000003/policy";
+  const std::string z6 = dir + "/zero3/checkpoints/00-sft/step-000006/policy";
+  EXPECT_TRUE(same_tensors(z3 + "/model.safetensors", z6 + "/model.safetensors")) << "the frozen base changed";
+  EXPECT_TRUE(same_tensors(p6 + "/model.safetensors", z6 + "/model.safetensors")) << "not the plain run's base";
+  // The merged exports of both runs score alike (adapters within the runs' rounding).
+  const std::vector<double> x = score_json("--model " + p6 + "/merged"), y = score_json("--model " + z6 + "/merged");
+  ASSERT_EQ(x.size(), 7u);
+  ASSERT_EQ(y.size(), 7u);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], x[i], 1e-5) << "token " << i;
+}
+
 TEST(LoraE2E, GrpoReferenceIsThePolicyBaseWithoutACopy) {
   // Shared: the reference (made from the policy, listed after it) runs the policy's model
   // with its adapters bypassed. Copied: listed before the policy, the reference is built
@@ -149,6 +176,18 @@ TEST(LoraE2E, GrpoReferenceIsThePolicyBaseWithoutACopy) {
   ASSERT_EQ(a.size(), 3u);
   expect_same_rollouts(a, b, {{"loss", 1e-6}, {"kl", 1e-6}});
   EXPECT_GT(a.back()["kl"].get<double>(), 0.0) << "the policy never moved away from its base";
+  // ZeRO-3 at dp 2: the reference's forward gathers the policy's sharded base,
+  // generation merges the gathered adapters into it; the same rollouts as plain dp 2.
+  const std::string shared_models = " --set 'models={" + student + ", " + policy + ", " + reference + "}'" + kLora;
+  Proc dp2 = run_hpcrl("run " + grpo + shared_models + " --out " + dir + "/dp2", 2);
+  ASSERT_EQ(dp2.exit_code, 0) << dp2.output;
+  Proc zero3 = run_hpcrl("run " + grpo + shared_models + " --set models.policy.optim.zero=3 --out " + dir + "/zero3", 2);
+  ASSERT_EQ(zero3.exit_code, 0) << zero3.output;
+  EXPECT_NE(zero3.output.find("no copy"), std::string::npos) << zero3.output;
+  auto c = lines_with(read_metrics(dir + "/dp2/metrics.jsonl"), "grpo", "reward/mean");
+  auto d = lines_with(read_metrics(dir + "/zero3/metrics.jsonl"), "grpo", "reward/mean");
+  ASSERT_EQ(c.size(), 3u);
+  expect_same_rollouts(c, d, {{"loss", 1e-5}, {"kl", 1e-5}});
 }
 
 TEST(LoraE2E, GrpoWithGenerationApartReceivesMergedWeightsAndFollowsColocated) {

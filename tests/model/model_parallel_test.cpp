@@ -11,10 +11,14 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/model/lora.h"
+#include "hpcrl/model/streamed_save.h"
 #include "hpcrl/model/weights.h"
 #include "hpcrl/parallel/sequence/ulysses.h"
 #include "mpi_layout.h"
@@ -179,6 +183,32 @@ TEST(ModelParallel, Ep2MoeModel) {
     const bool expert = p.key().find(".mlp.experts.") != std::string::npos;
     expect_close(p.value().grad(), ref_params[p.key()].grad() * (expert ? ep : 1), "grad " + p.key());
   }
+}
+
+// A tp 2 model saved tensor by tensor (every split tensor gathered when the
+// writer reaches it) writes the single-rank model's file byte for byte.
+TEST(ModelParallel, Tp2StreamedSaveWritesTheSingleRankFile) {
+  if (!testing::world_fits(2)) GTEST_SKIP() << "needs a multiple of 2 ranks";
+  const auto& world = dist::init(nullptr, nullptr);
+  ModelOptions opts;
+  opts.seed = 13;
+  DecoderModel ref(testing::tiny_arch("qwen3", false), parallel::ParallelContext{}, opts);
+  DecoderModel par(testing::tiny_arch("qwen3", false), testing::layout_context(2, 1), opts);
+  ASSERT_TRUE(can_stream_save(par, AdapterView::merged));
+  const std::string dir = std::filesystem::temp_directory_path() / "hpcrl_tp2_streamed_save";
+  if (world.rank == 0) {
+    std::filesystem::remove_all(dir);
+    save_pretrained(ref, dir + "/one", true);
+  }
+  save_pretrained(par, dir + "/tp2", /*writer=*/world.rank == 0);  // every rank gathers, rank 0 writes
+  if (world.rank != 0) return;
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string a = bytes(dir + "/one/model.safetensors"), b = bytes(dir + "/tp2/model.safetensors");
+  EXPECT_GT(a.size(), 1000u);
+  EXPECT_TRUE(a == b) << a.size() << " bytes at one rank, " << b.size() << " at tp 2";
 }
 
 TEST(ModelParallel, Tp2Qwen2) { check_layout(2, 1, "qwen2", true); }

@@ -5,9 +5,13 @@
 #include <torch/utils.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "hpcrl/io/tensor_store.h"
+#include "hpcrl/model/lora.h"
 #include "hpcrl/model/pretrained.h"
+#include "hpcrl/model/streamed_save.h"
 #include "hpcrl/model/weights.h"
 #include "hpcrl/util/error.h"
 #include "test_models.h"
@@ -48,6 +52,42 @@ TEST(Weights, SaveThenLoadGivesTheSameModel) {
     at::Tensor ids = torch::randint(64, {2, 6}, torch::kLong);
     EXPECT_TRUE(torch::equal(m.local_logits(m.forward(ids).hidden), loaded->local_logits(loaded->forward(ids).hidden)));
   }
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(Weights, StreamedSaveWritesTheFileOfTheGatheredCopy) {
+  // A dense model is saved tensor by tensor; the file is byte for byte the one
+  // written from a gathered copy of every tensor (the path MoE models take).
+  DecoderModel m(testing::tiny_arch("qwen2", /*tied=*/false), parallel::ParallelContext{}, seeded(3));
+  ASSERT_TRUE(can_stream_save(m, AdapterView::merged));
+  const std::string streamed = temp_dir("streamed"), gathered = temp_dir("gathered");
+  save_pretrained(m, streamed, /*writer=*/true);
+  fsys::create_directories(gathered);
+  io::save_tensors_sharded(gathered, gather_full_weights(m), {{"format", "pt"}}, 5'000'000'000ULL);
+  const std::string a = file_bytes(streamed + "/model.safetensors"), b = file_bytes(gathered + "/model.safetensors");
+  EXPECT_GT(a.size(), 1000u);
+  EXPECT_TRUE(a == b) << a.size() << " bytes streamed, " << b.size() << " gathered";
+  // Shards of at most 20 KB: several files and an index, the same tensors.
+  const std::string sharded = temp_dir("streamed_shards");
+  save_pretrained(m, sharded, true, AdapterView::merged, 20'000);
+  EXPECT_TRUE(fsys::exists(sharded + "/model.safetensors.index.json"));
+  io::TensorStore store(sharded);
+  auto params = m.named_parameters();
+  EXPECT_EQ(store.names().size(), params.size());
+  for (const auto& item : params) EXPECT_TRUE(torch::equal(store.load_tensor(item.key()), item.value())) << item.key();
+}
+
+TEST(Weights, ModelsWhoseHfTensorsAreNotTheirParametersAreNotStreamed) {
+  DecoderModel moe(testing::tiny_moe_arch(), parallel::ParallelContext{}, seeded(6));
+  EXPECT_FALSE(can_stream_save(moe, AdapterView::merged)) << "MoE experts are written under per-expert HF names";
+  DecoderModel dense(testing::tiny_arch("qwen2"), parallel::ParallelContext{}, seeded(6));
+  EXPECT_FALSE(can_stream_save(dense, AdapterView::adapter)) << "the adapter view is a part of the model";
+  attach_lora(dense, LoraSpec{{4, 8.0, 0.0}, {"q_proj"}}, 1);
+  EXPECT_FALSE(can_stream_save(dense, AdapterView::merged)) << "adapters are merged into their base weights";
 }
 
 TEST(Weights, MoeModelSavesHfExpertNamesAndReloads) {

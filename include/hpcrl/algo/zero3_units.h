@@ -15,6 +15,10 @@
 //                          backward (the LM head reads it last in the forward
 //                          and first in the backward), released with its
 //                          gradients or after the optimizer step
+// LoRA's frozen base is sharded alike, in the same units: gathered with its
+// layer, released in the forward with it, and in the backward once the layer
+// below is reached (the frozen weights serve the input's gradient, which may be
+// computed after the adapters' gradients are handed over) or after the step.
 // So a rank holds its shards, the outer unit and at most two layers at once,
 // plus what a WholeParameters scope (generation, weight sync, checkpoint)
 // asks for. Every rank of a shard group runs the same forwards and backwards,
@@ -34,8 +38,11 @@ namespace hpcrl::algo {
 class Zero3Units : public model::ParameterUnits, public std::enable_shared_from_this<Zero3Units> {
  public:
   // Installs itself on `model`, whose trained parameters `optimizer` (stage 3)
-  // has sharded. Both must outlive it.
-  static std::shared_ptr<Zero3Units> install(model::DecoderModel& model, optim::ShardedAdamW& optimizer);
+  // has sharded. Both must outlive it. The model's frozen parameters (LoRA's
+  // base) are sharded here over `frozen_group` (the dense shard group), in the
+  // same units; frozen experts under ep > 1 stay whole.
+  static std::shared_ptr<Zero3Units> install(model::DecoderModel& model, optim::ShardedAdamW& optimizer,
+                                             const dist::CommPtr& frozen_group);
   // Gathers every unit for good and removes itself from the model: its
   // parameters are whole tensors again (the end of a training stage). Collective.
   void uninstall();
@@ -44,6 +51,10 @@ class Zero3Units : public model::ParameterUnits, public std::enable_shared_from_
   void after_forward(int64_t unit, const at::Tensor& output) override;
   void hold_all(bool writes) override;
   void release_all() override;
+
+  // After the optimizer step (which releases the trained units): the frozen
+  // units still gathered, e.g. the lowest layer's, whose backward has no hook after it.
+  void release_frozen();
 
   // Most bytes of gathered parameters held at once, over the groups.
   int64_t peak_gathered_bytes() const;
@@ -62,6 +73,8 @@ class Zero3Units : public model::ParameterUnits, public std::enable_shared_from_
   void prefetch(int64_t unit);
   void release(int64_t unit);
   void before_backward(int64_t unit);
+  void shard_frozen(const dist::CommPtr& group);
+  void release_frozen(int64_t unit);
   // The layer this rank holds after / before `unit` (kOuter is before every
   // layer), or kNone: the layers a forward or backward reaches next.
   static constexpr int64_t kNone = -2;
@@ -70,6 +83,7 @@ class Zero3Units : public model::ParameterUnits, public std::enable_shared_from_
 
   model::DecoderModel& model_;
   optim::ShardedAdamW& optimizer_;
+  std::unique_ptr<optim::ShardedParameters> frozen_;  // LoRA's frozen base, or null
   std::map<int64_t, std::vector<Place>> places_;  // unit -> its bucket in every group that has one
   int holds_ = 0;                                 // open WholeParameters scopes
   bool writes_ = false;                           // one of them writes

@@ -50,10 +50,19 @@ void load_weights(DecoderModel& model, const std::map<std::string, at::Tensor>& 
 // models have no lm_head.weight (HF does not store it either).
 io::NamedTensors gather_full_weights(DecoderModel& model, AdapterView view = AdapterView::merged);
 
+// The full HF tensor of a parameter split over tp by `spec` (a copy even when
+// it is whole): its slices all-gathered, one copy of replicated chunks kept.
+// Collective over `tp` when the spec splits it.
+at::Tensor gather_tp(const at::Tensor& p, const parallel::tensor::ShardSpec& spec, const dist::CommPtr& tp);
+
 // Writes an HF checkpoint into `dir`: config.json and model.safetensors (or
 // shards + index above max_shard_bytes). Collective (it gathers); only ranks with
-// `writer` = true write. Files are written atomically.
+// `writer` = true write. Files are written atomically. A whole dense model
+// without adapters is streamed tensor by tensor (model/streamed_save.h);
+// otherwise the full tensors are gathered first (gather_full_weights).
 void save_pretrained(DecoderModel& model, const std::string& dir, bool writer,
                      AdapterView view = AdapterView::merged, uint64_t max_shard_bytes = 5'000'000'000ULL);
+// config.json for `model` with torch_dtype from `dtype`, atomically.
+void write_hf_config(const DecoderModel& model, const std::string& dir, at::ScalarType dtype);
 
 }  // namespace hpcrl::model

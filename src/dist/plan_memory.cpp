@@ -24,14 +24,18 @@
 //                       their layer is: parallel/tensor/lora.h) join the weights,
 //                       and grads, grad_buffers and the optimizer count only them:
 //                       the base is frozen
-//   zero 3              the trained parameters' weights are the 1/W shard
-//                       (dense over dp·sp, experts over edp; frozen ones stay
-//                       whole); param_gathers: the outer unit (embedding,
-//                       final norm, head) and two layers gathered at once in a
-//                       forward or backward (one computing, the next prefetched);
-//                       whole_gathers: the rest of the model, which generation,
-//                       weight syncs and checkpoints gather (outside the
-//                       training passes, so it replaces their transients);
+//   zero 3              the weights are the 1/W shard (dense over dp·sp,
+//                       experts over edp; LoRA's frozen base too);
+//                       param_gathers: the outer unit (embedding, final norm,
+//                       head) and two layers gathered at once in a forward or
+//                       backward (one computing, the next prefetched), three
+//                       with LoRA (a frozen layer goes when the backward
+//                       reaches the one below); whole_gathers: the rest of
+//                       the model, which loading a checkpoint (--resume) and
+//                       generation off the CPU float32 path gather (outside
+//                       the training passes, so it replaces their transients;
+//                       the CPU float32 engine packs layer by layer, weight
+//                       syncs copy and checkpoints stream unit by unit);
 //                       gradients as with zero 2, one bucket per layer
 //                       (optim/sharded_parameters.h, algo/zero3_units.h)
 //   optimizer           AdamW fp32 moments (8 B/param) + fp32 master copy for
@@ -150,7 +154,8 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
                                                        optim::kZero2BucketsInFlight * (layer + layer / dense_group));
         const int64_t shard = sharded(params - stage_layers * experts, bytes, dense_group) +
                               sharded(stage_layers * experts, bytes, mesh.edp());
-        e.param_gathers = outer + std::min<int64_t>(2, stage_layers) * layer;
+        // LoRA's frozen base goes only when the backward reaches the layer below: one layer more.
+        e.param_gathers = outer + std::min<int64_t>(role.lora.enabled() ? 3 : 2, stage_layers) * layer;
         e.whole_gathers = params * bytes - shard;
         e.weights = shard;
       }

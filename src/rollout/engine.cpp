@@ -4,6 +4,9 @@
 
 #include <torch/utils.h>
 
+#include <optional>
+
+#include "hpcrl/model/parameter_units.h"
 #include "hpcrl/rollout/slot_projections.h"
 #include "hpcrl/util/check.h"
 #include "rollout/generation_run.h"
@@ -33,6 +36,32 @@ void validate(const std::vector<std::vector<int32_t>>& prompts, int64_t n, const
                                   << "): the prompt was tokenized for another model");
   }
 }
+
+// What a generation call holds gathered of a ZeRO-3 model (a no-op for any
+// other): the outer unit when the projections pack layer by layer (they gather
+// each layer themselves), every unit when they read the model's weights.
+// Collective over the shard group, like the call.
+class CallParameters {
+ public:
+  explicit CallParameters(model::DecoderModel& m) {
+    if (!m.parameter_units()) return;
+    if (!SlotProjections::gathers_by_layer(m)) {
+      whole_.emplace(m);
+      return;
+    }
+    outer_ = m.parameter_units();
+    outer_->before_forward(model::ParameterUnits::kOuter);
+  }
+  ~CallParameters() {
+    if (outer_) outer_->after_forward(model::ParameterUnits::kOuter, at::Tensor());
+  }
+  CallParameters(const CallParameters&) = delete;
+  CallParameters& operator=(const CallParameters&) = delete;
+
+ private:
+  model::ParameterUnits* outer_ = nullptr;
+  std::optional<model::WholeParameters> whole_;
+};
 }  // namespace
 
 Engine::Engine(std::shared_ptr<model::DecoderModel> model, const io::Tokenizer* tokenizer, EngineOptions options)
@@ -55,12 +84,14 @@ std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& pr
                                      const SamplingParams& params) {
   validate(prompts, n, params, model_->arch());
   torch::NoGradGuard no_grad;
-  // The projections read the weights directly: with ZeRO-3 all of them are
-  // gathered for the call (as every generation engine does behind FSDP).
-  model::WholeParameters whole(*model_);
+  CallParameters gathered(*model_);
   stats_ = {};
   // With no prompts only an ep rank has work: its group's other ranks step with it.
-  if (prompts.empty() && !ep_lockstep(*model_)) return {};
+  if (prompts.empty() && !ep_lockstep(*model_)) {
+    // A rank without prompts still takes part in the layer-by-layer gathers of its shard group.
+    if (SlotProjections::gathers_by_layer(*model_)) projections_->prepare(true);
+    return {};
+  }
   GenerationRun run(*model_, tokenizer_, options_, *projections_, prompts, n, params);
   std::vector<Sample> samples = run.run();
   stats_ = run.stats();

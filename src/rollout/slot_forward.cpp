@@ -13,6 +13,7 @@
 #include "hpcrl/model/attention.h"
 #include "hpcrl/model/attention_kernel.h"
 #include "hpcrl/model/decoder_layer.h"
+#include "hpcrl/model/rms_norm.h"
 #include "hpcrl/parallel/tensor/comm_ops.h"
 #include "hpcrl/util/check.h"
 
@@ -39,19 +40,20 @@ at::Tensor SlotForward::run_layers(at::Tensor x, const at::Tensor& positions, co
                                    const at::Tensor& token_mask, const KvStore& store) {
   const int64_t N = x.size(0), T = x.size(1), D = model_.arch().head_dim;
   const auto& tp = model_.parallel_context().tp;
+  const double eps = model_.arch().rms_norm_eps;
+  using Norm = SlotProjections::Norm;
   model::RopeTables rope = rope_.tables(positions, x.scalar_type());
   auto& layers = model_.model->layers;
   for (size_t i = 0; i < layers->size(); ++i) {
     auto layer = layers->ptr<model::DecoderLayer>(i);
-    auto& attn = *layer->self_attn;
-    at::Tensor xc = parallel::tensor::copy_to_tp(layer->input_layernorm->forward(x), tp);
+    at::Tensor xc = parallel::tensor::copy_to_tp(model::rms_norm(x, proj_.norm_weight(i, Norm::input), eps), tp);
     auto [q, k, v] = proj_.qkv(int64_t(i), xc);
     q = q.view({N, T, heads_, D});
     k = k.view({N, T, kv_heads_, D});
     v = v.view({N, T, kv_heads_, D});
-    if (attn.q_norm) {
-      q = attn.q_norm->forward(q);
-      k = attn.k_norm->forward(k);
+    if (const at::Tensor& q_norm = proj_.norm_weight(i, Norm::q); q_norm.defined()) {
+      q = model::rms_norm(q, q_norm, eps);
+      k = model::rms_norm(k, proj_.norm_weight(i, Norm::k), eps);
     }
     q = model::apply_rotary(q, rope).transpose(1, 2);  // [N, h, T, D]
     k = model::apply_rotary(k, rope).transpose(1, 2);  // [N, hkv, T, D]
@@ -59,7 +61,7 @@ at::Tensor SlotForward::run_layers(at::Tensor x, const at::Tensor& positions, co
     auto [keys, values] = store(static_cast<int64_t>(i), k, v);
     at::Tensor o = model::attend(q, keys, values, allowed).transpose(1, 2).reshape({N, T, heads_ * D});
     at::Tensor h = x + proj_.attention_output(int64_t(i), o);
-    at::Tensor n = layer->post_attention_layernorm->forward(h);
+    at::Tensor n = model::rms_norm(h, proj_.norm_weight(i, Norm::post_attention), eps);
     if (layer->mlp)  // Mlp::forward: down(silu(gate(x)) · up(x))
       x = h + proj_.mlp(int64_t(i), parallel::tensor::copy_to_tp(n, tp));
     else

@@ -16,6 +16,7 @@
 
 #include "hpcrl/model/attention.h"
 #include "hpcrl/model/decoder_layer.h"
+#include "hpcrl/model/rms_norm.h"
 #include "hpcrl/parallel/tensor/comm_ops.h"
 #include "hpcrl/rollout/slot_forward.h"
 #include "rollout/cpu_kernels.h"
@@ -23,9 +24,9 @@
 namespace hpcrl::rollout {
 
 namespace {
-// y = norm(x) into `out` ([R, C] float32).
-void rms_norm(const cpu::Kernels& k, const at::Tensor& x, const model::RmsNorm& norm, float eps, at::Tensor& out) {
-  k.rms_norm(x.data_ptr<float>(), x.size(0), x.stride(0), x.size(1), norm.weight.data_ptr<float>(), eps,
+// y = RMSNorm(x) with `weight` into `out` ([R, C] float32).
+void rms_norm(const cpu::Kernels& k, const at::Tensor& x, const at::Tensor& weight, float eps, at::Tensor& out) {
+  k.rms_norm(x.data_ptr<float>(), x.size(0), x.stride(0), x.size(1), weight.data_ptr<float>(), eps,
              out.data_ptr<float>(), out.stride(0));
 }
 }  // namespace
@@ -36,21 +37,22 @@ at::Tensor SlotForward::decode_layers_cpu(at::Tensor x, KvSlots& slots, const mo
   const int64_t G = H / Hkv, capacity = slots.capacity();
   const float eps = float(model_.arch().rms_norm_eps), scale = float(1.0 / std::sqrt(double(D)));
   const auto& tp = model_.parallel_context().tp;
+  using Norm = SlotProjections::Norm;
   const at::Tensor cos = rope.cos.reshape({R, D}).contiguous(), sin = rope.sin.reshape({R, D}).contiguous();
   std::vector<int64_t> column(R);  // this step's key/value column of each row
   int64_t longest = 0;
   for (int64_t r = 0; r < R; ++r) longest = std::max(longest, column[r] = slots.length(r));
   x = x.contiguous();
   at::Tensor normed = normed_out_.take(R, C), attended = attention_out_.take(R, H * D);
-  auto& layers = model_.model->layers;
-  for (size_t i = 0; i < layers->size(); ++i) {
-    auto layer = layers->ptr<model::DecoderLayer>(i);
-    auto& attn = *layer->self_attn;
-    rms_norm(k, x, *layer->input_layernorm, eps, normed);
+  const size_t L = model_.model->layers->size();
+  for (size_t i = 0; i < L; ++i) {
+    rms_norm(k, x, proj_.norm_weight(i, Norm::input), eps, normed);
     auto [q, key, value] = proj_.qkv(int64_t(i), parallel::tensor::copy_to_tp(normed, tp));  // [R, ·] views
-    if (attn.q_norm) {  // Qwen3: per-head norms before RoPE, through the model's modules
-      q = attn.q_norm->forward(q.view({R, H, D})).reshape({R, H * D});
-      key = attn.k_norm->forward(key.view({R, Hkv, D})).reshape({R, Hkv * D});
+    if (const at::Tensor& q_norm = proj_.norm_weight(i, Norm::q); q_norm.defined()) {
+      // Qwen3: per-head norms before RoPE, through the model's RMSNorm
+      q = model::rms_norm(q.view({R, H, D}), q_norm, model_.arch().rms_norm_eps).reshape({R, H * D});
+      key = model::rms_norm(key.view({R, Hkv, D}), proj_.norm_weight(i, Norm::k), model_.arch().rms_norm_eps)
+                .reshape({R, Hkv * D});
     }
     float* qp = q.data_ptr<float>();
     float* kp = key.data_ptr<float>();
@@ -78,10 +80,10 @@ at::Tensor SlotForward::decode_layers_cpu(at::Tensor x, KvSlots& slots, const mo
       }
     });
     x.add_(proj_.attention_output(int64_t(i), attended));
-    rms_norm(k, x, *layer->post_attention_layernorm, eps, normed);
+    rms_norm(k, x, proj_.norm_weight(i, Norm::post_attention), eps, normed);
     x.add_(proj_.mlp(int64_t(i), parallel::tensor::copy_to_tp(normed, tp)));
   }
-  rms_norm(k, x, *model_.model->norm, eps, normed);
+  rms_norm(k, x, model_.model->norm->weight, eps, normed);
   return normed;
 }
 

@@ -8,6 +8,7 @@
 
 #include "hpcrl/model/attention.h"
 #include "hpcrl/model/decoder_layer.h"
+#include "hpcrl/model/parameter_units.h"
 #include "hpcrl/parallel/tensor/comm_ops.h"
 
 namespace hpcrl::rollout {
@@ -64,52 +65,99 @@ const at::Tensor& SlotProjections::weight_of(const torch::nn::Module& linear, co
   return it == merged_.end() ? weight : it->second;
 }
 
-void SlotProjections::merge_adapters() {
-  merged_.clear();
+void SlotProjections::merge_adapters(size_t i) {
   auto merge = [&](const auto& linear) {
     const tensor::LoraAdapter& lora = linear.lora();
     if (!lora.active()) return;
     merged_[&linear] = tensor::merge_lora(linear.weight, lora.b->weight, lora.a->weight, lora.shape.scale());
   };
-  for (size_t i = 0; i < model_.model->layers->size(); ++i) {
-    auto layer = model_.model->layers->ptr<model::DecoderLayer>(i);
-    const auto& a = *layer->self_attn;
-    merge(*a.q_proj);
-    merge(*a.k_proj);
-    merge(*a.v_proj);
-    merge(*a.o_proj);
-    if (!layer->mlp) continue;  // MoE experts carry no adapters
-    merge(*layer->mlp->gate_proj);
-    merge(*layer->mlp->up_proj);
-    merge(*layer->mlp->down_proj);
-  }
+  auto layer = model_.model->layers->ptr<model::DecoderLayer>(i);
+  const auto& a = *layer->self_attn;
+  merge(*a.q_proj);
+  merge(*a.k_proj);
+  merge(*a.v_proj);
+  merge(*a.o_proj);
+  if (!layer->mlp) return;  // MoE experts carry no adapters
+  merge(*layer->mlp->gate_proj);
+  merge(*layer->mlp->up_proj);
+  merge(*layer->mlp->down_proj);
+}
+
+bool SlotProjections::gathers_by_layer(const model::DecoderModel& model) {
+  return model.parameter_units() && packs(model) && model.arch().num_experts == 0;
 }
 
 void SlotProjections::prepare(bool pack) {
   torch::NoGradGuard no_grad;
-  merge_adapters();
-  packed_ = pack && packs(model_);
-  if (!packed_) return;
-  auto& layers = model_.model->layers;
-  layers_.resize(layers->size());
-  for (size_t i = 0; i < layers->size(); ++i) {
-    auto layer = layers->ptr<model::DecoderLayer>(i);
-    const auto& a = *layer->self_attn;
-    PackedLayer& p = layers_[i];
-    repack(p.qkv, {weight_of(*a.q_proj, a.q_proj->weight), weight_of(*a.k_proj, a.k_proj->weight),
-                   weight_of(*a.v_proj, a.v_proj->weight)},
-           {a.q_proj->bias, a.k_proj->bias, a.v_proj->bias});
-    repack(p.o, {weight_of(*a.o_proj, a.o_proj->weight)}, {});
-    if (layer->mlp) {
-      const model::Mlp& m = *layer->mlp;
-      repack(p.gate_up, {weight_of(*m.gate_proj, m.gate_proj->weight), weight_of(*m.up_proj, m.up_proj->weight)}, {});
-      repack(p.down, {weight_of(*m.down_proj, m.down_proj->weight)}, {});
-      intermediate_ = layer->mlp->gate_proj->weight.size(0);
-    }
-    q_width_ = a.q_proj->weight.size(0);
-    kv_width_ = a.k_proj->weight.size(0);
+  merged_.clear();
+  const bool by_layer = gathers_by_layer(model_);
+  packed_ = (pack || by_layer) && packs(model_);
+  const size_t L = model_.model->layers->size();
+  if (!packed_) {
+    for (size_t i = 0; i < L; ++i) merge_adapters(i);
+    return;
+  }
+  // ZeRO-3: layer i gathered (i+1 prefetched), packed, released; the caller holds the outer unit.
+  model::ParameterUnits* units = by_layer ? model_.parameter_units() : nullptr;
+  layers_.resize(L);
+  for (size_t i = 0; i < L; ++i) {
+    if (units) units->before_forward(int64_t(i));
+    merge_adapters(i);
+    pack_layer(i);
+    merged_.clear();  // packed: the merged weights are in the panels now
+    if (units) units->after_forward(int64_t(i), at::Tensor());
   }
   repack(head_, {head_weight(model_)}, {});
+}
+
+void SlotProjections::pack_layer(size_t i) {
+  auto layer = model_.model->layers->ptr<model::DecoderLayer>(i);
+  const auto& a = *layer->self_attn;
+  PackedLayer& p = layers_[i];
+  repack(p.qkv, {weight_of(*a.q_proj, a.q_proj->weight), weight_of(*a.k_proj, a.k_proj->weight),
+                 weight_of(*a.v_proj, a.v_proj->weight)},
+         {a.q_proj->bias, a.k_proj->bias, a.v_proj->bias});
+  repack(p.o, {weight_of(*a.o_proj, a.o_proj->weight)}, {});
+  if (layer->mlp) {
+    const model::Mlp& m = *layer->mlp;
+    repack(p.gate_up, {weight_of(*m.gate_proj, m.gate_proj->weight), weight_of(*m.up_proj, m.up_proj->weight)}, {});
+    repack(p.down, {weight_of(*m.down_proj, m.down_proj->weight)}, {});
+    intermediate_ = layer->mlp->gate_proj->weight.size(0);
+  }
+  q_width_ = a.q_proj->weight.size(0);
+  kv_width_ = a.k_proj->weight.size(0);
+  auto copy = [](at::Tensor& into, const at::Tensor& w) {
+    if (!into.defined() || !into.sizes().equals(w.sizes())) into = at::empty_like(w);
+    into.copy_(w);
+  };
+  copy(p.input_norm, layer->input_layernorm->weight);
+  copy(p.post_norm, layer->post_attention_layernorm->weight);
+  if (a.q_norm) {
+    copy(p.q_norm, a.q_norm->weight);
+    copy(p.k_norm, a.k_norm->weight);
+  }
+}
+
+const at::Tensor& SlotProjections::norm_weight(int64_t layer, Norm which) const {
+  static const at::Tensor none;
+  if (packed()) {
+    const PackedLayer& p = layers_[layer];
+    switch (which) {
+      case Norm::input: return p.input_norm;
+      case Norm::post_attention: return p.post_norm;
+      case Norm::q: return p.q_norm;
+      case Norm::k: return p.k_norm;
+    }
+  }
+  auto l = model_.model->layers->ptr<model::DecoderLayer>(layer);
+  const auto& a = *l->self_attn;
+  switch (which) {
+    case Norm::input: return l->input_layernorm->weight;
+    case Norm::post_attention: return l->post_attention_layernorm->weight;
+    case Norm::q: return a.q_norm ? a.q_norm->weight : none;
+    case Norm::k: return a.k_norm ? a.k_norm->weight : none;
+  }
+  return none;
 }
 
 std::array<at::Tensor, 3> SlotProjections::qkv(int64_t layer, const at::Tensor& xc) {

@@ -6,13 +6,15 @@
 // reduce-scattered per layer, AdamW on the shard). Layouts: dp (2 or 4 ranks), dp2 × tp2 and ep2
 // with a MoE model, with and without activation checkpointing. Also what a rank
 // holds: the shard, the outer unit and at most two gathered layers (also while
-// a checkpoint copies the model), and the parameters are whole again when the
-// Trainer goes.
+// a checkpoint copies the model or the engine generates with it), and the
+// parameters are whole again when the Trainer goes.
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "../model/mpi_layout.h"
 #include "../model/test_models.h"
@@ -21,6 +23,7 @@
 #include "hpcrl/model/lora.h"
 #include "hpcrl/model/streamed_save.h"
 #include "hpcrl/model/weights.h"
+#include "hpcrl/rollout/engine.h"
 
 using namespace hpcrl;
 
@@ -248,38 +251,92 @@ TEST(Zero3, HoldsTheShardPlusTheOuterUnitAndTwoLayers) {
   EXPECT_LE(shard_bytes, whole / W + pad);
 }
 
+// A 12-layer model after one ZeRO-3 step, with the sizes the bounds on
+// gathered parameters are stated in.
+struct TrainedTwelveLayers {
+  static ModelArch arch() {
+    return hpcrl::testing::test_arch(hpcrl::testing::tiny_arch("llama", /*tied=*/false)).num_layers(12).build();
+  }
+  static int64_t largest_layer_of(model::DecoderModel& m) {
+    int64_t bytes = 0;
+    for (int64_t u = 0; u < 12; ++u) bytes = std::max(bytes, unit_bytes(m, u));
+    return bytes;
+  }
+  static int64_t whole_of(model::DecoderModel& m) {
+    int64_t bytes = 0;
+    for (const auto& item : m.named_parameters()) bytes += item.value().nbytes();
+    return bytes;
+  }
+
+  TrainedModel m{arch(), Layout{}, 3};
+  const int64_t whole = whole_of(*m.role.model), largest_layer = largest_layer_of(*m.role.model),
+                outer = unit_bytes(*m.role.model, model::ParameterUnits::kOuter);
+  algo::Trainer trainer{m.role, hparams(), 1};
+  algo::Zero3Units* units = dynamic_cast<algo::Zero3Units*>(m.role.model->parameter_units());
+
+  TrainedTwelveLayers() { train(m, trainer, Layout{}, 1); }
+  // The outer unit and `layers` layers, plus W·Sb padding (at most W - 1 elements per unit).
+  int64_t bound(int64_t layers) const {
+    return outer + layers * largest_layer + int64_t(dist::init(nullptr, nullptr).size) * 4 * 13;
+  }
+  std::string sizes() const {
+    return "outer unit " + std::to_string(outer) + " B, layers of " + std::to_string(largest_layer) +
+           " B; whole model " + std::to_string(whole);
+  }
+};
+
 // A checkpoint of a ZeRO-3 model is written tensor by tensor: each layer is
 // gathered when the writer reaches its first tensor and released at the next
 // layer's, the outer unit is held throughout. Twelve layers, so the writer's
 // name order (layers 0, 1, 10, 11, 2, ...) is not the numeric one. The file
 // holds the values a whole-model scope shows.
 TEST(Zero3, StreamedCheckpointHoldsTheOuterUnitAndThreeLayers) {
-  Layout l;
-  TrainedModel m(hpcrl::testing::test_arch(hpcrl::testing::tiny_arch("llama", /*tied=*/false)).num_layers(12).build(),
-                 l, 3);
+  TrainedTwelveLayers t;
+  ASSERT_NE(t.units, nullptr);
   const auto& world = dist::init(nullptr, nullptr);
-  int64_t whole = 0, largest_layer = 0;
-  for (const auto& item : m.role.model->named_parameters()) whole += item.value().nbytes();
-  for (int64_t u = 0; u < 12; ++u) largest_layer = std::max(largest_layer, unit_bytes(*m.role.model, u));
-  const int64_t outer = unit_bytes(*m.role.model, model::ParameterUnits::kOuter);
-  algo::Trainer t(m.role, hparams(), 1);
-  auto* units = dynamic_cast<algo::Zero3Units*>(m.role.model->parameter_units());
-  ASSERT_NE(units, nullptr);
-  train(m, t, l, 1);
-  ASSERT_TRUE(model::can_stream_save(*m.role.model, model::AdapterView::merged));
+  ASSERT_TRUE(model::can_stream_save(*t.m.role.model, model::AdapterView::merged));
   const std::string dir = std::filesystem::temp_directory_path() / "hpcrl_zero3_streamed_save";
   if (world.rank == 0) std::filesystem::remove_all(dir);
-  model::save_pretrained(*m.role.model, dir, /*writer=*/world.rank == 0);
-  const int64_t pad = int64_t(world.size) * 4 * 13;  // W·Sb padding: at most W - 1 elements per unit
-  EXPECT_LE(units->peak_gathered_bytes(), outer + 3 * largest_layer + pad)
-      << "outer unit " << outer << " B, layers of " << largest_layer << " B; whole model " << whole;
-  EXPECT_LT(units->peak_gathered_bytes(), whole / 2);
-  model::WholeParameters scope(*m.role.model);
+  model::save_pretrained(*t.m.role.model, dir, /*writer=*/world.rank == 0);
+  EXPECT_LE(t.units->peak_gathered_bytes(), t.bound(3)) << t.sizes();
+  EXPECT_LT(t.units->peak_gathered_bytes(), t.whole / 2);
+  model::WholeParameters scope(*t.m.role.model);
   if (world.rank != 0) return;
   io::TensorStore saved(dir);
-  auto params = m.role.model->named_parameters();
+  auto params = t.m.role.model->named_parameters();
   EXPECT_EQ(saved.names().size(), params.size());
   for (const auto& item : params) EXPECT_TRUE(torch::equal(saved.load_tensor(item.key()), item.value())) << item.key();
+}
+
+// The engine packs a ZeRO-3 model layer by layer from its shards (the call
+// holds the outer unit and at most two layers, not the whole model), and
+// samples what a model that was never sharded samples with the same weights.
+// Rank 1 asks for no prompts: it still takes part in its group's gathers.
+TEST(Zero3, GenerationPacksLayerByLayerAndSamplesAsTheWholeModel) {
+  TrainedTwelveLayers t;
+  ASSERT_NE(t.units, nullptr);
+  const auto& world = dist::init(nullptr, nullptr);
+  // The twin: the trained weights in a model without parameter units.
+  io::NamedTensors trained = model::gather_full_weights(*t.m.role.model);
+  auto twin = std::make_shared<model::DecoderModel>(TrainedTwelveLayers::arch(), t.m.role.ctx, model::ModelOptions{});
+  model::load_weights(*twin, std::map<std::string, at::Tensor>(trained.begin(), trained.end()));
+  rollout::EngineOptions options;
+  options.max_batch = 4;
+  rollout::SamplingParams sampling;
+  sampling.max_new_tokens = 6;
+  sampling.seed = 3;
+  const std::vector<std::vector<int32_t>> prompts =
+      world.rank == 1 ? std::vector<std::vector<int32_t>>{} : std::vector<std::vector<int32_t>>{{2, 5, 7}, {9, 4}};
+  const auto sharded = rollout::Engine(t.m.role.model, nullptr, options).generate(prompts, 3, sampling);
+  EXPECT_LE(t.units->peak_gathered_bytes(), t.bound(2)) << t.sizes();
+  EXPECT_LT(t.units->peak_gathered_bytes(), t.whole / 2);
+  const auto plain = rollout::Engine(twin, nullptr, options).generate(prompts, 3, sampling);
+  ASSERT_EQ(sharded.size(), plain.size());
+  EXPECT_EQ(sharded.size(), prompts.size() * 3);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(sharded[i].tokens, plain[i].tokens) << "sample " << i;
+    EXPECT_EQ(sharded[i].logprobs, plain[i].logprobs) << "sample " << i;
+  }
 }
 
 }  // namespace

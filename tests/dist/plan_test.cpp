@@ -230,6 +230,12 @@ TEST(Plan, ZeroThreeHoldsTheWeightShardAndGathersTheOuterUnitAndTwoLayers) {
   // Training holds the gathered layers beside its activations; generation and checkpoints the whole model.
   EXPECT_EQ(m.transient(), std::max(m.activations + m.logits + m.kv_cache + m.grad_buffers + m.param_gathers,
                                     m.whole_gathers));
+  // With LoRA the frozen base is sharded too and one layer more is held: its base goes when the backward is below it.
+  const std::string zero3 = "optim: {zero: 3}}";
+  y.replace(y.find(zero3), zero3.size(), "optim: {zero: 3}, lora: {rank: 4, alpha: 8, targets: [q_proj]}}");
+  const MemoryEstimate& l = *make_plan(load(y.c_str(), 8), 8, 4).roles[0].memory;
+  EXPECT_EQ(l.param_gathers, outer + 3 * layer);
+  EXPECT_EQ(l.whole_gathers, whole - whole / 8);
 }
 
 TEST(Plan, LoraTrainsOnlyItsFactorsAndTheReferenceIsThePolicyBase) {

@@ -16,6 +16,7 @@ class RmsNorm : public torch::nn::Module {
  public:
   RmsNorm(int64_t dim, double eps, dist::CommPtr split_input_tp = nullptr);
   at::Tensor forward(const at::Tensor& x);  // [..., dim] -> [..., dim]
+  double eps() const { return eps_; }
 
   at::Tensor weight;  // [dim], initialised to 1
 
@@ -23,5 +24,9 @@ class RmsNorm : public torch::nn::Module {
   double eps_;
   dist::CommPtr split_input_tp_;
 };
+
+// What RmsNorm::forward computes, with a weight of the caller's (the rollout
+// engine's copy, which outlives a sharded model's gathered one); no gradient.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
 }  // namespace hpcrl::model

@@ -16,6 +16,11 @@
 // the step buffers keep their memory from call to call: an RL run generates
 // with new weights every iteration, and fresh memory for a 0.5B model's packed
 // copy cost more than the packing on this project's machines (docs/rollout.md).
+//
+// A model sharded by ZeRO-3 whose weights pack is never gathered whole for a
+// call: prepare() gathers one layer at a time (the next one prefetched), packs
+// it and copies its norms, and releases it; the call holds the outer unit
+// (embedding, final norm, head) and the packed copy, which it needs anyway.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -41,6 +46,11 @@ class SlotProjections {
   // time, so sharing the buffers is safe).
   static std::shared_ptr<SlotProjections> shared_for(model::DecoderModel& model);
 
+  // True when prepare() packs `model` layer by layer from its ZeRO-3 shards
+  // (float32 on the CPU, dense): the caller then holds only the outer unit
+  // for the call instead of every parameter (model/parameter_units.h).
+  static bool gathers_by_layer(const model::DecoderModel& model);
+
   // Precondition of every generation call, after the last change to the
   // model's weights: the packed copy is what the projections compute with,
   // and nothing else tells it that an optimizer step, a weight sync or a
@@ -48,7 +58,8 @@ class SlotProjections {
   // pack: use packed weights where they apply (a float32 model on the CPU).
   // They pay from two rows on; a call that decodes one row at a time uses the
   // model's weights in place (a GEMV reads them as fast) and skips the
-  // packing pass, keeping the packed memory for a later call.
+  // packing pass, keeping the packed memory for a later call — unless the
+  // model gathers by layer, whose weights are packed for every call.
   void prepare(bool pack);
 
   // True when this call computes with the packed CPU weights.
@@ -62,17 +73,26 @@ class SlotProjections {
   at::Tensor mlp(int64_t layer, const at::Tensor& xc);
   // Final hidden states [N, C] -> this tp rank's logits [N, V/tp].
   at::Tensor local_logits(const at::Tensor& hidden);
+  // The weight of one of the layer's RMSNorms: packed, the copy prepare()
+  // made (a sharded layer's own is released); else the model's. q and k:
+  // Qwen3's per-head norms, undefined for a model without them.
+  enum class Norm { input, post_attention, q, k };
+  const at::Tensor& norm_weight(int64_t layer, Norm which) const;
 
  private:
   struct PackedLayer {
     PackedLinear qkv, o, gate_up, down;  // gate_up/down undefined for an MoE layer
+    // Copies of the norms' weights (a sharded layer's own go with its gather).
+    at::Tensor input_norm, post_norm, q_norm, k_norm;  // q/k: undefined without
   };
 
   // What the engine multiplies by for `linear`: its weight, or for a layer with
   // an active LoRA adapter the merged W + (alpha/r)·B·A of merged_.
   const at::Tensor& weight_of(const torch::nn::Module& linear, const at::Tensor& weight) const;
-  // Merges every active adapter of the model into merged_ (empty without LoRA).
-  void merge_adapters();
+  // Merges the active adapters of layer i into merged_ (none without LoRA).
+  void merge_adapters(size_t i);
+  // Packs layer i's projections and copies its norms into layers_[i].
+  void pack_layer(size_t i);
 
   model::DecoderModel& model_;
   // By linear layer: its merged weight, remade by every prepare() since the

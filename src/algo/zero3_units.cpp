@@ -123,6 +123,10 @@ void Zero3Units::after_forward(int64_t unit, const at::Tensor& output) {
   });
 }
 
+void Zero3Units::write_back(int64_t unit) {
+  for_each_place(unit, [](optim::ShardedParameters& params, size_t b) { params.write_back(b); });
+}
+
 void Zero3Units::before_backward(int64_t unit) {
   gather(unit);
   prefetch(previous_layer(unit));

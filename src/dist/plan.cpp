@@ -154,6 +154,8 @@ Plan make_plan(const config::PipelineConfig& cfg, int world, int gpus_per_node) 
         // rollout/slot_projections.h: packed from two rows on.
         work.packs_weights = rollout && cfg.run.device == config::Device::cpu &&
                              cfg.run.dtype == config::DType::float32 && m.rollout.max_batch > 1;
+        work.generates_in_place = !rollout && use.generating.count(m.name) &&
+                                  !(cfg.run.device == config::Device::cpu && cfg.run.dtype == config::DType::float32);
         memory = estimate_memory(*m.arch, m, mesh, cfg.run.dtype, work);
         // A reference that is a LoRA policy's frozen base runs the policy's weights.
         if (!rollout && !config::lora_base_of(cfg, m).empty()) memory->weights = 0;

@@ -31,11 +31,12 @@
 //                       backward (one computing, the next prefetched), three
 //                       with LoRA (a frozen layer goes when the backward
 //                       reaches the one below); whole_gathers: the rest of
-//                       the model, which loading a checkpoint (--resume) and
-//                       generation off the CPU float32 path gather (outside
-//                       the training passes, so it replaces their transients;
-//                       the CPU float32 engine packs layer by layer, weight
-//                       syncs copy and checkpoints stream unit by unit);
+//                       the model, which an engine reading the weights in
+//                       place (GPU, bf16) and MoE models' copies gather
+//                       (outside the training passes, so it replaces their
+//                       transients); 0 otherwise: the CPU float32 engine
+//                       packs, loading, weight syncs and checkpoints walk
+//                       the units one at a time;
 //                       gradients as with zero 2, one bucket per layer
 //                       (optim/sharded_parameters.h, algo/zero3_units.h)
 //   optimizer           AdamW fp32 moments (8 B/param) + fp32 master copy for
@@ -156,7 +157,7 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
                               sharded(stage_layers * experts, bytes, mesh.edp());
         // LoRA's frozen base goes only when the backward reaches the layer below: one layer more.
         e.param_gathers = outer + std::min<int64_t>(role.lora.enabled() ? 3 : 2, stage_layers) * layer;
-        e.whole_gathers = params * bytes - shard;
+        if (a.num_experts > 0 || work.generates_in_place) e.whole_gathers = params * bytes - shard;
         e.weights = shard;
       }
     } else if (role.optim.zero == 1) {  // the flat copy, and the shard it is reduced into beside it

@@ -114,33 +114,51 @@ bool in_view(const std::string& name, AdapterView view) {
   return view == AdapterView::adapter ? adapter : !tensor::is_lora_tensor(name);
 }
 
+// Loads one parameter from `src`; false when `src` lacks it (unless it is a
+// value head and `init_head`: then it keeps freshly initialised weights).
+bool load_parameter(DecoderModel& m, const Source& src, const std::string& name, const tensor::ShardSpec& spec,
+                    at::Tensor& p, bool init_head) {
+  if (!src.contains(name)) {
+    if (name != "score.weight" || !init_head) return false;
+    spdlog::info("{}: no value head (score.weight); keeping its initial weights", src.name());
+    std::set<std::string> only{name};
+    init_weights(m, m.options().seed, &only);
+    return true;
+  }
+  std::vector<int64_t> expected = full_shape(p, spec), got = src.shape(name);
+  HPCRL_CHECK_INPUT(got == expected, src.name() << ": tensor '" << name << "' has shape " << shape_str(got)
+                                                << " but the model (its config.json) expects " << shape_str(expected)
+                                                << "; the checkpoint and config.json do not belong together");
+  at::Tensor t = src.read(name, spec, p.scalar_type());
+  p.copy_(t.to(p.device()));
+  return true;
+}
+
 void load_from(DecoderModel& m, const Source& src, AdapterView view = AdapterView::base) {
   at::NoGradGuard no_grad;
-  WholeParameters whole(m, /*writes=*/true);  // ZeRO-3: loaded into the gathered units, then into the shards
   auto params = m.named_parameters(/*recurse=*/true);
   auto specs = m.shard_specs();
+  // ZeRO-3 loads one unit at a time (gathered, written, handed to the shards,
+  // released): a resumed rank never holds the gathered model beside its shard.
+  // Every rank walks every unit of its model, whatever the view loads.
+  std::map<int64_t, std::vector<std::string>> by_unit;  // the outer unit first, then the layers in order
+  for (const auto& [name, spec] : specs) by_unit[parameter_unit_of(name)].push_back(name);
+  ParameterUnits* units = m.parameter_units();
   std::vector<std::string> missing;
   std::set<std::string> used;
-  for (const auto& [name, spec] : specs) {
-    if (!in_view(name, view)) continue;
-    at::Tensor& p = params[name];
-    if (!src.contains(name)) {
-      if (name == "score.weight" && view != AdapterView::adapter) {
-        spdlog::info("{}: no value head (score.weight); keeping its initial weights", src.name());
-        std::set<std::string> only{name};
-        init_weights(m, m.options().seed, &only);
-      } else {
+  for (const auto& [unit, names] : by_unit) {
+    if (units) units->before_forward(unit);
+    for (const auto& name : names) {
+      if (!in_view(name, view)) continue;
+      if (!load_parameter(m, src, name, specs.at(name), params[name], view != AdapterView::adapter))
         missing.push_back(name);
-      }
-      continue;
+      else if (src.contains(name))
+        used.insert(name);
     }
-    used.insert(name);
-    std::vector<int64_t> expected = full_shape(p, spec), got = src.shape(name);
-    HPCRL_CHECK_INPUT(got == expected, src.name() << ": tensor '" << name << "' has shape " << shape_str(got)
-                                                  << " but the model (its config.json) expects " << shape_str(expected)
-                                                  << "; the checkpoint and config.json do not belong together");
-    at::Tensor t = src.read(name, spec, p.scalar_type());
-    p.copy_(t.to(p.device()));
+    if (units) {
+      units->write_back(unit);
+      units->after_forward(unit, at::Tensor());
+    }
   }
   if (!missing.empty()) {
     std::vector<std::string> shown(missing.begin(), missing.begin() + std::min<size_t>(missing.size(), 5));

@@ -339,4 +339,25 @@ TEST(Zero3, GenerationPacksLayerByLayerAndSamplesAsTheWholeModel) {
   }
 }
 
+// Loading a checkpoint into a ZeRO-3 model (as --resume does) walks the units:
+// each gathered, written, handed to the shards and released, so the rank never
+// holds the gathered model; afterwards every parameter holds the loaded value.
+TEST(Zero3, LoadingWalksTheUnitsAndEveryShardTakesTheLoadedValues) {
+  TrainedTwelveLayers t;
+  ASSERT_NE(t.units, nullptr);
+  model::ModelOptions other;
+  other.seed = 29;  // weights unlike the trained model's
+  model::DecoderModel source(TrainedTwelveLayers::arch(), t.m.role.ctx, other);
+  io::NamedTensors loaded = model::gather_full_weights(source);
+  const std::map<std::string, at::Tensor> by_name(loaded.begin(), loaded.end());
+  model::load_weights(*t.m.role.model, by_name);
+  EXPECT_LE(t.units->peak_gathered_bytes(), t.bound(2)) << t.sizes();
+  EXPECT_LT(t.units->peak_gathered_bytes(), t.whole / 2);
+  const at::Tensor q = t.m.role.model->named_parameters()["model.layers.5.self_attn.q_proj.weight"];
+  EXPECT_EQ(q.storage().nbytes(), 0u) << "a loaded layer is released again";
+  model::WholeParameters scope(*t.m.role.model);
+  for (const auto& item : t.m.role.model->named_parameters())
+    EXPECT_TRUE(torch::equal(item.value(), by_name.at(item.key()))) << item.key();
+}
+
 }  // namespace

@@ -49,6 +49,7 @@ class Zero3Units : public model::ParameterUnits, public std::enable_shared_from_
 
   void before_forward(int64_t unit) override;
   void after_forward(int64_t unit, const at::Tensor& output) override;
+  void write_back(int64_t unit) override;
   void hold_all(bool writes) override;
   void release_all() override;
 

@@ -54,6 +54,9 @@ struct RoleWork {
   bool logprobs = false;   // computes log-probs over the vocabulary (not a value-head critic, not an engine)
   bool generates = false;  // a rollout engine: KV cache for kv_sequences sequences
   bool packs_weights = false;  // that engine decodes float32 on the CPU: it keeps a packed copy of its weights
+  // A trained role whose engine reads the model's weights in place (on a GPU or
+  // in bf16): under ZeRO-3 generation gathers the whole model.
+  bool generates_in_place = false;
   int64_t micro_batch = 1, seq_len = 0, kv_sequences = 0;
 };
 

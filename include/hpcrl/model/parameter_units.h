@@ -8,10 +8,11 @@
 // needs gradients it must have them back before that unit's backward reads
 // them. Between these calls the parameters of a sharded unit may hold no data.
 //
-// Code that reads weights outside a forward (the rollout engine, weight syncs,
-// checkpoints, loading) holds a WholeParameters scope: every unit stays
-// gathered for its lifetime, and a `writes` scope hands what was written back
-// to the shards before it lets go.
+// Code that reads or writes weights outside a forward walks the units the same
+// way, one at a time (weight syncs, checkpoints, loading, the CPU engine's
+// packing), or holds a WholeParameters scope: every unit stays gathered for
+// its lifetime, and a `writes` scope hands what was written back to the
+// shards before it lets go.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -34,6 +35,9 @@ class ParameterUnits {
   // produced (a backward through it needs the unit again; undefined: no
   // backward follows, as when a checkpoint copies the unit).
   virtual void after_forward(int64_t unit, const at::Tensor& output) = 0;
+  // Unit u's gathered values were changed (a checkpoint loaded into them):
+  // the shards take them. Between before_forward(u) and after_forward(u, ·).
+  virtual void write_back(int64_t unit) = 0;
   // Every unit gathered until the matching release_all(); nested scopes count.
   // `writes`: the caller changes parameter values, which release_all() keeps.
   virtual void hold_all(bool writes) = 0;

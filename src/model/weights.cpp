@@ -114,52 +114,59 @@ bool in_view(const std::string& name, AdapterView view) {
   return view == AdapterView::adapter ? adapter : !tensor::is_lora_tensor(name);
 }
 
-// Loads one parameter from `src`; false when `src` lacks it (unless it is a
-// value head and `init_head`: then it keeps freshly initialised weights).
-bool load_parameter(DecoderModel& m, const Source& src, const std::string& name, const tensor::ShardSpec& spec,
-                    at::Tensor& p, bool init_head) {
-  if (!src.contains(name)) {
-    if (name != "score.weight" || !init_head) return false;
-    spdlog::info("{}: no value head (score.weight); keeping its initial weights", src.name());
-    std::set<std::string> only{name};
-    init_weights(m, m.options().seed, &only);
-    return true;
+// Calls visit(names) for the given parameter names unit by unit (the outer
+// unit first, then the layers in order). Under ZeRO-3 each unit is gathered
+// for its call (the next one prefetched) and released after it, so a rank
+// never holds the gathered model; `writes`: the shards take what visit wrote.
+// Collective like a forward: every rank of a shard group walks the same units.
+template <typename Visit>
+void walk_units(DecoderModel& m, const std::vector<std::string>& names, bool writes, Visit&& visit) {
+  std::map<int64_t, std::vector<std::string>> by_unit;
+  for (const auto& name : names) by_unit[parameter_unit_of(name)].push_back(name);
+  ParameterUnits* units = m.parameter_units();
+  for (const auto& [unit, in_unit] : by_unit) {
+    if (units) units->before_forward(unit);
+    visit(in_unit);
+    if (units && writes) units->write_back(unit);
+    if (units) units->after_forward(unit, at::Tensor());
   }
+}
+
+// Loads parameter `name` (this rank's slice `spec` of it) from `src`, which holds it.
+void load_parameter(const Source& src, const std::string& name, const tensor::ShardSpec& spec, at::Tensor& p) {
   std::vector<int64_t> expected = full_shape(p, spec), got = src.shape(name);
   HPCRL_CHECK_INPUT(got == expected, src.name() << ": tensor '" << name << "' has shape " << shape_str(got)
                                                 << " but the model (its config.json) expects " << shape_str(expected)
                                                 << "; the checkpoint and config.json do not belong together");
   at::Tensor t = src.read(name, spec, p.scalar_type());
   p.copy_(t.to(p.device()));
-  return true;
 }
 
 void load_from(DecoderModel& m, const Source& src, AdapterView view = AdapterView::base) {
   at::NoGradGuard no_grad;
   auto params = m.named_parameters(/*recurse=*/true);
   auto specs = m.shard_specs();
-  // ZeRO-3 loads one unit at a time (gathered, written, handed to the shards,
-  // released): a resumed rank never holds the gathered model beside its shard.
+  // ZeRO-3: a resumed rank never holds the gathered model beside its shard.
   // Every rank walks every unit of its model, whatever the view loads.
-  std::map<int64_t, std::vector<std::string>> by_unit;  // the outer unit first, then the layers in order
-  for (const auto& [name, spec] : specs) by_unit[parameter_unit_of(name)].push_back(name);
-  ParameterUnits* units = m.parameter_units();
+  std::vector<std::string> names;
+  for (const auto& [name, spec] : specs) names.push_back(name);
   std::vector<std::string> missing;
   std::set<std::string> used;
-  for (const auto& [unit, names] : by_unit) {
-    if (units) units->before_forward(unit);
-    for (const auto& name : names) {
+  walk_units(m, names, /*writes=*/true, [&](const std::vector<std::string>& in_unit) {
+    for (const auto& name : in_unit) {
       if (!in_view(name, view)) continue;
-      if (!load_parameter(m, src, name, specs.at(name), params[name], view != AdapterView::adapter))
-        missing.push_back(name);
-      else if (src.contains(name))
+      if (src.contains(name)) {
+        load_parameter(src, name, specs.at(name), params[name]);
         used.insert(name);
+      } else if (name == "score.weight" && view != AdapterView::adapter) {
+        spdlog::info("{}: no value head (score.weight); keeping its initial weights", src.name());
+        std::set<std::string> only{name};
+        init_weights(m, m.options().seed, &only);
+      } else {
+        missing.push_back(name);
+      }
     }
-    if (units) {
-      units->write_back(unit);
-      units->after_forward(unit, at::Tensor());
-    }
-  }
+  });
   if (!missing.empty()) {
     std::vector<std::string> shown(missing.begin(), missing.begin() + std::min<size_t>(missing.size(), 5));
     throw InputError(src.name() + ": " + std::to_string(missing.size()) + " tensor(s) the model needs are missing: " +
@@ -179,7 +186,6 @@ void load_from(DecoderModel& m, const Source& src, AdapterView view = AdapterVie
   if (!unused.empty())
     spdlog::warn("{}: {} tensor(s) not used by the model, e.g. {}", src.name(), unused.size(), unused.front());
 }
-
 
 // Every expert of an MoE layer on every ep rank: the owner broadcasts each.
 void gather_experts(DecoderModel& m, io::NamedTensors& out) {
@@ -325,30 +331,25 @@ at::Tensor gather_tp(const at::Tensor& p, const tensor::ShardSpec& spec, const d
 }
 
 io::NamedTensors gather_full_weights(DecoderModel& m, AdapterView view) {
-  // ZeRO-3 gathers one unit at a time (the next one prefetched meanwhile),
-  // copies it and releases it, so a rank never holds the gathered model beside
-  // its copy (a checkpoint of a 500 M model: 2 GiB less at its peak). A MoE
-  // model's experts are gathered below, layer by layer over ep: every unit is
-  // held for the call.
-  ParameterUnits* units = m.parameter_units();
+  // ZeRO-3 copies one unit at a time (a checkpoint of a 500 M model: 2 GiB
+  // less at its peak than beside the gathered model). A MoE model's experts
+  // are gathered below, layer by layer over ep: every unit is held for the call.
   std::optional<WholeParameters> whole;
-  if (units && m.arch().num_experts > 0) whole.emplace(m);
+  if (m.parameter_units() && m.arch().num_experts > 0) whole.emplace(m);
   auto params = m.named_parameters(/*recurse=*/true);
   auto specs = m.shard_specs();
   std::set<std::string> moe = moe_parameter_names(m);
-  std::map<int64_t, std::vector<std::string>> by_unit;  // the outer unit first, then the layers in order
+  std::vector<std::string> names;
   for (const auto& p : params) {
     const std::string& name = p.key();
     if (moe.count(name) && name.find(".experts.") != std::string::npos) continue;  // gathered below
     if (view != AdapterView::merged && !in_view(name, view)) continue;  // merged: all of them, folded below
-    by_unit[parameter_unit_of(name)].push_back(name);
+    names.push_back(name);
   }
   std::map<std::string, at::Tensor> copies;
-  for (const auto& [unit, names] : by_unit) {
-    if (units) units->before_forward(unit);
-    for (const auto& name : names) copies[name] = gather_tp(params[name], specs.at(name), m.parallel_context().tp);
-    if (units) units->after_forward(unit, at::Tensor());
-  }
+  walk_units(m, names, /*writes=*/false, [&](const std::vector<std::string>& in_unit) {
+    for (const auto& name : in_unit) copies[name] = gather_tp(params[name], specs.at(name), m.parallel_context().tp);
+  });
   io::NamedTensors out;
   for (const auto& p : params)
     if (auto it = copies.find(p.key()); it != copies.end()) out.emplace_back(p.key(), std::move(it->second));

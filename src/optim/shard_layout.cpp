@@ -14,6 +14,20 @@ void append(ShardLayout::Bucket& b, size_t param, int64_t numel) {
   b.offsets.push_back(b.numel);
   b.numel += numel;
 }
+
+// Whether parameter k asks for a bucket of its own; `alone` is empty (none
+// does) or holds one flag per parameter, checked here for `layout`.
+class AloneFlags {
+ public:
+  AloneFlags(const std::vector<bool>& alone, size_t params, const char* layout) : alone_(alone) {
+    HPCRL_CHECK(alone.empty() || alone.size() == params,
+                layout << ": " << alone.size() << " flags for " << params << " parameters");
+  }
+  bool operator()(size_t k) const { return !alone_.empty() && alone_[k]; }
+
+ private:
+  const std::vector<bool>& alone_;
+};
 }  // namespace
 
 ShardLayout ShardLayout::whole(const std::vector<int64_t>& numels, int size, int rank) {
@@ -31,9 +45,7 @@ ShardLayout ShardLayout::whole(const std::vector<int64_t>& numels, int size, int
 ShardLayout ShardLayout::bucketed(const std::vector<int64_t>& numels, int64_t bucket_elements, int size, int rank,
                                   const std::vector<bool>& alone) {
   HPCRL_CHECK(bucket_elements > 0, "a bucketed shard layout needs a positive bucket size");
-  HPCRL_CHECK(alone.empty() || alone.size() == numels.size(), "bucketed: " << alone.size() << " flags for "
-                                                                          << numels.size() << " parameters");
-  auto is_alone = [&](size_t k) { return !alone.empty() && alone[k]; };
+  const AloneFlags is_alone(alone, numels.size(), "bucketed");
   ShardLayout l;
   l.size = size;
   l.rank = rank;
@@ -52,9 +64,7 @@ ShardLayout ShardLayout::by_units(const std::vector<int64_t>& numels, const std:
                                   int rank, const std::vector<bool>& alone) {
   HPCRL_CHECK(units.size() == numels.size(), "by_units: " << units.size() << " units for " << numels.size()
                                                           << " parameters");
-  HPCRL_CHECK(alone.empty() || alone.size() == numels.size(), "by_units: " << alone.size() << " flags for "
-                                                                          << numels.size() << " parameters");
-  auto is_alone = [&](size_t k) { return !alone.empty() && alone[k]; };
+  const AloneFlags is_alone(alone, numels.size(), "by_units");
   std::vector<int64_t> order(units);
   std::sort(order.begin(), order.end(), std::greater<int64_t>());
   order.erase(std::unique(order.begin(), order.end()), order.end());

@@ -18,6 +18,7 @@
 
 #include "../model/mpi_layout.h"
 #include "../model/test_models.h"
+#include "zero_hparams.h"
 #include "hpcrl/algo/train_step.h"
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/model/lora.h"
@@ -37,13 +38,7 @@ struct Layout {
   bool lora = false;  // adapters on q_proj and v_proj, the base frozen
 };
 
-config::TrainHparams hparams() {
-  config::TrainHparams hp;
-  hp.lr = 3e-3;
-  hp.weight_decay = 0.1;
-  hp.grad_clip = 0.05;  // below the norms of these steps: the clip factor is exercised
-  return hp;
-}
+using hpcrl::testing::zero_test_hparams;
 
 // One role on every rank of the world with layout `l` and optim.zero `zero`.
 struct TrainedModel {
@@ -108,7 +103,7 @@ double rel_diff(const at::Tensor& a, const at::Tensor& b) {
 }
 
 std::vector<std::pair<double, double>> run(TrainedModel& m, const Layout& l, int steps) {
-  algo::Trainer t(m.role, hparams(), steps);
+  algo::Trainer t(m.role, zero_test_hparams(), steps);
   EXPECT_EQ(m.role.model->parameter_units() != nullptr, m.config.optim.zero == 3);
   return train(m, t, l, steps);
 }  // the Trainer gathers ZeRO-3's parameters for good
@@ -128,7 +123,7 @@ void expect_zero3_follows_plain(const ModelArch& arch, const Layout& l) {
   TrainedModel plain(arch, l, 0), zero2(arch, l, 2), zero3(arch, l, 3);
   const auto a = run(plain, l, steps), c = run(zero2, l, steps), b = run(zero3, l, steps);
   EXPECT_EQ(zero3.role.model->parameter_units(), nullptr);
-  EXPECT_GT(a.front().second, hparams().grad_clip) << "the test must clip";
+  EXPECT_GT(a.front().second, zero_test_hparams().grad_clip) << "the test must clip";
   for (int s = 0; s < steps; ++s) {
     EXPECT_NEAR(a[s].first, b[s].first, 1e-5 * std::abs(a[s].first)) << "loss at step " << s;
     EXPECT_NEAR(a[s].second, b[s].second, 1e-5 * a[s].second) << "grad norm at step " << s;
@@ -190,7 +185,7 @@ TEST(Zero3, LoraWithShardedBaseEqualsPlainLora) {
   const at::Tensor base = m.role.model->named_parameters()["model.layers.1.self_attn.q_proj.weight"];
   const at::Tensor before = base.detach().clone();
   ASSERT_FALSE(base.requires_grad());
-  algo::Trainer t(m.role, hparams(), 2);
+  algo::Trainer t(m.role, zero_test_hparams(), 2);
   train(m, t, l, 2);
   EXPECT_EQ(base.storage().nbytes(), 0u) << "the frozen base is released between steps";
   model::WholeParameters whole(*m.role.model);
@@ -225,7 +220,7 @@ TEST(Zero3, HoldsTheShardPlusTheOuterUnitAndTwoLayers) {
   for (const auto& item : m.role.model->named_parameters()) whole += item.value().nbytes();
   for (int64_t u = 0; u < layers; ++u) largest_layer = std::max(largest_layer, unit_bytes(*m.role.model, u));
   const int64_t outer = unit_bytes(*m.role.model, model::ParameterUnits::kOuter);
-  algo::Trainer t(m.role, hparams(), 2);
+  algo::Trainer t(m.role, zero_test_hparams(), 2);
   auto* units = dynamic_cast<algo::Zero3Units*>(m.role.model->parameter_units());
   ASSERT_NE(units, nullptr);
   train(m, t, l, 2);
@@ -271,7 +266,7 @@ struct TrainedTwelveLayers {
   TrainedModel m{arch(), Layout{}, 3};
   const int64_t whole = whole_of(*m.role.model), largest_layer = largest_layer_of(*m.role.model),
                 outer = unit_bytes(*m.role.model, model::ParameterUnits::kOuter);
-  algo::Trainer trainer{m.role, hparams(), 1};
+  algo::Trainer trainer{m.role, zero_test_hparams(), 1};
   algo::Zero3Units* units = dynamic_cast<algo::Zero3Units*>(m.role.model->parameter_units());
 
   TrainedTwelveLayers() { train(m, trainer, Layout{}, 1); }

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "../model/test_models.h"
+#include "zero_hparams.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/train_step.h"
 #include "hpcrl/dist/bootstrap.h"
@@ -27,13 +28,7 @@ namespace {
 constexpr int kSteps = 3;
 constexpr int kMicroBatches = 4;  // a multiple of pp, as the interleaved schedule needs
 
-config::TrainHparams hparams() {
-  config::TrainHparams hp;
-  hp.lr = 3e-3;
-  hp.weight_decay = 0.1;
-  hp.grad_clip = 0.05;  // below the norms of these steps: the clip factor is exercised
-  return hp;
-}
+using hpcrl::testing::zero_test_hparams;
 
 // pp 2 over the world; dp is what is left.
 parallel::ParallelContext pp2_context() {
@@ -83,7 +78,7 @@ at::Tensor batch(const algo::Role& role, int step, int micro) {
 
 // Trains kSteps steps of kMicroBatches; returns each step's pre-clip gradient norm.
 std::vector<double> train(algo::Role& role) {
-  algo::Trainer trainer(role, hparams(), kSteps);
+  algo::Trainer trainer(role, zero_test_hparams(), kSteps);
   EXPECT_EQ(role.model->parameter_units() != nullptr, role.config->optim.zero == 3);
   std::vector<double> norms;
   const int rank = dist::init(nullptr, nullptr).rank;
@@ -132,7 +127,7 @@ void expect_zero_follows_plain_under_pp(parallel::pipeline::Schedule schedule, i
   ASSERT_TRUE(model::holds_tied_pipeline_embedding(*plain.role.model)) << "both stages hold the tied embedding";
   const auto a = train(plain.role), b = train(zero2.role), c = train(zero3.role);
   EXPECT_EQ(zero3.role.model->parameter_units(), nullptr);
-  EXPECT_GT(a.front(), hparams().grad_clip) << "the test must clip";
+  EXPECT_GT(a.front(), zero_test_hparams().grad_clip) << "the test must clip";
   for (int s = 0; s < kSteps; ++s) {
     EXPECT_NEAR(b[s], a[s], 1e-5 * a[s]) << "ZeRO-2 grad norm at step " << s;
     EXPECT_NEAR(c[s], a[s], 1e-5 * a[s]) << "ZeRO-3 grad norm at step " << s;
@@ -166,7 +161,7 @@ TEST(ZeroPipeline, Zero2HoldsTheShardPlusAFewBuckets) {
   m.config.optim.bucket_mb = 0.01;  // ~2.6 K fp32 elements: many buckets per stage
   int64_t whole = 0;
   for (const auto& p : m.role.model->parameters()) whole += p.nbytes();
-  algo::Trainer trainer(m.role, hparams(), 1);
+  algo::Trainer trainer(m.role, zero_test_hparams(), 1);
   std::vector<model::StageBatch> mbs;
   std::vector<at::Tensor> targets;
   for (int k = 0; k < kMicroBatches; ++k) {

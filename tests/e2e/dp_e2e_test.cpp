@@ -18,21 +18,6 @@ const std::string kConfig = "tests/e2e/data/tiny.yaml";
 
 using Lines = std::vector<nlohmann::json>;
 
-// Runs `cfg` as `base` (on base_np ranks) and again with `changed` (more --set
-// flags, on changed_np ranks) under scratch dir `name`; returns each run's
-// metrics lines of `stage` that have `key`. Fails the test if either run does.
-std::pair<Lines, Lines> run_twice(const std::string& cfg, const std::string& name, int base_np,
-                                  const std::string& changed, int changed_np, const std::string& stage,
-                                  const std::string& key) {
-  const std::string dir = scratch_dir(name);
-  Proc base = run_hpcrl("run " + cfg + " --out " + dir + "/base", base_np);
-  EXPECT_EQ(base.exit_code, 0) << base.output;
-  Proc other = run_hpcrl("run " + cfg + changed + " --out " + dir + "/changed", changed_np);
-  EXPECT_EQ(other.exit_code, 0) << other.output;
-  return {lines_with(read_metrics(dir + "/base/metrics.jsonl"), stage, key),
-          lines_with(read_metrics(dir + "/changed/metrics.jsonl"), stage, key)};
-}
-
 // `b` has `steps` lines whose loss (1e-5) and gradient norm follow `a`'s.
 void expect_same_curve(const Lines& a, const Lines& b, size_t steps, double norm_tolerance = 1e-5) {
   ASSERT_EQ(b.size(), steps);

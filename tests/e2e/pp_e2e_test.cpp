@@ -383,16 +383,10 @@ TEST(PipelineParallelE2E, SftPp2Dp2ZeroFollowsPlainAndResumes) {
 TEST(PipelineParallelE2E, PpoPp2Dp2Zero3FollowsPlain) {
   // Policy and critic trained with ZeRO-3 at pp 2 × dp 2 (the reference
   // pipelined too): rollouts from the policy's whole copy gathered from its shards.
-  std::string dir = scratch_dir("pp-ppo-zero3");
   const std::string cfg = "tests/e2e/data/ppo_judge.yaml --set models.policy.parallel.pp=2"
                           " --set models.reference.parallel.pp=2 --set models.critic.parallel.pp=2";
-  Proc plain = run_hpcrl("run " + cfg + " --out " + dir + "/plain", 4);
-  ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  Proc zero3 = run_hpcrl("run " + cfg + " --set models.policy.optim.zero=3 --set models.critic.optim.zero=3 --out " +
-                         dir + "/zero3", 4);
-  ASSERT_EQ(zero3.exit_code, 0) << zero3.output;
-  auto a = lines_with(read_metrics(dir + "/plain/metrics.jsonl"), "ppo", "critic/loss");
-  auto b = lines_with(read_metrics(dir + "/zero3/metrics.jsonl"), "ppo", "critic/loss");
+  auto [a, b] = run_twice(cfg, "pp-ppo-zero3", 4, " --set models.policy.optim.zero=3 --set models.critic.optim.zero=3",
+                          4, "ppo", "critic/loss");
   ASSERT_EQ(a.size(), 2u);
   ASSERT_EQ(b.size(), 2u);
   EXPECT_NE(a[0]["critic/values_mean"], a[1]["critic/values_mean"]);  // the critic was trained

@@ -80,6 +80,18 @@ std::string scratch_dir(const std::string& name) {
   return dir.string();
 }
 
+std::pair<std::vector<nlohmann::json>, std::vector<nlohmann::json>> run_twice(
+    const std::string& cfg, const std::string& name, int base_np, const std::string& changed, int changed_np,
+    const std::string& stage, const std::string& key) {
+  const std::string dir = scratch_dir(name);
+  Proc base = run_hpcrl("run " + cfg + " --out " + dir + "/base", base_np);
+  EXPECT_EQ(base.exit_code, 0) << base.output;
+  Proc other = run_hpcrl("run " + cfg + changed + " --out " + dir + "/changed", changed_np);
+  EXPECT_EQ(other.exit_code, 0) << other.output;
+  return {lines_with(read_metrics(dir + "/base/metrics.jsonl"), stage, key),
+          lines_with(read_metrics(dir + "/changed/metrics.jsonl"), stage, key)};
+}
+
 nlohmann::json without_timing(nlohmann::json j) {
   for (auto it = j.begin(); it != j.end();) {
     const std::string& k = it.key();

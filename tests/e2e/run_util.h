@@ -34,13 +34,13 @@ nlohmann::json without_timing(nlohmann::json j);
 // The lines of one stage that carry `key`, in file order.
 std::vector<nlohmann::json> lines_with(const std::vector<nlohmann::json>& m, const std::string& stage,
                                        const std::string& key);
-// Two runs' curves agree: as many lines (at least one), each line's `key`
-// within rel_tol · max(1, |a|) (gtest failures name the key and the line).
 // A whole file's text ("" when it cannot be read).
 std::string read_text(const std::string& path);
 // Two runs' metrics.jsonl equal line for line, timing fields aside (a resumed run
 // against an uninterrupted one).
 void expect_same_metrics(const std::string& a_path, const std::string& b_path);
+// Two runs' curves agree: as many lines (at least one), each line's `key`
+// within rel_tol · max(1, |a|) (gtest failures name the key and the line).
 void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
                          const std::string& key, double rel_tol);
 // Two RL runs' iteration lines (as many, at least one): the same rollouts
@@ -54,5 +54,11 @@ std::string write_tiny_config_with(const std::string& path,
                                    const std::vector<std::pair<std::string, std::string>>& edits);
 // A fresh empty directory under /tmp for one test.
 std::string scratch_dir(const std::string& name);
+// Runs `cfg` as `base` (on base_np ranks) and again with `changed` (more --set
+// flags, on changed_np ranks) under scratch dir `name`; returns each run's
+// metrics lines of `stage` that have `key`. Fails the test if either run does.
+std::pair<std::vector<nlohmann::json>, std::vector<nlohmann::json>> run_twice(
+    const std::string& cfg, const std::string& name, int base_np, const std::string& changed, int changed_np,
+    const std::string& stage, const std::string& key);
 
 }  // namespace hpcrl::test

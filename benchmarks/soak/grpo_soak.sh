@@ -39,18 +39,26 @@ iterations_done() {
   [ -f "$run/metrics.jsonl" ] && n=$(grep -c '"stage":"grpo".*"reward/mean"' "$run/metrics.jsonl" || true)
   echo "${n:-0}"
 }
-# Empty until the rank has logged its pid (`|| true`: under pipefail a missing log
-# would otherwise end the sampler silently before the rank starts).
-rank_pid() { grep -o 'pid [0-9]*' "$run/logs/rank-0000$1.log" 2>/dev/null | tail -1 | cut -d' ' -f2 || true; }
-# Samples both ranks 5 times a second while mpirun ($1) runs attempt $3.
+log_lines() { cat "$run/logs/rank-0000$1.log" 2>/dev/null | wc -l || true; }  # 0 before the first attempt
+# The pid rank $1 logged after line $2 of its log (the lines an earlier attempt
+# wrote are skipped: that attempt's pid may since belong to another process).
+# Empty until the rank has logged it.
+rank_pid() {
+  tail -n "+$(($2 + 1))" "$run/logs/rank-0000$1.log" 2>/dev/null | grep -o 'pid [0-9][0-9]*' | tail -1 | cut -d' ' -f2 || true
+}
+# Samples both ranks 5 times a second while mpirun ($1) runs attempt $3, whose ranks
+# log their pids after lines $4 and $5 of their logs. Not under
+# errexit: a rank that exits between two reads of /proc must cost a sample, not the
+# sampler (which would leave the attempt without samples).
 sample() {
-  local mpirun=$1 t0=$2 attempt=$3
+  set +e +o pipefail
+  local mpirun=$1 t0=$2 attempt=$3 skip0=$4 skip1=$5
   while kill -0 "$mpirun" 2>/dev/null; do
     local it
     it=$(iterations_done)
     for r in 0 1; do
       local pid
-      pid=$(rank_pid $r)
+      if [ "$r" = 0 ]; then pid=$(rank_pid 0 "$skip0"); else pid=$(rank_pid 1 "$skip1"); fi
       [ -n "$pid" ] && [ -r "/proc/$pid/status" ] || continue
       local rss fds
       rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || continue
@@ -66,14 +74,15 @@ sample() {
 # resumed attempt keeps 40 % or more: long enough to judge its memory too).
 kill_at=$((ITERATIONS / 4 + SEED % (ITERATIONS * 35 / 100 + 1)))
 t0=$SECONDS
+skip0=$(log_lines 0) skip1=$(log_lines 1)
 mpirun -np 2 --oversubscribe --bind-to none "$HPCRL" run "${cfg[@]}" > "$OUT/attempt1.log" 2>&1 &
 mpirun_pid=$!
-sample "$mpirun_pid" "$t0" 1 &
+sample "$mpirun_pid" "$t0" 1 "$skip0" "$skip1" &
 sampler=$!
 until [ "$(iterations_done)" -ge "$kill_at" ] || ! kill -0 "$mpirun_pid" 2>/dev/null; do sleep 0.2; done
 # A random moment inside the iteration too: up to one second later.
 sleep "0.$((SEED % 10))"
-victim=$(rank_pid $((SEED % 2)))
+victim=$(rank_pid $((SEED % 2)) 0)
 echo "soak: SIGKILL to rank $((SEED % 2)) (pid $victim) after $(iterations_done) iterations"
 kill -KILL "$victim"
 wait "$mpirun_pid" || true
@@ -93,9 +102,10 @@ PY
 echo "soak: trace summarize read the killed run's trace"
 
 # Attempt 2: resumed to the end.
+skip0=$(log_lines 0) skip1=$(log_lines 1)
 mpirun -np 2 --oversubscribe --bind-to none "$HPCRL" run "${cfg[@]}" --resume > "$OUT/attempt2.log" 2>&1 &
 mpirun_pid=$!
-sample "$mpirun_pid" "$t0" 2 &
+sample "$mpirun_pid" "$t0" 2 "$skip0" "$skip1" &
 sampler=$!
 rc=0
 wait "$mpirun_pid" || rc=$?

@@ -10,6 +10,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define HPCRL_X86_KERNELS 1
+#include <immintrin.h>  // usable inside the target pragmas below (packing's 8 × 8 transpose)
 #endif
 
 namespace hpcrl::rollout::cpu {
@@ -55,9 +56,10 @@ namespace baseline {
 }  // namespace baseline
 
 // The table of one instruction set's namespace.
-#define HPCRL_KERNELS(isa, ns)                                                                              \
-  Kernels {                                                                                                 \
-    isa, #ns, ns::kPanel, ns::gemm, ns::row_max, ns::row_exp, ns::rms_norm, ns::rotate, ns::attend          \
+#define HPCRL_KERNELS(isa, ns)                                                                             \
+  Kernels {                                                                                                \
+    isa, #ns, ns::kPanel, ns::gemm, ns::pack_panel, ns::row_max, ns::row_exp, ns::rms_norm, ns::rotate,    \
+        ns::attend                                                                                         \
   }
 const Kernels kBaseline = HPCRL_KERNELS(Isa::kBaseline, baseline);
 #ifdef HPCRL_X86_KERNELS

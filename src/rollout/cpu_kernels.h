@@ -34,6 +34,9 @@ struct Kernels {
   // so a row's result does not depend on the rows computed beside it.
   void (*gemm)(const float* x, int64_t rows, int64_t ldx, int64_t k, const float* packed, const float* bias,
                int64_t p0, int64_t p1, float* y, int64_t ldy);
+  // One panel of that layout: panel[i][c] = rows[c][i] for i < k and c < panel,
+  // 0 where rows[c] is null (the padding past the last weight row).
+  void (*pack_panel)(const float* const* rows, int64_t k, float* panel);
 
   // The largest entry of x[0, n) and (argmax) the first index holding it.
   float (*row_max)(const float* x, int64_t n, int64_t* argmax);

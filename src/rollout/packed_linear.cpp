@@ -75,20 +75,10 @@ void PackedLinear::pack(const std::vector<at::Tensor>& weights, const std::vecto
     }
   }
   float* out = packed_.data_ptr<float>();
-  // A transpose in 16-deep blocks: the block's reads (P rows × 64 bytes) and
-  // writes (16 × P floats) stay in L1 instead of striding over a whole panel.
-  constexpr int64_t kDepth = 16;
+  row.resize(panels * P, nullptr);  // the last panel's padding: null rows, packed as zeros
+  const auto pack_panel = kernels_->pack_panel;
   at::parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p)
-      for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
-        const int64_t kn = std::min(kDepth, K - k0);
-        float* dst = out + (p * K + k0) * P;
-        for (int64_t c = 0; c < P; ++c) {
-          const int64_t n = p * P + c;
-          const float* src = n < N ? row[n] + k0 : nullptr;
-          for (int64_t k = 0; k < kn; ++k) dst[k * P + c] = src ? src[k] : 0.0f;
-        }
-      }
+    for (int64_t p = p0; p < p1; ++p) pack_panel(row.data() + p * P, K, out + p * K * P);
   });
   bias_ = at::Tensor();
   if (!dense_biases.empty()) {

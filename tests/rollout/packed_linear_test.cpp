@@ -76,6 +76,25 @@ TEST(PackedLinear, ARowsResultDoesNotDependOnTheRowsBesideIt) {
   }
 }
 
+// packed[i][c] = rows[c][i], zeros for the null (padding) rows: k = 21 covers
+// two whole 8-deep transposes and a 5-deep tail; the last group of 8 holds a null row.
+TEST(PackedLinear, PackPanelTransposesItsRowsAndZeroesThePadding) {
+  for (const cpu::Kernels* kernels : kernels_of_this_cpu()) {
+    const int64_t P = kernels->panel, k = 21;
+    const at::Tensor w = randn({P, k}, 15);
+    std::vector<const float*> rows;
+    for (int64_t c = 0; c < P; ++c) rows.push_back(w.data_ptr<float>() + c * k);
+    rows.back() = nullptr;
+    std::vector<float> panel(k * P, -1.0f);
+    kernels->pack_panel(rows.data(), k, panel.data());
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t c = 0; c < P; ++c) {
+        const float want = c == P - 1 ? 0.0f : w[c][i].item<float>();
+        ASSERT_EQ(panel[i * P + c], want) << kernels->name << " depth " << i << " column " << c;
+      }
+  }
+}
+
 TEST(PackedLinear, OutputKeepsTheLeadingShapeAndReusesItsBuffer) {
   const PackedLinear linear({randn({24, 8}, 5)}, {});
   StepBuffer buffer;

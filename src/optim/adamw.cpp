@@ -4,7 +4,7 @@
 #include "hpcrl/optim/adamw.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
+#include "hpcrl/parallel/host_threads.h"
 #include <torch/utils.h>
 
 #include <cmath>
@@ -62,7 +62,7 @@ void adamw_update_fused(float* w, const float* g, float* m, float* v, int64_t n,
   f.bias_correction2_sqrt = float(std::sqrt(1.0 - std::pow(o.beta2, double(step))));
   f.neg_step_size = float(-lr / (1.0 - std::pow(o.beta1, double(step))));
   f.eps = float(o.eps);
-  at::parallel_for(0, n, int64_t(1) << 16, [&](int64_t begin, int64_t end) {
+  parallel::host_parallel_for(0, n, int64_t(1) << 16, [&](int64_t begin, int64_t end) {
     adamw_fused(w + begin, g + begin, m + begin, v + begin, end - begin, f);
   });
 }

@@ -1,7 +1,7 @@
 // Packed weights for the CPU GEMM (packed_linear.h).
 #include "hpcrl/rollout/packed_linear.h"
 
-#include <ATen/Parallel.h>
+#include "hpcrl/parallel/host_threads.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -77,7 +77,7 @@ void PackedLinear::pack(const std::vector<at::Tensor>& weights, const std::vecto
   float* out = packed_.data_ptr<float>();
   row.resize(panels * P, nullptr);  // the last panel's padding: null rows, packed as zeros
   const auto pack_panel = kernels_->pack_panel;
-  at::parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
+  parallel::host_parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) pack_panel(row.data() + p * P, K, out + p * K * P);
   });
   bias_ = at::Tensor();
@@ -104,7 +104,8 @@ at::Tensor PackedLinear::forward(const at::Tensor& x, StepBuffer& out) const {
   // Panels split over threads (each reads its own weights); a product too
   // small to pay for waking a second thread runs on one.
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(1, M * K * P));
-  at::parallel_for(0, panels_, grain, [&](int64_t p0, int64_t p1) { gemm(xp, M, K, K, wp, bp, p0, p1, yp, ldy); });
+  parallel::host_parallel_for(0, panels_, grain,
+                              [&](int64_t p0, int64_t p1) { gemm(xp, M, K, K, wp, bp, p0, p1, yp, ldy); });
   auto shape = x.sizes().vec();
   shape.back() = n_;
   return y.narrow(1, 0, n_).view(shape);

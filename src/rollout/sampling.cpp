@@ -1,7 +1,7 @@
 // Batched token choice (see sampling.h).
 #include "hpcrl/rollout/sampling.h"
 
-#include <ATen/Parallel.h>
+#include "hpcrl/parallel/host_threads.h"
 
 #include <algorithm>
 #include <cmath>
@@ -89,7 +89,7 @@ at::Tensor inverse_cdf_by_scan(const at::Tensor& w, const at::Tensor& total, con
   const double* up = u.data_ptr<double>();
   const double* tp = totals.data_ptr<double>();
   int64_t* out = ids.data_ptr<int64_t>();
-  at::parallel_for(0, R, 1, [&](int64_t begin, int64_t end) {
+  parallel::host_parallel_for(0, R, 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* row = wp + r * V;
       const double target = up[r] * tp[r];
@@ -164,7 +164,7 @@ ChosenTokens choose_by_rows(const at::Tensor& logits, const TokenFilter& f, cons
   const float* base = logits.data_ptr<float>();
   int64_t* ids = out.ids.data_ptr<int64_t>();
   float* logprobs = out.logprobs.data_ptr<float>();
-  at::parallel_for(0, R, 1, [&](int64_t begin, int64_t end) {
+  parallel::host_parallel_for(0, R, 1, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> w;
     thread_local std::vector<double> blocks;
     w.resize(V);

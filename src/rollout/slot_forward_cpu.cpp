@@ -7,7 +7,7 @@
 // The linear layers are SlotProjections' either way (packed GEMMs from two rows on).
 #include <torch/utils.h>
 
-#include <ATen/Parallel.h>
+#include "hpcrl/parallel/host_threads.h"
 
 #include <algorithm>
 #include <cmath>
@@ -70,7 +70,7 @@ at::Tensor SlotForward::decode_layers_cpu(at::Tensor x, KvSlots& slots, const mo
     float* out = attended.data_ptr<float>();
     // Rows × KV heads over threads, unless the whole step's attention is too small to pay for a second thread.
     const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / (G * D * (longest + 1)));
-    at::parallel_for(0, R * Hkv, grain, [&](int64_t begin, int64_t end) {
+    parallel::host_parallel_for(0, R * Hkv, grain, [&](int64_t begin, int64_t end) {
       thread_local std::vector<float> scores;
       scores.resize(capacity);
       for (int64_t j = begin; j < end; ++j) {

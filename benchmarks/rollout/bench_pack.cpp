@@ -9,7 +9,7 @@
 //   OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=2 build/benchmarks/rollout/bench_pack
 #include <torch/utils.h>
 #include <torch/version.h>
-#include <ATen/Parallel.h>
+#include "hpcrl/parallel/host_threads.h"
 
 #include <algorithm>
 #include <chrono>
@@ -38,7 +38,7 @@ void blocked_scalar_pack(const at::Tensor& w, int64_t P, float* out) {
   const int64_t N = w.size(0), K = w.size(1), panels = (N + P - 1) / P;
   const float* src0 = w.data_ptr<float>();
   constexpr int64_t kDepth = 16;
-  at::parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
+  parallel::host_parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p)
       for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
         const int64_t kn = std::min(kDepth, K - k0);

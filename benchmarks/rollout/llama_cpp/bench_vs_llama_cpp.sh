@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # hpcrl's rollout engine side by side with llama.cpp on the same random Qwen2 weights (CPU).
 #
-#   benchmarks/rollout/llama_cpp/bench_vs_llama_cpp.sh [--build BUILD_DIR] [--quick]
+#   benchmarks/rollout/llama_cpp/bench_vs_llama_cpp.sh [--build BUILD_DIR] [--quick | --shape NAME]
 #
 # --build   hpcrl build directory (default: build): its `hpcrl` binary is used, and its
 #           libhpcrl_*.a when the helper programs of this folder have to be built.
 # --quick   the small shape only (4 layers, d=256, Qwen vocabulary); the default adds the
 #           Qwen2.5-0.5B shape (24 layers, d=896, 14/2 heads, FFN 4864, tied, QKV bias).
+# --shape   one shape only: small or qwen2.5-0.5b.
 #
 # Environment: HPCRL_LLAMA_CACHE (default ~/.cache/hpcrl-llama: llama.cpp source and build,
 # helper programs, models, outputs), THREADS (default 2), JOBS (build jobs, default nproc),
-# NODE_LLAMA_CPP_VERSION (npm version spec, default latest), ROUNDS (default 3).
+# NODE_LLAMA_CPP_VERSION (npm version spec, default latest), ROUNDS (default 3), WORKLOADS (a
+# subset of "b1 x8 grpo tail", the default; the bandwidth note needs b1).
 #
 # Steps:
 #  (a) llama.cpp: `npm pack node-llama-cpp` (its llama/ folder holds llama.cpp as a git bundle),
@@ -39,13 +41,15 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 BUILD=$ROOT/build
 QUICK=0
+ONLY_SHAPE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
     --build=*) BUILD=${1#--build=}; shift ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
-    *) echo "unknown option: $1 (expected --build DIR, --quick)" >&2; exit 2 ;;
+    --shape) ONLY_SHAPE=$2; shift 2 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    *) echo "unknown option: $1 (expected --build DIR, --quick, --shape NAME)" >&2; exit 2 ;;
   esac
 done
 BUILD=$(cd "$BUILD" && pwd)
@@ -166,6 +170,10 @@ EOF
 
 SHAPES=("small 4 256 4 2 1024 f32")
 [ "$QUICK" = 1 ] || SHAPES+=("qwen2.5-0.5b 24 896 14 2 4864 f32 f16")
+if [ -n "$ONLY_SHAPE" ]; then
+  for s in "${SHAPES[@]}"; do [ "${s%% *}" = "$ONLY_SHAPE" ] && SHAPES=("$s") && break; done
+  [ "${SHAPES[0]%% *}" = "$ONLY_SHAPE" ] || { echo "--shape: no shape '$ONLY_SHAPE' (small, qwen2.5-0.5b)" >&2; exit 2; }
+fi
 
 # ---------------------------------------------------------------- prompts (fixed, pseudo-random ids)
 OUTDIR=$CACHE/out; mkdir -p "$OUTDIR"
@@ -209,7 +217,10 @@ SUMMARY=$OUTDIR/summary.md
 # The long-tail variant ends a response at any of these stop strings (each in ~0.1-0.6 % of the
 # Qwen vocabulary's tokens; ~1.5 % together): geometric lengths of mean ~65, a few reach 256.
 TAIL_STOPS=(--stop "," --stop ";" --stop "!" --stop "?" --stop "Q")
-WORKLOADS="b1 x8 grpo tail"
+WORKLOADS=${WORKLOADS:-b1 x8 grpo tail}
+for wl in $WORKLOADS; do
+  case $wl in b1|x8|grpo|tail) ;; *) echo "WORKLOADS: unknown workload '$wl' (b1 x8 grpo tail)" >&2; exit 2 ;; esac
+done
 declare -A WL_LABEL=([b1]="batch 1, greedy, 64 new tokens" [x8]="1 prompt x 8 samples, T=1, 64 new tokens"
                      [grpo]="GRPO 16 prompts x 8, T=1, 64 new tokens" [tail]="GRPO long tail 16 x 8, T=1, <= 256 new tokens, stop strings")
 GREEDY_ROWS="" PERF_ROWS="" PERF_NOTES=""
@@ -289,11 +300,12 @@ for shape in "${SHAPES[@]}"; do
         -v h="$(med hpcrl "$wl" 5)" -v r="$(med "llama-$t" "$wl" 5)" -v hd="$(med hpcrl "$wl" 8)" -v rd="$(med "llama-$t" "$wl" 8)" 'BEGIN {
         printf "| %s | %s | %s | %s | %d | %.1f | %.1f | %.2fx | %.1f | %.1f | %.2fx |\n", m, p, toupper(t), l, n, h, r, h / r, hd, rd, hd / rd }')$'\n'
     done
-    PERF_NOTES+=$(awk -v m="$name" -v t="$t" -v bw="$bw" -v hb="$wbytes" -v lb="$lb" -v hd="$(med hpcrl b1 8)" -v rd="$(med "llama-$t" b1 8)" 'BEGIN {
+    [[ " $WORKLOADS " == *" b1 "* ]] && PERF_NOTES+=$(awk -v m="$name" -v t="$t" -v bw="$bw" -v hb="$wbytes" -v lb="$lb" -v hd="$(med hpcrl b1 8)" -v rd="$(med "llama-$t" b1 8)" 'BEGIN {
       printf "* %s, batch-1 decode weight traffic against the %.1f GB/s copy bandwidth: hpcrl F32 %.1f GB/s = %.0f%%; llama.cpp %s %.1f GB/s = %.0f%%",
         m, bw, hd * hb / 1e9, 100 * hd * hb / 1e9 / bw, toupper(t), rd * lb / 1e9, 100 * rd * lb / 1e9 / bw }')$'\n'
   done
-  PERF_NOTES+="* $name: per-round figures in $R; long-tail response lengths: $(sort -n "$OUTDIR/$name-tail-lengths.txt" | awk '{ v[NR] = $1; s += $1 } END { printf "mean %.0f, median %d, max %d, %d tokens", s / NR, v[int((NR + 1) / 2)], v[NR], s }')"$'\n'
+  PERF_NOTES+="* $name: per-round figures in $R"$'\n'
+  [ -f "$OUTDIR/$name-tail-lengths.txt" ] && PERF_NOTES+="* $name: long-tail response lengths: $(sort -n "$OUTDIR/$name-tail-lengths.txt" | awk '{ v[NR] = $1; s += $1 } END { printf "mean %.0f, median %d, max %d, %d tokens", s / NR, v[int((NR + 1) / 2)], v[NR], s }')"$'\n'
 done
 
 {

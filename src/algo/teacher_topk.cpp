@@ -22,6 +22,12 @@ TopK vocab_parallel_topk(Role& role, const at::Tensor& hidden, int64_t k, double
   at::Tensor lse = mx + sum.log();  // [B, T, 1]
 
   const int64_t kk = std::min<int64_t>(k, local.size(-1));
+  if (kk == local.size(-1) && !(tp && tp->size() > 1)) {
+    // The whole vocabulary (top_k: 0): every id in vocabulary order. A top-k of
+    // k = V sorts each row, which cost more than the rest of the pass.
+    at::Tensor ids = at::arange(kk, local.options().dtype(at::kLong)).add_(role.model->vocab_start());
+    return {ids.expand(local.sizes()), local - lse};
+  }
   auto [vals, idx] = local.topk(kk, -1);  // [B, T, kk]
   idx = idx + role.model->vocab_start();
   if (tp && tp->size() > 1) {

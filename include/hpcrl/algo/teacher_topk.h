@@ -22,6 +22,8 @@ struct TopK {
 };
 
 // hidden: the role's final hidden states [B, T, C]. Temperature divides the logits.
+// The k ids come most likely first, except when k covers the whole vocabulary:
+// then every id, in vocabulary order (no sort).
 TopK vocab_parallel_topk(Role& role, const at::Tensor& hidden, int64_t k, double temperature);
 
 // The teacher's top-k for every position of `batch` [B, T] (no grad): ids and

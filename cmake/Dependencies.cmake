@@ -13,6 +13,8 @@ pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 # (src/reward/math_*.cpp, docs/rewards.md §4).
 pkg_check_modules(GINAC REQUIRED IMPORTED_TARGET ginac)
 find_package(Threads REQUIRED)
+# For the one file that instantiates at::parallel_for (include/hpcrl/parallel/host_threads.h).
+find_package(OpenMP REQUIRED COMPONENTS CXX)
 if(HPCRL_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -4,11 +4,11 @@
 #include "hpcrl/optim/adamw.h"
 
 #include <ATen/ATen.h>
-#include "hpcrl/parallel/host_threads.h"
 #include <torch/utils.h>
 
 #include <cmath>
 
+#include "hpcrl/parallel/host_threads.h"
 #include "hpcrl/util/check.h"
 #include "optim/adamw_fused.h"
 

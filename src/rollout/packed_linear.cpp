@@ -1,8 +1,6 @@
 // Packed weights for the CPU GEMM (packed_linear.h).
 #include "hpcrl/rollout/packed_linear.h"
 
-#include "hpcrl/parallel/host_threads.h"
-
 #include <algorithm>
 #include <cstdlib>
 
@@ -10,6 +8,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "hpcrl/parallel/host_threads.h"
 #include "hpcrl/util/check.h"
 #include "rollout/cpu_kernels.h"
 

@@ -1,12 +1,11 @@
 // Batched token choice (see sampling.h).
 #include "hpcrl/rollout/sampling.h"
 
-#include "hpcrl/parallel/host_threads.h"
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "hpcrl/parallel/host_threads.h"
 #include "hpcrl/rollout/philox.h"
 #include "rollout/cpu_kernels.h"
 

@@ -7,8 +7,6 @@
 // The linear layers are SlotProjections' either way (packed GEMMs from two rows on).
 #include <torch/utils.h>
 
-#include "hpcrl/parallel/host_threads.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -17,6 +15,7 @@
 #include "hpcrl/model/attention.h"
 #include "hpcrl/model/decoder_layer.h"
 #include "hpcrl/model/rms_norm.h"
+#include "hpcrl/parallel/host_threads.h"
 #include "hpcrl/parallel/tensor/comm_ops.h"
 #include "hpcrl/rollout/slot_forward.h"
 #include "rollout/cpu_kernels.h"

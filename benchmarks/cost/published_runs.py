@@ -43,7 +43,7 @@ def ranges(trainer, generator):
 # name, config, world, extra args, mean sequence (prompt + response), published s, source, fit?
 ROWS = [
     ("NeMo-RL v0.5 Llama-3.1-8B on-policy, 16 H100", NEMO, 16, [], 1019, 92.8, "h100-sxm", True),
-    ("NeMo-RL v0.5 Llama-3.1-8B 1-step off, 16 H100", NEMO_1OFF, 16, [], 1123, 64.8, "h100-sxm", False),
+    ("NeMo-RL v0.5 Llama-3.1-8B 1-step off, 16 H100", NEMO_1OFF, 16, [], 1123, 64.8, "h100-sxm", True),
     ("NeMo-RL v0.4 Llama-3.1-8B on-policy, 16 H100", NEMO, 16, [], 1060, 97.7, "h100-sxm", False),
     ("NeMo-RL v0.4 Llama-3.1-8B 1-step off, 16 H100", NEMO_1OFF, 16, [], 1129, 74.6, "h100-sxm", False),
     ("veRL DAPO Qwen2.5-Math-7B colocated, 32 H20", VERL, 32, [], None, 790.10, "h20", False),
@@ -57,7 +57,7 @@ ROWS = [
 
 def plan(hpcrl, config, world, extra, prompt, response, profile):
     cmd = [hpcrl, "plan", config, "--world", str(world), "--gpus-per-node", "8", "--estimate", "--hardware", profile,
-           "--prompt-len", str(prompt), "--response-len", str(response), "--json"] + extra
+           "--prompt-len", str(prompt), "--response-len", str(response), "--decode-graphs", "--json"] + extra
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)["estimate"]["stages"][0]
 

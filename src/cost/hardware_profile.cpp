@@ -84,6 +84,18 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& p
     throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   if (!root.IsMap()) throw InputError(path + ": a hardware profile is a YAML mapping (see profiles/h100-sxm.yaml)");
+  // A key this parser does not read would be a value the estimate silently ignores.
+  static const char* const kKeys[] = {"name", "compute", "memory", "kernel_overhead_s", "graph_kernel_overhead_s",
+                                      "kernel_launch", "gpus_per_node", "intra_node", "inter_node"};
+  for (const auto& kv : root) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("a collection");
+    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
+      std::string known;
+      for (const char* k : kKeys) known += (known.empty() ? "" : ", ") + std::string(k);
+      throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key `" + key +
+                       "` in a hardware profile; the keys are " + known);
+    }
+  }
   HardwareProfile p;
   p.path = path;
   const YAML::Node name = root["name"];
@@ -112,6 +124,7 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& p
   p.memory_capacity = positive(memory, "capacity", path, "memory");
   if (memory["elementwise_bandwidth"]) p.elementwise_bandwidth_peak = positive(memory, "elementwise_bandwidth", path, "memory");
   p.kernel_overhead_s = positive(root, "kernel_overhead_s", path);
+  if (root["graph_kernel_overhead_s"]) p.graph_kernel_overhead_s = positive(root, "graph_kernel_overhead_s", path);
   if (const YAML::Node launch = root["kernel_launch"]) {
     const std::string v = launch.IsScalar() ? launch.Scalar() : "";
     if (v != "asynchronous" && v != "synchronous")
@@ -176,7 +189,9 @@ std::string profile_yaml(const HardwareProfile& p, const std::string& comment) {
     << ", capacity: " << p.memory_capacity;
   if (p.elementwise_bandwidth_peak > 0) o << ", elementwise_bandwidth: " << p.elementwise_bandwidth_peak;
   o << "}\n"
-    << "kernel_overhead_s: " << p.kernel_overhead_s << "\n"
+    << "kernel_overhead_s: " << p.kernel_overhead_s << "\n";
+  if (p.graph_kernel_overhead_s > 0) o << "graph_kernel_overhead_s: " << p.graph_kernel_overhead_s << "\n";
+  o
     << "kernel_launch: " << (p.async_launch ? "asynchronous" : "synchronous") << "\n"
     << "gpus_per_node: " << p.gpus_per_node << "\n"
     << "intra_node: {bandwidth: " << p.intra_node.bandwidth << ", latency_s: " << p.intra_node.latency_s << "}\n"

@@ -42,6 +42,7 @@ bool same_ranks(const RoleOnRanks& a, const RoleOnRanks& b) {
 struct RlShapes {
   int64_t prompt = 0, response = 0, max_response = 0;
   int64_t row = 0;  // tokens per row of the log-prob and training batches
+  bool decode_graphs = false;  // Shapes::decode_graphs
 };
 
 RlShapes rl_shapes(const config::RlStage& s, const Shapes& given) {
@@ -52,6 +53,7 @@ RlShapes rl_shapes(const config::RlStage& s, const Shapes& given) {
   r.max_response = int64_t(std::max(double(r.response), given.max_response > 0 ? given.max_response : max_new));
   // Rows are right-padded to the batch's longest response (prompts differ little); packing removes the padding.
   r.row = r.prompt + (s.train.packing ? r.response : r.max_response);
+  r.decode_graphs = given.decode_graphs;
   return r;
 }
 
@@ -112,7 +114,7 @@ void add_generation(StageEstimate& e, const PipelineConfig& cfg, const config::R
                     int64_t world, const HardwareProfile& hw, const RlShapes& sh, int bytes) {
   const int64_t n = s.prompts * s.group;
   const RolloutCost r = rollout(*gen.model->arch, gen.layout, hw, n, sh.prompt, sh.response, sh.max_response,
-                                gen.model->rollout.max_batch, bytes, s.group);
+                                gen.model->rollout.max_batch, bytes, s.group, sh.decode_graphs);
   e.spans.push_back(span("rollout/prefill", gen, "G", r.prefill));
   e.spans.push_back(span("rollout/decode", gen, "G", r.decode));
   for (const auto& name : s.rewards) {
@@ -224,7 +226,8 @@ StageEstimate estimate_distill(const PipelineConfig& cfg, const config::DistillS
     e.response = int64_t(shapes.response > 0 ? shapes.response : double(s.sampling.max_new_tokens));
     const int64_t longest = int64_t(shapes.max_response > 0 ? shapes.max_response : double(s.sampling.max_new_tokens));
     const RolloutCost r = rollout(*gen.model->arch, gen.layout, hw, s.batch, e.prompt, e.response,
-                                  std::max(longest, e.response), gen.model->rollout.max_batch, bytes);
+                                  std::max(longest, e.response), gen.model->rollout.max_batch, bytes, 1,
+                                  shapes.decode_graphs);
     e.spans.push_back(span("rollout/prefill", gen, "step", r.prefill));
     e.spans.push_back(span("rollout/decode", gen, "step", r.decode));
     e.sequence = e.prompt + e.response;
@@ -243,6 +246,9 @@ StageEstimate estimate_distill(const PipelineConfig& cfg, const config::DistillS
 std::vector<StageEstimate> estimate_pipeline(const PipelineConfig& cfg, int64_t world, const HardwareProfile& hw,
                                              const Shapes& shapes, const std::map<int, Shapes>& measured) {
   const int bytes = cfg.run.dtype == config::DType::bfloat16 ? 2 : 4;
+  if (shapes.decode_graphs && !(hw.graph_kernel_overhead_s > 0))
+    throw InputError("--decode-graphs needs the hardware profile's graph_kernel_overhead_s (seconds per kernel "
+                     "replayed from a CUDA graph), which " + hw.path + " does not give; add it to the profile");
   std::vector<StageEstimate> out;
   for (size_t i = 0; i < cfg.stages.size(); ++i) {
     const config::StageConfig& st = cfg.stages[i];
@@ -263,6 +269,7 @@ std::vector<StageEstimate> estimate_pipeline(const PipelineConfig& cfg, int64_t 
       case config::StageKind::distill: e = estimate_distill(cfg, st.distill, world, hw, sh, bytes); break;
     }
     e.stage = name;
+    e.decode_graphs = sh.decode_graphs;
     out.push_back(std::move(e));
   }
   return out;

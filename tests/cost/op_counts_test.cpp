@@ -103,5 +103,20 @@ TEST(OpCounts, AsynchronousLaunchesHideBehindTheWork) {
   EXPECT_NEAR(a.seconds(), std::max(work, launches), 1e-15);
 }
 
+TEST(OpCounts, AReplayedDecodeGraphPaysTheGraphKernelOverheadPerOp) {
+  // The same step launched op by op (10 us each) and replayed as a CUDA graph (2 us a kernel): the same
+  // kernels and work; launch-bound either way at one row of tiny-2l, so each costs ops × its overhead.
+  HardwareProfile gpu = test_cpu();
+  gpu.async_launch = true;
+  gpu.kernel_overhead_s = 1e-5;
+  gpu.graph_kernel_overhead_s = 2e-6;
+  const PhaseCost eager = rollout(kTiny2l, Layout{}, gpu, 1, 1, 1, 1, 1, 4, 1, false).decode;
+  const PhaseCost graph = rollout(kTiny2l, Layout{}, gpu, 1, 1, 1, 1, 1, 4, 1, true).decode;
+  EXPECT_EQ(graph.ops, eager.ops);
+  EXPECT_EQ(graph.roofline_s + graph.elementwise_s, eager.roofline_s + eager.elementwise_s);
+  EXPECT_NEAR(eager.seconds(), eager.ops * 1e-5, 1e-15);
+  EXPECT_NEAR(graph.seconds(), graph.ops * 2e-6, 1e-15);
+}
+
 }  // namespace
 }  // namespace hpcrl::cost

@@ -121,6 +121,30 @@ TEST(HardwareProfile, EveryShippedProfileLoads) {
   }
 }
 
+TEST(StageEstimate, DecodeGraphsShortenOnlyTheDecodeSpan) {
+  Shapes graphs;
+  graphs.decode_graphs = true;
+  const StageEstimate eager = estimate_pipeline(grpo_config(1, ""), 1, profile(), {})[1];
+  const StageEstimate replayed = estimate_pipeline(grpo_config(1, ""), 1, profile(), graphs)[1];
+  EXPECT_TRUE(replayed.decode_graphs);
+  ASSERT_EQ(eager.spans.size(), replayed.spans.size());
+  for (size_t i = 0; i < eager.spans.size(); ++i) {
+    if (eager.spans[i].name == "rollout/decode")
+      EXPECT_LT(replayed.spans[i].cost.seconds(), eager.spans[i].cost.seconds());
+    else
+      EXPECT_EQ(replayed.spans[i].cost.seconds(), eager.spans[i].cost.seconds()) << eager.spans[i].name;
+  }
+  HardwareProfile without = profile();
+  without.graph_kernel_overhead_s = 0;
+  try {
+    estimate_pipeline(grpo_config(1, ""), 1, without, graphs);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--decode-graphs needs the hardware profile's graph_kernel_overhead_s"),
+              std::string::npos) << e.what();
+  }
+}
+
 TEST(HardwareProfile, AMissingValueNamesTheFileAndKey) {
   try {
     parse_profile("name: x\ncompute: {peak_flops: 1e12}\n", "x.yaml");
@@ -184,6 +208,32 @@ TEST(HardwareProfile, MeasuredRatesByWidthAreInterpolatedInLogWidth) {
   HardwareProfile flat = p;
   flat.width_rates.clear();
   EXPECT_DOUBLE_EQ(flat.flops_at(256), 1.5e10);  // peak × efficiency
+}
+
+TEST(HardwareProfile, AnUnknownKeyIsAnErrorNamingTheLineAndTheKeys) {
+  // A misspelt key would otherwise leave its value at the default without a word.
+  const std::string text =
+      "name: x\ncompute: {peak_flops: 3e10, efficiency: 1}\nmemory: {bandwidth: 1e10, efficiency: 1, capacity: 1e9}\n"
+      "kernel_overhead_s: 1e-6\ngraph_kernel_overhead: 1e-6\ngpus_per_node: 1\n"
+      "intra_node: {bandwidth: 1e9, latency_s: 1e-6}\ninter_node: {bandwidth: 1e9, latency_s: 1e-6}\n";
+  EXPECT_EQ(profile_error(text),
+            "x.yaml:5: unknown key `graph_kernel_overhead` in a hardware profile; the keys are name, compute, memory, "
+            "kernel_overhead_s, graph_kernel_overhead_s, kernel_launch, gpus_per_node, intra_node, inter_node");
+}
+
+TEST(HardwareProfile, GraphKernelOverheadIsOptionalAndRoundTrips) {
+  const std::string base =
+      "name: x\ncompute: {peak_flops: 3e10, efficiency: 1}\nmemory: {bandwidth: 1e10, efficiency: 1, capacity: 1e9}\n"
+      "kernel_overhead_s: 1e-5\ngpus_per_node: 1\n"
+      "intra_node: {bandwidth: 1e9, latency_s: 1e-6}\ninter_node: {bandwidth: 1e9, latency_s: 1e-6}\n";
+  EXPECT_EQ(parse_profile(base, "x.yaml").graph_kernel_overhead_s, 0.0);  // not given
+  const HardwareProfile p = parse_profile(base + "graph_kernel_overhead_s: 2e-6\n", "x.yaml");
+  EXPECT_EQ(p.graph_kernel_overhead_s, 2e-6);
+  EXPECT_EQ(parse_profile(profile_yaml(p, "written"), "y.yaml").graph_kernel_overhead_s, 2e-6);
+  EXPECT_EQ(profile_error(base + "graph_kernel_overhead_s: 0\n"),
+            "x.yaml:8: `graph_kernel_overhead_s` must be positive, not 0");
+  for (const char* gpu : {"a100-40gb", "a100-80gb", "h100-sxm", "h200", "h20"})
+    EXPECT_GT(load_profile(gpu).graph_kernel_overhead_s, 0.0) << gpu;
 }
 
 TEST(HardwareProfile, AnUnknownNameListsTheShippedOnes) {

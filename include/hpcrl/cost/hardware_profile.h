@@ -12,6 +12,8 @@
 //   (optional elementwise_bandwidth: what element-wise ops on activation-sized tensors
 //    reach, allocation of their outputs included; default the bandwidth)
 //   kernel_overhead_s: 1.0e-5                                # per launched op
+//   graph_kernel_overhead_s: 2.0e-6    # optional: per kernel replayed from a CUDA graph (a decode
+//                                      # step captured once, `plan --estimate --decode-graphs`)
 //   kernel_launch: asynchronous        # optional: ops queue behind the work (GPU); default
 //                                      # synchronous: each op's dispatch adds to the time (CPU)
 //   gpus_per_node: 4
@@ -38,6 +40,7 @@ struct HardwareProfile {
   double elementwise_bandwidth_peak = 0;          // 0: the memory bandwidth
   double memory_capacity = 0;                     // bytes per device
   double kernel_overhead_s = 0;
+  double graph_kernel_overhead_s = 0;             // 0: not given (--decode-graphs refuses the profile)
   bool async_launch = false;                      // kernel_launch: asynchronous
   int gpus_per_node = 1;
   Link intra_node, inter_node;

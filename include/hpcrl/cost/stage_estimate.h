@@ -24,7 +24,8 @@
 
 namespace hpcrl::cost {
 
-// Token lengths the estimate assumes (mean per sequence).
+// What the estimate assumes beyond the config: token lengths (mean per
+// sequence), and how the generation engine launches a decode step.
 struct Shapes {
   double prompt = 0;     // RL prompts (and distillation prompts when generating)
   double response = 0;   // RL responses (mean); 0 = the stage's max_new_tokens
@@ -32,6 +33,10 @@ struct Shapes {
   double sequence = 0;   // SFT / distillation sequence (prompt + answer)
   double max_sequence = 0;  // SFT / distillation: the longest row of a batch (rows are padded to it); 0 = the mean
   std::string source;    // where they come from, for the printout
+  // Each decode step replayed as one captured CUDA graph, as vLLM and SGLang do by default (an engine
+  // other than hpcrl's: a published run's): its kernels then cost the profile's graph_kernel_overhead_s
+  // each instead of an eager launch. hpcrl's engine launches every op (false).
+  bool decode_graphs = false;
 };
 
 struct SpanEstimate {
@@ -52,6 +57,7 @@ struct StageEstimate {
   double steps = 0;             // steps / iterations the stage runs
   int64_t prompt = 0, response = 0, sequence = 0;  // the lengths used (means)
   int64_t row = 0;              // tokens per training row (padded to the batch's longest unless packed)
+  bool decode_graphs = false;   // the decode steps were costed as replayed CUDA graphs (Shapes)
 };
 
 // Lengths a run measured (by stage index) fill in what `shapes` leaves at 0.

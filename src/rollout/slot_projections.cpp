@@ -10,22 +10,45 @@
 #include "hpcrl/model/decoder_layer.h"
 #include "hpcrl/model/parameter_units.h"
 #include "hpcrl/parallel/tensor/comm_ops.h"
+#include "hpcrl/rollout/row_gemv.h"
 
 namespace hpcrl::rollout {
 
 namespace {
 namespace tensor = parallel::tensor;
 
-// x·Wᵀ + b, as at::linear. A single token on the CPU goes through at::mv:
-// LibTorch's CPU linear runs a one-row GEMM at about half the memory bandwidth
-// of a GEMV (measured with OpenBLAS: 11.6 vs 24.3 GB/s on 2 threads).
+// x·Wᵀ + b, as at::linear. A single float32 token on the CPU goes through the
+// engine's GEMV (row_gemv.h); another dtype's through at::mv. LibTorch's CPU
+// linear runs a one-row GEMM at about half the memory bandwidth of a GEMV
+// (measured with OpenBLAS: 11.6 vs 24.3 GB/s on 2 threads).
 at::Tensor project(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {}) {
+  if (row_gemv_applies(x, w)) return row_gemv(x, {w}, {b});
   if (x.numel() != x.size(-1) || !x.device().is_cpu()) return at::linear(x, w, b);
   auto shape = x.sizes().vec();
   shape.back() = w.size(0);
   at::Tensor y = at::mv(w, x.reshape({-1}));
   if (b.defined()) y = y + b;
   return y.view(shape);
+}
+
+// The outputs of weights that read the same one-row input, side by side: one
+// row_gemv call (one pass over the threads) where it applies.
+std::vector<at::Tensor> project_together(const at::Tensor& x, const std::vector<at::Tensor>& w,
+                                         const std::vector<at::Tensor>& b) {
+  bool together = true;
+  for (const auto& wi : w) together = together && row_gemv_applies(x, wi);
+  std::vector<at::Tensor> out;
+  if (!together) {
+    for (size_t i = 0; i < w.size(); ++i) out.push_back(project(x, w[i], b[i]));
+    return out;
+  }
+  const at::Tensor all = row_gemv(x, w, b);
+  int64_t at = 0;
+  for (const auto& wi : w) {
+    out.push_back(all.narrow(-1, at, wi.size(0)));
+    at += wi.size(0);
+  }
+  return out;
 }
 
 const at::Tensor& head_weight(const model::DecoderModel& m) {
@@ -163,9 +186,11 @@ const at::Tensor& SlotProjections::norm_weight(int64_t layer, Norm which) const 
 std::array<at::Tensor, 3> SlotProjections::qkv(int64_t layer, const at::Tensor& xc) {
   if (!packed()) {
     const auto& a = *model_.model->layers->ptr<model::DecoderLayer>(layer)->self_attn;
-    return {project(xc, weight_of(*a.q_proj, a.q_proj->weight), a.q_proj->bias),
-            project(xc, weight_of(*a.k_proj, a.k_proj->weight), a.k_proj->bias),
-            project(xc, weight_of(*a.v_proj, a.v_proj->weight), a.v_proj->bias)};
+    const auto qkv = project_together(xc,
+                                      {weight_of(*a.q_proj, a.q_proj->weight), weight_of(*a.k_proj, a.k_proj->weight),
+                                       weight_of(*a.v_proj, a.v_proj->weight)},
+                                      {a.q_proj->bias, a.k_proj->bias, a.v_proj->bias});
+    return {qkv[0], qkv[1], qkv[2]};
   }
   at::Tensor all = layers_[layer].qkv.forward(xc, qkv_out_);
   return {all.narrow(-1, 0, q_width_), all.narrow(-1, q_width_, kv_width_),
@@ -183,11 +208,12 @@ at::Tensor SlotProjections::attention_output(int64_t layer, const at::Tensor& o)
 at::Tensor SlotProjections::mlp(int64_t layer, const at::Tensor& xc) {
   const auto& m = *model_.model->layers->ptr<model::DecoderLayer>(layer)->mlp;
   const auto& tp = model_.parallel_context().tp;
-  if (!packed())  // Mlp::forward: down(silu(gate(x)) · up(x))
-    return tensor::reduce_from_tp(project(at::silu(project(xc, weight_of(*m.gate_proj, m.gate_proj->weight))) *
-                                              project(xc, weight_of(*m.up_proj, m.up_proj->weight)),
-                                          weight_of(*m.down_proj, m.down_proj->weight)),
+  if (!packed()) {  // Mlp::forward: down(silu(gate(x)) · up(x))
+    const auto gate_up = project_together(
+        xc, {weight_of(*m.gate_proj, m.gate_proj->weight), weight_of(*m.up_proj, m.up_proj->weight)}, {{}, {}});
+    return tensor::reduce_from_tp(project(at::silu(gate_up[0]) * gate_up[1], weight_of(*m.down_proj, m.down_proj->weight)),
                                   tp);
+  }
   const PackedLayer& p = layers_[layer];
   at::Tensor gate_up = p.gate_up.forward(xc, gate_up_out_);  // [..., 2·I]
   auto shape = gate_up.sizes().vec();

@@ -44,9 +44,9 @@ struct Kernels {
   // y[o] = Σ_j w[o·ldw + j] · x[j] (+ bias[o]) for rows o in [o0, o1) of a
   // row-major matrix: one decode row's projection, reading each weight once.
   // kGemvRows rows at a time, whose streams side by side keep more loads in
-  // flight than one row's (or OpenBLAS's GEMV: 1.17-1.30x its rate over a
-  // 0.5B model's matrices at 2 threads, docs/rollout.md). A row's result does
-  // not depend on o0, o1 or the rows beside it.
+  // flight than one row's (1.28x the rate of at::mv, OpenBLAS, over a 0.5B
+  // model's matrices at 2 threads: benchmarks/rollout/bench_gemv). A row's
+  // result does not depend on o0, o1 or the rows beside it.
   void (*gemv)(const float* w, int64_t ldw, int64_t k, const float* x, const float* bias, int64_t o0, int64_t o1,
                float* y);
 

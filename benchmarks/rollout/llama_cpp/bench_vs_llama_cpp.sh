@@ -304,6 +304,12 @@ for shape in "${SHAPES[@]}"; do
       printf "* %s, batch-1 decode weight traffic against the %.1f GB/s copy bandwidth: hpcrl F32 %.1f GB/s = %.0f%%; llama.cpp %s %.1f GB/s = %.0f%%",
         m, bw, hd * hb / 1e9, 100 * hd * hb / 1e9 / bw, toupper(t), rd * lb / 1e9, 100 * rd * lb / 1e9 / bw }')$'\n'
   done
+  # The same share round by round, each against the copy bandwidth measured in its own round (this VM's
+  # bandwidth drifts between rounds), then the median of those shares.
+  share() { awk -v e="$1" -v b="$2" '$2 == "bandwidth" { bw[$1] = $4 } $2 == e && $3 == "b1" { d[$1] = $8 }
+    END { for (r in d) if (r in bw) printf "%.4f\n", 100 * d[r] * b / 1e9 / bw[r] }' "$R" | median; }
+  [[ " $WORKLOADS " == *" b1 "* ]] && PERF_NOTES+=$(printf "* %s, the batch-1 shares round by round (median of each round's decode against that round's copy bandwidth): hpcrl F32 %.0f%%%s" \
+    "$name" "$(share hpcrl "$wbytes")" "$(for t in $types; do lb=$wbytes; [ "$t" = f16 ] && lb=$(stat -c %s "$dir/model-f16.gguf"); printf "; llama.cpp %s %.0f%%" "${t^^}" "$(share "llama-$t" "$lb")"; done)")$'\n'
   PERF_NOTES+="* $name: per-round figures in $R"$'\n'
   [ -f "$OUTDIR/$name-tail-lengths.txt" ] && PERF_NOTES+="* $name: long-tail response lengths: $(sort -n "$OUTDIR/$name-tail-lengths.txt" | awk '{ v[NR] = $1; s += $1 } END { printf "mean %.0f, median %d, max %d, %d tokens", s / NR, v[int((NR + 1) / 2)], v[NR], s }')"$'\n'
 done

@@ -7,14 +7,13 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "hpcrl/rollout/packed_linear.h"
 #include "rollout/cpu_kernels.h"
+#include "cpu_kernel_cases.h"
 
 namespace {
 
@@ -22,18 +21,8 @@ using namespace hpcrl;
 using rollout::PackedLinear;
 using rollout::StepBuffer;
 namespace cpu = rollout::cpu;
-
-std::vector<const cpu::Kernels*> kernels_of_this_cpu() {
-  std::vector<const cpu::Kernels*> out;
-  for (cpu::Isa isa : {cpu::Isa::kBaseline, cpu::Isa::kAvx2, cpu::Isa::kAvx512})
-    if (const cpu::Kernels* k = cpu::kernels_for(isa)) out.push_back(k);
-  return out;
-}
-
-at::Tensor randn(std::vector<int64_t> shape, uint64_t seed) {
-  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  return at::randn(shape, gen, at::kFloat);
-}
+using rollout::test::kernels_of_this_cpu;
+using rollout::test::randn;
 
 // q/k/v-like parts [n_i, k] with biases, fused; rows x [m, k].
 void expect_equals_linear(const cpu::Kernels* kernels, int64_t m, int64_t k, const std::vector<int64_t>& parts) {

@@ -5,7 +5,6 @@
 // output does not depend on the range of rows computed with it or the threads.
 #include <gtest/gtest.h>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
 #include <cmath>
@@ -13,23 +12,14 @@
 
 #include "hpcrl/rollout/row_gemv.h"
 #include "rollout/cpu_kernels.h"
+#include "cpu_kernel_cases.h"
 
 namespace {
 
 using namespace hpcrl;
 namespace cpu = rollout::cpu;
-
-std::vector<const cpu::Kernels*> kernels_of_this_cpu() {
-  std::vector<const cpu::Kernels*> out;
-  for (cpu::Isa isa : {cpu::Isa::kBaseline, cpu::Isa::kAvx2, cpu::Isa::kAvx512})
-    if (const cpu::Kernels* k = cpu::kernels_for(isa)) out.push_back(k);
-  return out;
-}
-
-at::Tensor randn(std::vector<int64_t> shape, uint64_t seed) {
-  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  return at::randn(shape, gen, at::kFloat);
-}
+using rollout::test::kernels_of_this_cpu;
+using rollout::test::randn;
 
 TEST(RowGemv, EqualsLinearWithinFloat32RoundingForEveryKernel) {
   for (const cpu::Kernels* kernels : kernels_of_this_cpu())

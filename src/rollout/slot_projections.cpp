@@ -43,10 +43,10 @@ std::vector<at::Tensor> project_together(const at::Tensor& x, const std::vector<
     return out;
   }
   const at::Tensor all = row_gemv(x, w, b);
-  int64_t at = 0;
+  int64_t offset = 0;
   for (const auto& wi : w) {
-    out.push_back(all.narrow(-1, at, wi.size(0)));
-    at += wi.size(0);
+    out.push_back(all.narrow(-1, offset, wi.size(0)));
+    offset += wi.size(0);
   }
   return out;
 }

@@ -23,10 +23,12 @@
 #include <vector>
 
 #include "hpcrl/dist/bootstrap.h"
+#include "../bench_timing.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using hpcrl::bench::Clock;
+using hpcrl::bench::median;
 
 // Seconds per call of `f` over `iters` calls; every rank times the same window
 // and the slowest rank's time counts (a collective is as fast as its slowest rank).
@@ -38,11 +40,6 @@ double time_calls(int iters, const std::function<void()>& f) {
   double local = std::chrono::duration<double>(Clock::now() - t0).count() / iters, slowest = 0;
   MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return slowest;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct Row {

@@ -24,18 +24,14 @@
 
 #include "hpcrl/parallel/host_threads.h"
 #include "hpcrl/rollout/row_gemv.h"
+#include "../bench_timing.h"
 
 namespace {
 
 using namespace hpcrl;
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using hpcrl::bench::Clock;
+using hpcrl::bench::median;
+using hpcrl::bench::since;
 
 struct Layer {
   at::Tensor q, k, v, qb, kb, vb, o, gate, up, down;

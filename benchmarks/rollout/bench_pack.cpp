@@ -19,18 +19,14 @@
 
 #include "hpcrl/rollout/packed_linear.h"
 #include "rollout/cpu_kernels.h"
+#include "../bench_timing.h"
 
 namespace {
 
 using namespace hpcrl;
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using hpcrl::bench::Clock;
+using hpcrl::bench::median;
+using hpcrl::bench::since;
 
 // The packing loop before pack_panel: 16-deep blocks of a whole panel, one float
 // at a time (a panel's P rows read at once).

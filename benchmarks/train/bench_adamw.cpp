@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "hpcrl/optim/adamw.h"
+#include "../bench_timing.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using hpcrl::bench::Clock;
+using hpcrl::bench::median;
 using Update = void (*)(at::Tensor&, const at::Tensor&, at::Tensor&, at::Tensor&, double, int64_t,
                         const hpcrl::optim::AdamWOptions&);
 
@@ -29,11 +31,6 @@ double seconds_of(Update update, State& s, const hpcrl::optim::AdamWOptions& o) 
   auto t0 = Clock::now();
   update(s.w, s.g, s.m, s.v, o.lr, ++s.step, o);
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

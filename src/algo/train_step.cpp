@@ -49,7 +49,7 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
     if (oc.zero == 3)
       for (auto& g : groups)
         for (const auto& p : g.params) g.units.push_back(model::parameter_unit_of(p.name));
-    if (oc.zero >= 2 && model::holds_tied_pipeline_embedding(*role.model)) {
+    if (oc.zero >= 2 && model::trains_tied_pipeline_embedding(*role.model)) {
       std::vector<bool>& alone = groups.front().alone;
       alone.assign(dense.size(), false);
       for (size_t k = 0; k < dense.size(); ++k)

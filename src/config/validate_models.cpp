@@ -206,8 +206,8 @@ void check_placement(const PipelineConfig& c, const ValidateOptions& opt, Diagno
                  "run with " + std::to_string(needs.count) + " ranks or widen the ranges");
 }
 
-// LoRA adapts a role that a stage trains, on the dense projections of a whole
-// (pp = 1) model: MoE experts and pipeline stages have no adapter path yet.
+// LoRA adapts a role that a stage trains, on its dense projections: MoE
+// experts have no adapter path yet.
 void check_lora(const PipelineConfig& c, const ModelConfig& m, Diagnostics& diag) {
   if (!m.lora.enabled()) return;
   const std::string path = "models." + m.name + ".lora";
@@ -217,10 +217,6 @@ void check_lora(const PipelineConfig& c, const ModelConfig& m, Diagnostics& diag
   if (m.frozen || !trained)
     diag.error(c.pos(path), path, "role '" + m.name + "' is not trained by any stage, so its adapters would stay zero",
                "remove `lora`, or put it on the role a stage trains");
-  if (m.parallel.pp > 1)
-    diag.error(c.pos(path), path, "LoRA with pipeline parallelism (pp " + std::to_string(m.parallel.pp) +
-                                      ") is not built",
-               "use tp/sp/dp with LoRA (pp: 1)");
   const bool moe = m.arch && m.arch->num_experts > 0;
   for (const auto& t : m.lora.targets)
     if (moe && (t == "gate_proj" || t == "up_proj" || t == "down_proj"))

@@ -83,6 +83,10 @@ bool holds_tied_pipeline_embedding(const DecoderModel& m) {
   return ctx.pp_rank() == 0 || ctx.pp_rank() == ctx.pp_size() - 1;
 }
 
+bool trains_tied_pipeline_embedding(const DecoderModel& m) {
+  return holds_tied_pipeline_embedding(m) && m.model->embed_tokens->weight.requires_grad();
+}
+
 void add_tied_peer(const DecoderModel& m, at::Tensor& t) {
   const auto& ctx = m.parallel_context();
   HPCRL_CHECK(holds_tied_pipeline_embedding(m), "add_tied_peer on pp rank " << ctx.pp_rank()
@@ -97,7 +101,7 @@ void add_tied_peer(const DecoderModel& m, at::Tensor& t) {
 }
 
 void sync_tied_embedding_grad(DecoderModel& m) {
-  if (!holds_tied_pipeline_embedding(m)) return;
+  if (!trains_tied_pipeline_embedding(m)) return;
   at::Tensor w = m.model->embed_tokens->weight;
   if (!w.grad().defined()) w.mutable_grad() = at::zeros_like(w);
   add_tied_peer(m, w.mutable_grad());

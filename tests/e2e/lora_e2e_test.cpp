@@ -1,7 +1,9 @@
 // LoRA end to end: an SFT run trains only the adapter (the saved base stays
 // bit-identical, the optimizer holds only factors), writes PEFT files and a
 // merged model that `hpcrl score` scores like base + adapter, resumes exactly,
-// and follows the one-rank run at dp 2 and tp 2; a GRPO reference made from a
+// and follows the one-rank run at dp 2, tp 2 and pp 2 (also interleaved, with
+// ZeRO-3, and resumed); PPO with adapters on a pipelined policy and critic
+// follows one rank; a GRPO reference made from a
 // LoRA policy is the policy's base (no copy) and gives what a copy gives; and
 // generation on ranks of its own, fed merged weights, follows colocated GRPO.
 #include <gtest/gtest.h>
@@ -23,6 +25,15 @@ const std::string kLora = " --set 'models.policy.lora={rank: 4, alpha: 8, target
 std::string sft(int steps) {
   return kConfig + " --set 'stages=[{sft: {model: policy, data: arith, steps: " + std::to_string(steps) +
          ", batch: 16, lr: 1.0e-2, micro_batch: 4}}]' --set run.eval_before_train=false" + kLora;
+}
+
+// Whether two safetensors files hold the same names and tensors within `tol` (0: bit-identical).
+bool close_tensors(const std::string& a, const std::string& b, double tol) {
+  hpcrl::io::TensorStore x(a), y(b);
+  if (x.names() != y.names()) return false;
+  for (const auto& n : x.names())
+    if (!x.load_tensor(n).allclose(y.load_tensor(n), /*rtol=*/0, /*atol=*/tol)) return false;
+  return true;
 }
 
 // Whether two safetensors files hold the same names and bit-identical tensors.
@@ -114,6 +125,88 @@ TEST(LoraE2E, SftAtDp2AndTp2FollowsOneRank) {
   expect_close_curves(a, b, "grad_norm", 1e-4);
   expect_close_curves(a, c, "loss", 1e-5);
   expect_close_curves(a, c, "grad_norm", 1e-4);
+}
+
+TEST(LoraE2E, SftAtPp2FollowsOneRankSavesItsFilesAndResumesExactly) {
+  // Each pp stage adapts its own layers; the checkpoint gathers the stages'
+  // adapters, bases and merged weights into the one-rank run's files. The tied
+  // embedding is frozen, so ZeRO-3 at pp 2 × dp 2 has no embedding gradient to
+  // sum between the first and the last stage.
+  const std::string dir = scratch_dir("lora-pp");
+  const std::string cfg = sft(6) + " --set run.checkpoint_every=3 --set run.keep_last=4";
+  const std::string pp2 = " --set models.policy.parallel.pp=2";
+  Proc one = run_hpcrl("run " + cfg + " --out " + dir + "/one");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  Proc pp = run_hpcrl("run " + cfg + pp2 + " --out " + dir + "/pp2", 2);
+  ASSERT_EQ(pp.exit_code, 0) << pp.output;
+  Proc zero3 = run_hpcrl("run " + cfg + pp2 + " --set models.policy.optim.zero=3 --out " + dir + "/zero3", 4);
+  ASSERT_EQ(zero3.exit_code, 0) << zero3.output;
+  auto a = lines_with(read_metrics(dir + "/one/metrics.jsonl"), "sft", "loss");
+  auto b = lines_with(read_metrics(dir + "/pp2/metrics.jsonl"), "sft", "loss");
+  auto c = lines_with(read_metrics(dir + "/zero3/metrics.jsonl"), "sft", "loss");
+  ASSERT_EQ(a.size(), 6u);
+  expect_close_curves(a, b, "loss", 1e-6);
+  expect_close_curves(a, b, "grad_norm", 1e-5);
+  expect_close_curves(a, c, "loss", 1e-5);
+  expect_close_curves(a, c, "grad_norm", 1e-4);
+  const std::string s1 = dir + "/one/checkpoints/00-sft/step-000006/policy/";
+  for (const std::string run : {"pp2", "zero3"}) {
+    const std::string s = dir + "/" + run + "/checkpoints/00-sft/step-000006/policy/";
+    EXPECT_TRUE(same_tensors(s1 + "model.safetensors", s + "model.safetensors")) << run << ": not the same base";
+    EXPECT_TRUE(close_tensors(s1 + "adapter_model.safetensors", s + "adapter_model.safetensors", 1e-5)) << run;
+    EXPECT_TRUE(close_tensors(s1 + "merged/model.safetensors", s + "merged/model.safetensors", 1e-5)) << run;
+  }
+
+  // Resume the pp 2 run from step 3: the same curve, bit for bit.
+  const auto full = read_metrics(dir + "/pp2/metrics.jsonl");
+  std::filesystem::remove_all(dir + "/pp2/checkpoints/00-sft/step-000006");
+  std::filesystem::remove(dir + "/pp2/checkpoints/00-sft/complete.json");
+  Proc resumed = run_hpcrl("run " + cfg + pp2 + " --out " + dir + "/pp2 --resume", 2);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto again = read_metrics(dir + "/pp2/metrics.jsonl");
+  ASSERT_EQ(again.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(without_timing(full[i]), without_timing(again[i])) << "line " << i;
+}
+
+TEST(LoraE2E, SftInterleavedPp2FollowsOneRank) {
+  // The 4-layer preset: pp 2 × 2 virtual stages, one adapted layer per chunk.
+  const std::string cfg = sft(6) + " --set models.policy.init.preset=tiny";
+  const std::string dir = scratch_dir("lora-pp-interleaved");
+  Proc one = run_hpcrl("run " + cfg + " --out " + dir + "/one");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  Proc inter = run_hpcrl("run " + cfg + " --set models.policy.parallel.pp=2 --set models.policy.parallel.pp_virtual=2"
+                         " --set models.policy.parallel.pp_schedule=interleaved --out " + dir + "/inter", 2);
+  ASSERT_EQ(inter.exit_code, 0) << inter.output;
+  auto a = lines_with(read_metrics(dir + "/one/metrics.jsonl"), "sft", "loss");
+  auto b = lines_with(read_metrics(dir + "/inter/metrics.jsonl"), "sft", "loss");
+  ASSERT_EQ(a.size(), 6u);
+  expect_close_curves(a, b, "loss", 1e-6);
+  expect_close_curves(a, b, "grad_norm", 1e-5);
+}
+
+TEST(LoraE2E, PpoWithAdaptedPolicyAndCriticAtPp2FollowsOneRank) {
+  // Policy, reference and critic pipelined; the reference is the policy's base
+  // (its stages' adapters bypassed, no copy); the critic trains its adapters and
+  // its value head on the last stage; generation runs on a merged pp = 1 copy.
+  const std::string ppo = "tests/e2e/data/ppo_judge.yaml --set 'models.policy.lora={rank: 4, alpha: 8, targets: "
+                          "[q_proj, v_proj]}' --set 'models.critic.lora={rank: 4, alpha: 8, targets: [q_proj, v_proj, "
+                          "up_proj]}'";
+  const std::string dir = scratch_dir("lora-ppo-pp");
+  Proc one = run_hpcrl("run " + ppo + " --out " + dir + "/one");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  Proc two = run_hpcrl("run " + ppo + " --set models.policy.parallel.pp=2 --set models.reference.parallel.pp=2"
+                       " --set models.critic.parallel.pp=2 --out " + dir + "/pp2", 2);
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("role reference: the frozen base of role policy (its LoRA adapters bypassed), no copy"),
+            std::string::npos) << two.output;
+  EXPECT_NE(two.output.find("role critic: pipeline"), std::string::npos) << two.output;
+  auto a = lines_with(read_metrics(dir + "/one/metrics.jsonl"), "ppo", "critic/loss");
+  auto b = lines_with(read_metrics(dir + "/pp2/metrics.jsonl"), "ppo", "critic/loss");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_NE(a[0]["critic/values_mean"], a[1]["critic/values_mean"]);  // the critic's adapters were trained
+  EXPECT_GT(a[1]["kl"].get<double>(), 0.0);                            // and the policy's
+  expect_same_rollouts(a, b, {{"critic/values_mean", 1e-5}, {"critic/loss", 1e-5}, {"loss", 1e-5}, {"kl", 1e-4},
+                             {"grad_norm", 1e-4}});
 }
 
 TEST(LoraE2E, Zero3ShardsTheBaseAndFollowsPlainDp2) {

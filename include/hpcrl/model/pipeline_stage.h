@@ -60,11 +60,14 @@ at::Tensor pipelined_logprobs(DecoderModel& model, const StageBatch& batch, cons
 // gradient. This exchanges the two and adds them, so both copies carry the
 // single-rank gradient and stay equal after the optimizer step. Call once
 // per step after the schedule, before the data-parallel all-reduce. No-op
-// unless the model is tied, has an LM head and pp > 1; collective between pp
-// ranks 0 and pp - 1 only.
+// unless the model is tied, has an LM head, pp > 1 and the embedding trains
+// (under LoRA it is frozen: no gradient to sum); collective between pp ranks 0
+// and pp - 1 only.
 void sync_tied_embedding_grad(DecoderModel& model);
 // Whether this rank holds one of those two copies (pp > 1, tied, with an LM head, first or last stage).
 bool holds_tied_pipeline_embedding(const DecoderModel& model);
+// Whether it holds one and trains it: the two copies' gradients must be summed.
+bool trains_tied_pipeline_embedding(const DecoderModel& model);
 // The same sum for any tensor that both copies hold alike, e.g. the same
 // elements of the gradient's ZeRO-2/3 shard: `t` += the peer stage's `t`, so
 // both end up bit-identical (a + b == b + a). Precondition:

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 
 #include "hpcrl/algo/checkpoint_integrity.h"
@@ -46,6 +47,29 @@ nlohmann::json layout_of(const TrainedRole& tr, int world) {
   if (zero == 1) l["zero1"] = true;
   if (zero >= 2) l["zero"] = zero;
   return l;
+}
+
+// Whether layouts `saved` and `now` differ only in the data-parallel size (and
+// so the world size): the optimizer state can then be recut (optim/reshard.h).
+bool only_dp_differs(nlohmann::json saved, nlohmann::json now) {
+  for (auto* l : {&saved, &now}) l->erase("world"), l->erase("dp");
+  return saved == now;
+}
+
+// Every saved rank's optimizer file of the role (ranks outside it wrote none),
+// read on demand, and this rank's state recut from them.
+void load_resharded_optimizer(const std::string& role_dir, int saved_world, optim::Optimizer& optimizer) {
+  std::vector<std::unique_ptr<io::TensorStore>> stores;
+  std::vector<optim::SavedState> saved;
+  for (int q = 0; q < saved_world; ++q) {
+    const std::string file = optimizer_file(role_dir, q);
+    if (!stdfs::exists(file)) continue;
+    const io::TensorStore* store = stores.emplace_back(std::make_unique<io::TensorStore>(file)).get();
+    saved.push_back({file, [store] { return store->names(); },
+                     [store](const std::string& name) { return store->load_tensor(name); }});
+  }
+  HPCRL_CHECK_INPUT(!saved.empty(), role_dir << ": no optimizer-rank-*.safetensors; the checkpoint is incomplete");
+  optimizer.load_resharded(saved);
 }
 
 void prune(const std::string& stage_dir, int64_t keep_last) {
@@ -212,13 +236,19 @@ nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vec
                       state_path << ": no layout recorded for role '" << r.name << "'; the checkpoint belongs to "
                                     "another pipeline");
     auto have = state["layout"][r.name];
-    HPCRL_CHECK_INPUT(have == want, state_path << ": role '" << r.name << "' was saved with layout " << have.dump()
-                      << " but this run has " << want.dump()
-                      << "; resume with the same world size, parallel layout and optim.zero setting (the HF model in "
-                      << step_dir << "/" << r.name << " loads with any layout as a fresh start)");
+    const bool reshard = have != want && only_dp_differs(have, want);
+    HPCRL_CHECK_INPUT(have == want || reshard, state_path << ": role '" << r.name << "' was saved with layout "
+                      << have.dump() << " but this run has " << want.dump()
+                      << "; resume with the same tp, sp, ep, pp and optim.zero setting (only dp may change) (the HF "
+                         "model in " << step_dir << "/" << r.name << " loads with any layout as a fresh start)");
+    if (reshard && tr.optimizer && world->rank() == r.mesh.first_rank())
+      spdlog::info("role {}: optimizer state saved at dp {} recut for dp {}", r.name, have.value("dp", 0),
+                   want.value("dp", 0));
     if (!r.member()) continue;
     load_saved_model(step_dir, r);
-    if (tr.optimizer) {
+    if (tr.optimizer && reshard) {
+      load_resharded_optimizer(step_dir + "/" + r.name, have.value("world", 0), *tr.optimizer);
+    } else if (tr.optimizer) {
       io::TensorStore opt(optimizer_file(step_dir + "/" + r.name, world->rank()));
       std::map<std::string, at::Tensor> s;
       for (const auto& n : opt.names()) s[n] = opt.load_tensor(n);

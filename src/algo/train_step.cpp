@@ -44,8 +44,11 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
   if (oc.zero > 0) {
     // Same groups and the same 1/ep on expert gradients, as reduce-scatters (checkpoint keys "zero1.*", "zero2.*").
     const std::string prefix = "zero" + std::to_string(oc.zero);
-    std::vector<optim::ShardGroup> groups{{prefix + ".dense", dense, role.ctx.grad, 1.0, {}}};
-    if (!experts.empty()) groups.push_back({prefix + ".experts", experts, role.edp, double(role.ctx.ep_size()), {}});
+    // Replica keys: the dense group spans the dp·sp ranks of one (tp, pp) slot, an expert group its ep rank's.
+    const int64_t tp = role.ctx.tp_rank(), pp = role.ctx.pp_rank(), ep = role.ctx.ep_rank();
+    std::vector<optim::ShardGroup> groups{{prefix + ".dense", dense, role.ctx.grad, 1.0, {}, {}, {tp, pp}}};
+    if (!experts.empty())
+      groups.push_back({prefix + ".experts", experts, role.edp, double(role.ctx.ep_size()), {}, {}, {tp, pp, ep}});
     if (oc.zero == 3)
       for (auto& g : groups)
         for (const auto& p : g.params) g.units.push_back(model::parameter_unit_of(p.name));
@@ -63,6 +66,7 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
     expert_sync_ = std::make_unique<optim::GradSync>(experts, nullptr);
   } else {
     optimizer_ = std::make_unique<optim::AdamW>(params_, o);
+    optimizer_->set_replica({role.ctx.tp_rank(), role.ctx.pp_rank(), role.ctx.ep_rank()});
     sync_ = std::make_unique<optim::GradSync>(dense, role.ctx.grad, oc.bucket_bytes());
     expert_sync_ = std::make_unique<optim::GradSync>(experts, role.edp, oc.bucket_bytes());
   }

@@ -116,6 +116,7 @@ std::map<std::string, at::Tensor> AdamW::state() const {
     if (slots_[i].master.defined()) out[n + ".master"] = slots_[i].master;
   }
   out["step"] = at::full({}, step_, at::kLong);
+  if (!replica_.empty()) out["replica"] = at::tensor(replica_, at::kLong);
   return out;
 }
 
@@ -147,6 +148,21 @@ void AdamW::load_state(const std::map<std::string, at::Tensor>& state) {
   auto it = state.find("step");
   HPCRL_CHECK_INPUT(it != state.end(), "optimizer state has no 'step'");
   step_ = it->second.item<int64_t>();
+}
+
+void AdamW::load_resharded(const std::vector<SavedState>& saved) {
+  for (const SavedState& s : saved) {
+    HPCRL_CHECK_INPUT(s.has("replica") && !replica_.empty(), s.source << ": the optimizer state does not say which "
+                      "model shard it is (saved before resharding was built); resume with the data-parallel size "
+                      "that wrote it");
+    at::Tensor key = s.load("replica").to(at::kLong).contiguous();
+    if (std::vector<int64_t>(key.data_ptr<int64_t>(), key.data_ptr<int64_t>() + key.numel()) != replica_) continue;
+    std::map<std::string, at::Tensor> state;  // every replica holds the same state: the first one found serves
+    for (const auto& name : s.names()) state[name] = s.load(name);
+    return load_state(state);
+  }
+  HPCRL_CHECK_INPUT(false, "the checkpoint has no optimizer state for this rank's model shard; resume with the same "
+                           "model and tp/ep/pp layout");
 }
 
 }  // namespace hpcrl::optim

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "hpcrl/optim/grad_clip.h"
+#include "hpcrl/optim/reshard.h"
 #include "hpcrl/util/check.h"
 
 namespace hpcrl::optim {
@@ -198,6 +199,7 @@ std::map<std::string, at::Tensor> ShardedAdamW::state() const {
     out[n + ".exp_avg_sq"] = g.exp_avg_sq.defined() ? g.exp_avg_sq : at::zeros({0}, at::kFloat);
     if (g.master.defined()) out[n + ".master"] = g.master;
     out[n + ".layout"] = at::tensor(std::vector<int64_t>{l.size, l.rank, l.numel, l.shard}, at::kLong);
+    if (!g.spec.replica.empty()) out[n + ".replica"] = at::tensor(g.spec.replica, at::kLong);
     if (stage_ >= 2) {
       std::vector<int64_t> sizes;
       for (const auto& b : l.buckets) sizes.push_back(b.numel);
@@ -262,6 +264,61 @@ void ShardedAdamW::load_group(Group& g, const std::map<std::string, at::Tensor>&
 void ShardedAdamW::load_state(const std::map<std::string, at::Tensor>& state) {
   for (auto& g : groups_) load_group(g, state);
   step_ = find_state(state, "step", "the checkpoint is damaged").item<int64_t>();
+}
+
+namespace {
+std::vector<int64_t> as_vector(const at::Tensor& t) {
+  at::Tensor c = t.to(at::kLong).contiguous();
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+}  // namespace
+
+void ShardedAdamW::reshard_group(Group& g, const std::vector<SavedState>& saved) {
+  const std::string& n = g.spec.name;
+  const ShardLayout& l = g.reducer->layout();
+  // The saved ranks of this group's model shard, by their rank in the saved group.
+  std::vector<const SavedState*> by_rank;
+  for (const SavedState& s : saved) {
+    if (!s.has(n + ".layout")) continue;
+    HPCRL_CHECK_INPUT(s.has(n + ".replica") && !g.spec.replica.empty(),
+                      s.source << ": optimizer state '" << n << "' does not say which model shard it is (saved "
+                      "before resharding was built); resume with the data-parallel size that wrote it");
+    if (as_vector(s.load(n + ".replica")) != g.spec.replica) continue;
+    const std::vector<int64_t> layout = as_vector(s.load(n + ".layout"));
+    HPCRL_CHECK_INPUT(layout.size() == 4 && layout[0] >= 1 && layout[1] >= 0 && layout[1] < layout[0],
+                      s.source << ": optimizer state '" << n << ".layout' is damaged");
+    HPCRL_CHECK_INPUT(layout[2] == l.numel, s.source << ": optimizer state '" << n << "' covers " << layout[2]
+                      << " parameter elements but this model has " << l.numel
+                      << "; resume with the same model and tp/ep/pp layout");
+    if (by_rank.empty()) by_rank.assign(size_t(layout[0]), nullptr);
+    HPCRL_CHECK_INPUT(size_t(layout[0]) == by_rank.size() && !by_rank[size_t(layout[1])],
+                      s.source << ": optimizer state '" << n << "' is rank " << layout[1] << " of a group of "
+                      << layout[0] << ", which another saved file also is; the checkpoint mixes two runs");
+    by_rank[size_t(layout[1])] = &s;
+  }
+  for (size_t q = 0; q < by_rank.size(); ++q)
+    HPCRL_CHECK_INPUT(by_rank[q], "the checkpoint has no optimizer shard of '" << n << "' for rank " << q << " of its "
+                      << by_rank.size() << "-rank group; copy every optimizer-rank-*.safetensors of the checkpoint");
+  HPCRL_CHECK_INPUT(!by_rank.empty() || g.spec.params.empty(), "the checkpoint has no optimizer state '" << n
+                    << "' for this rank's model shard; resume with the same model and tp/ep/pp layout");
+  if (g.spec.params.empty()) return;
+  std::vector<int64_t> buckets;
+  for (const auto& b : l.buckets) buckets.push_back(b.numel);
+  if (stage_ >= 2)
+    HPCRL_CHECK_INPUT(as_vector(by_rank.front()->load(n + ".buckets")) == buckets,
+                      by_rank.front()->source << ": optimizer state '" << n << "' was cut into other gradient "
+                      "buckets; resume with the optim.bucket_mb and model that wrote the checkpoint");
+  torch::NoGradGuard no_grad;
+  for (auto [key, dst] : {std::pair{".exp_avg", &g.exp_avg}, {".exp_avg_sq", &g.exp_avg_sq}, {".master", &g.master}})
+    if (dst->defined())
+      dst->copy_(reshard(buckets, int(by_rank.size()), [&](int q) { return by_rank[size_t(q)]->load(n + key); },
+                         l.size, l.rank, dst->options()));
+}
+
+void ShardedAdamW::load_resharded(const std::vector<SavedState>& saved) {
+  HPCRL_CHECK_INPUT(!saved.empty(), "no saved optimizer state to reshard");
+  for (auto& g : groups_) reshard_group(g, saved);
+  step_ = saved.front().load("step").item<int64_t>();
 }
 
 int64_t ShardedAdamW::state_bytes() const {

@@ -132,3 +132,50 @@ TEST(AdamW, AStepMakesGraphsThatSavedTheWeightsRefuseBackward) {
   opt.step(0.1);
   EXPECT_THROW(stale.backward(), c10::Error);
 }
+
+namespace {
+optim::SavedState saved_from(const std::map<std::string, at::Tensor>& state, const std::string& source) {
+  return {source,
+          [state] {
+            std::vector<std::string> names;
+            for (const auto& kv : state) names.push_back(kv.first);
+            return names;
+          },
+          [state](const std::string& name) { return state.at(name); }};
+}
+
+// State of a one-parameter AdamW whose moments are all `fill`, saved with `replica`.
+std::map<std::string, at::Tensor> moments_of(float fill, const std::vector<int64_t>& replica) {
+  std::map<std::string, at::Tensor> s{{"w.exp_avg", at::full({2}, fill)},
+                                      {"w.exp_avg_sq", at::full({2}, fill)},
+                                      {"step", at::full({}, int64_t(4), at::kLong)}};
+  if (!replica.empty()) s["replica"] = at::tensor(replica, at::kLong);
+  return s;
+}
+}  // namespace
+
+// Resumed at another dp size: of every saved rank's state, the one of this
+// rank's model shard (tp 1 of 2 here) is loaded.
+TEST(AdamW, LoadReshardedTakesTheStateWithItsReplicaKey) {
+  at::Tensor a = torch::zeros({2}).requires_grad_(true);
+  optim::AdamW opt({{"w", a, optim::Sharding::kReplicated}}, {});
+  opt.set_replica({1, 0, 0});
+  opt.load_resharded({saved_from(moments_of(1.0f, {0, 0, 0}), "rank 0"),
+                      saved_from(moments_of(2.0f, {1, 0, 0}), "rank 1")});
+  EXPECT_TRUE(torch::equal(opt.state().at("w.exp_avg"), at::full({2}, 2.0f)));
+  EXPECT_EQ(opt.steps(), 4);
+}
+
+TEST(AdamW, LoadReshardedRefusesStateWithoutReplicaKeys) {
+  at::Tensor a = torch::zeros({2}).requires_grad_(true);
+  optim::AdamW opt({{"w", a, optim::Sharding::kReplicated}}, {});
+  opt.set_replica({0, 0, 0});
+  try {
+    opt.load_resharded({saved_from(moments_of(1.0f, {}), "old/optimizer-rank-00000.safetensors")});
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("old/optimizer-rank-00000.safetensors: the optimizer state does not say "
+                                         "which model shard it is"),
+              std::string::npos) << e.what();
+  }
+}

@@ -347,3 +347,87 @@ void expect_expert_group_matches_plain_path(int stage) {
 TEST(Zero1, ExpertGroupOverEdpMatchesPlainPath) { expect_expert_group_matches_plain_path(1); }
 
 TEST(Zero2, ExpertGroupOverEdpMatchesPlainPath) { expect_expert_group_matches_plain_path(2); }
+
+namespace {
+optim::SavedState saved_from(std::map<std::string, at::Tensor> state, const std::string& source) {
+  return {source,
+          [state] {
+            std::vector<std::string> names;
+            for (const auto& kv : state) names.push_back(kv.first);
+            return names;
+          },
+          [state](const std::string& name) { return state.at(name); }};
+}
+
+// Every rank's state() on every rank (what a resume reads from the checkpoint's files).
+std::vector<optim::SavedState> every_rank_state(const optim::ShardedAdamW& zero, const dist::CommPtr& world) {
+  std::vector<std::map<std::string, at::Tensor>> by_rank(size_t(world->size()));
+  for (const auto& [key, t] : zero.state()) {
+    if (t.dim() == 0) {  // "step": the same everywhere
+      for (auto& s : by_rank) s[key] = t;
+      continue;
+    }
+    at::Tensor all = world->all_gather(t.contiguous(), 0);  // equal lengths on every rank
+    for (int q = 0; q < world->size(); ++q) by_rank[size_t(q)][key] = all.narrow(0, q * t.numel(), t.numel()).clone();
+  }
+  std::vector<optim::SavedState> saved;
+  for (int q = 0; q < world->size(); ++q) saved.push_back(saved_from(by_rank[size_t(q)], "rank " + std::to_string(q)));
+  return saved;
+}
+
+// Element k of parameter `param` as the owner of that element in `zero`'s layout holds it, for every element a rank owns.
+void expect_same_owned_elements(const optim::ShardedAdamW& owner, const optim::ShardedAdamW& whole,
+                                const std::string& key) {
+  const at::Tensor mine = owner.state().at(key), all = whole.state().at(key);
+  std::map<size_t, int64_t> whole_offset;  // the one-rank layout: one segment per parameter
+  for (const auto& seg : whole.layout(0).segments) whole_offset[seg.param] = seg.shard_offset - seg.param_offset;
+  for (const auto& seg : owner.layout(0).segments) {
+    const int64_t at_whole = whole_offset.at(seg.param) + seg.param_offset;
+    EXPECT_TRUE(torch::equal(mine.narrow(0, seg.shard_offset, seg.length), all.narrow(0, at_whole, seg.length)))
+        << key << " of parameter " << seg.param;
+  }
+}
+}  // namespace
+
+// Resumed at another dp size: the group's shards recut for one rank hold every
+// owned element where the group held it, and recut back for the group they
+// are the group's own state, padding included (bit-equal).
+TEST(ShardedAdamW, StateRecutForOneRankAndBackIsTheGroupsState) {
+  dist::init(nullptr, nullptr);
+  auto world = dist::world_comm();
+  for (int stage : {1, 2})
+    for (auto dtype : {at::kFloat, at::kBFloat16}) {
+      SCOPED_TRACE("stage " + std::to_string(stage) + (dtype == at::kFloat ? " fp32" : " bf16"));
+      Net trained(5, dtype), alone(5, dtype), again(5, dtype);
+      optim::ShardedAdamW group = sharded_adamw({{"zero.dense", trained.params(), world, 1, {}, {}, {0, 0}}}, stage);
+      train_sharded(trained, group, world->rank(), 3, 0.5);
+      optim::ShardedAdamW one = sharded_adamw({{"zero.dense", alone.params(), nullptr, 1, {}, {}, {0, 0}}}, stage);
+      one.load_resharded(every_rank_state(group, world));
+      EXPECT_EQ(one.steps(), 3);
+      for (const char* key : {"zero.dense.exp_avg", "zero.dense.exp_avg_sq"}) expect_same_owned_elements(group, one, key);
+      if (dtype != at::kFloat) expect_same_owned_elements(group, one, "zero.dense.master");
+
+      optim::ShardedAdamW back = sharded_adamw({{"zero.dense", again.params(), world, 1, {}, {}, {0, 0}}}, stage);
+      back.load_resharded({saved_from(one.state(), "the one-rank state")});
+      for (const auto& [key, t] : group.state()) EXPECT_TRUE(torch::equal(t, back.state().at(key))) << key;
+    }
+}
+
+TEST(ShardedAdamW, RecutNamesAMissingRankAndAStateWithoutReplicaKeys) {
+  dist::init(nullptr, nullptr);
+  auto world = dist::world_comm();
+  Net a(2, at::kFloat), b(2, at::kFloat);
+  optim::ShardedAdamW group = sharded_adamw({{"zero1.dense", a.params(), world, 1, {}, {}, {0, 0}}}, 1);
+  optim::ShardedAdamW one = sharded_adamw({{"zero1.dense", b.params(), nullptr, 1, {}, {}, {0, 0}}}, 1);
+  std::vector<optim::SavedState> saved = every_rank_state(group, world);
+  saved.pop_back();  // the last rank's file is missing
+  expect_input_error([&] { one.load_resharded(saved); },
+                     "the checkpoint has no optimizer shard of 'zero1.dense' for rank " +
+                         std::to_string(world->size() - 1) + " of its " + std::to_string(world->size()) +
+                         "-rank group; copy every optimizer-rank-*.safetensors of the checkpoint");
+  std::map<std::string, at::Tensor> old = group.state();
+  old.erase("zero1.dense.replica");  // written before resharding was built
+  expect_input_error([&] { one.load_resharded({saved_from(old, "step-000004/policy/optimizer-rank-00000")}); },
+                     "step-000004/policy/optimizer-rank-00000: optimizer state 'zero1.dense' does not say which model "
+                     "shard it is");
+}

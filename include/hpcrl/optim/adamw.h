@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "hpcrl/optim/optimizer.h"
 #include "hpcrl/optim/param_set.h"
@@ -46,10 +47,16 @@ class AdamW : public Optimizer {
   const ParamSet& params() const { return params_; }
   AdamWOptions& options() { return options_; }
 
+  // Which model shard the parameters are (tp, pp, ep coordinates): every
+  // data-parallel replica holds the same state, so a resume at another dp size
+  // loads any saved rank with the same key. Saved as "replica".
+  void set_replica(std::vector<int64_t> key) { replica_ = std::move(key); }
+
   // State as named tensors ("<param>.exp_avg", "<param>.exp_avg_sq",
-  // "<param>.master", and "step") for checkpoints; load_state checks every name and shape.
+  // "<param>.master", "step" and "replica") for checkpoints; load_state checks every name and shape.
   std::map<std::string, at::Tensor> state() const override;
   void load_state(const std::map<std::string, at::Tensor>& state) override;
+  void load_resharded(const std::vector<SavedState>& saved) override;
   int64_t state_bytes() const override;
 
  private:
@@ -58,6 +65,7 @@ class AdamW : public Optimizer {
   };
   ParamSet params_;
   AdamWOptions options_;
+  std::vector<int64_t> replica_;
   std::vector<Slot> slots_;
   int64_t step_ = 0;
 };

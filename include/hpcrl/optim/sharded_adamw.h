@@ -52,6 +52,10 @@ struct ShardGroup {
   double grad_divisor = 1;  // applied after the average (experts: ep, see train_step.cpp)
   std::vector<int64_t> units;  // ZeRO-3: the forward unit of each parameter (model/parameter_units.h)
   std::vector<bool> alone;     // stages 2 and 3: parameters with a bucket of their own (ShardLayout), or empty
+  // Which model shard `params` are (tp, pp and, for experts, ep coordinates):
+  // the saved groups whose shards a resume at another group size recuts
+  // (reshard.h). Saved as "<name>.replica"; empty: not reshardable.
+  std::vector<int64_t> replica;
 };
 
 class ShardedAdamW : public Optimizer {
@@ -93,10 +97,11 @@ class ShardedAdamW : public Optimizer {
 
   int64_t steps() const override { return step_; }
   // Keys per group "<name>.exp_avg", ".exp_avg_sq", ".master" (bf16/f16 only),
-  // ".layout" ([group size, group rank, N, S]), ".buckets" (stage 2: every
-  // bucket's element count) and "step".
+  // ".layout" ([group size, group rank, N, S]), ".buckets" (stages 2 and 3:
+  // every bucket's element count), ".replica" and "step".
   std::map<std::string, at::Tensor> state() const override;
   void load_state(const std::map<std::string, at::Tensor>& state) override;
+  void load_resharded(const std::vector<SavedState>& saved) override;
   int64_t state_bytes() const override;
 
   const ShardLayout& layout(size_t group) const { return groups_.at(group).reducer->layout(); }
@@ -118,6 +123,7 @@ class ShardedAdamW : public Optimizer {
   at::Tensor weight_shard(const Group& g) const;           // [S] the owned parameters as the update's dtype
   void gather_parameters(Group& g, const at::Tensor& w);  // all-gather of the updated shard, bucket by bucket
   void load_group(Group& g, const std::map<std::string, at::Tensor>& state);
+  void reshard_group(Group& g, const std::vector<SavedState>& saved);
 
   std::vector<Group> groups_;
   AdamWOptions options_;

@@ -292,6 +292,36 @@ TEST(PipelineParallelE2E, MoeSftEp2Pp2FollowsOneRank) {
   expect_follows(dir + "/pp1", dir + "/ep2pp2", kSftSteps);
 }
 
+TEST(PipelineParallelE2E, MoeEp2Zero2ResumesAtHalfTheDpSize) {
+  // ZeRO-2 over the dense dp group (4 ranks) and each expert group's edp
+  // replicas (2), saved at step 4 and resumed on 2 ranks (dense group 2, edp 1):
+  // both groups' shards are recut, and the curve is the 4-rank run's.
+  std::string dir = scratch_dir("ep-reshard");
+  ASSERT_EQ(run_shell("mkdir -p " + dir + "/moe").exit_code, 0);
+  write_moe_model(dir + "/moe", 0.02);
+  const std::string yaml = dir + "/moe.yaml";
+  std::ofstream(yaml) << "run: {name: ep-reshard, seed: 3, eval_before_train: false, checkpoint_every: 4, keep_last: 4}\n"
+                         "models:\n  policy: {init: {path: " + dir + "/moe}, tokenizer: byte, parallel: {ep: 2}, "
+                         "optim: {zero: 2}}\n"
+                         "data:\n  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}\n"
+                         "stages:\n  - sft: {model: policy, data: arith, steps: 8, batch: 16, lr: 3.0e-3, micro_batch: 4}\n"
+                         "trace: {metrics: true}\n";
+  Proc four = run_hpcrl("run " + yaml + " --out " + dir + "/run", 4);
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  auto full = lines_with(read_metrics(dir + "/run/metrics.jsonl"), "sft", "loss");
+  ASSERT_EQ(full.size(), 8u);
+  std::filesystem::remove_all(dir + "/run/checkpoints/00-sft/step-000008");
+  std::filesystem::remove(dir + "/run/checkpoints/00-sft/complete.json");
+  Proc two = run_hpcrl("run " + yaml + " --out " + dir + "/run --resume", 2);
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("ep=2 dp=2 pp=1"), std::string::npos) << two.output;
+  EXPECT_NE(two.output.find("optimizer state saved at dp 4 recut for dp 2"), std::string::npos) << two.output;
+  auto resumed = lines_with(read_metrics(dir + "/run/metrics.jsonl"), "sft", "loss");
+  ASSERT_EQ(resumed.size(), 8u);
+  expect_close_curves(full, resumed, "loss", 1e-6);
+  expect_close_curves(full, resumed, "grad_norm", 1e-5);
+}
+
 TEST(PipelineParallelE2E, EvalPp2EqualsPp1) {
   // Sampled answers of a random model to one-digit sums: a few are right by
   // chance (so accuracy is not trivially 0), and --pp 2 (a whole copy gathered

@@ -4,6 +4,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "hpcrl/util/check.h"
 
@@ -12,6 +13,17 @@ namespace hpcrl::optim {
 bool SavedState::has(const std::string& key) const {
   const std::vector<std::string> all = names();
   return std::find(all.begin(), all.end(), key) != all.end();
+}
+
+SavedState SavedState::in_memory(std::map<std::string, at::Tensor> state, std::string source) {
+  auto held = std::make_shared<const std::map<std::string, at::Tensor>>(std::move(state));
+  return {std::move(source),
+          [held] {
+            std::vector<std::string> names;
+            for (const auto& kv : *held) names.push_back(kv.first);
+            return names;
+          },
+          [held](const std::string& name) { return held->at(name); }};
 }
 
 namespace {

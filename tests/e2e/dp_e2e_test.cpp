@@ -33,14 +33,6 @@ TEST(DataParallelE2E, SftDp2FollowsDp1) {
   expect_same_curve(a, b, 12, 1e-4);
 }
 
-// Drops the step-8 checkpoint of the SFT run in `run_dir`, so that --resume continues from step-000004.
-void back_to_step_4(const std::string& run_dir) {
-  const std::string stage = run_dir + "/checkpoints/00-sft";
-  ASSERT_TRUE(std::filesystem::exists(stage + "/step-000004"));
-  std::filesystem::remove_all(stage + "/step-000008");
-  std::filesystem::remove(stage + "/complete.json");
-}
-
 // ZeRO stage `zero` at dp 2: the SFT curve of plain dp 2 (micro-batches of 4:
 // ZeRO-2 reduces each of the 2 per rank during the backward), an exact resume
 // at dp 2 from the step-4 checkpoint, resumes at each of `other_dp` that recut
@@ -62,24 +54,18 @@ void expect_zero_follows_plain_dp2_and_resumes(int zero, const std::vector<int>&
   auto b = lines_with(read_metrics(dir + "/zero/metrics.jsonl"), "sft", "loss");
   ASSERT_NO_FATAL_FAILURE(expect_same_curve(a, b, 8));
 
-  const auto full = read_metrics(dir + "/zero/metrics.jsonl");
   ASSERT_TRUE(std::filesystem::exists(dir + "/zero/checkpoints/00-sft/step-000004/policy/optimizer-rank-00001.safetensors"));
-  ASSERT_NO_FATAL_FAILURE(back_to_step_4(dir + "/zero"));
+  ASSERT_NO_FATAL_FAILURE(back_to_checkpoint(dir + "/zero", "00-sft", 4));
   Proc tp2 = run_hpcrl("run " + with_zero + " --set models.policy.parallel.tp=2 --resume", 2);
   EXPECT_EQ(tp2.exit_code, 2) << tp2.output;
   EXPECT_NE(tp2.output.find("models.policy.parallel.tp (saved 1, now 2)"), std::string::npos) << tp2.output;
-  Proc two = run_hpcrl("run " + with_zero + " --resume", 2);
-  ASSERT_EQ(two.exit_code, 0) << two.output;
-  const auto resumed = read_metrics(dir + "/zero/metrics.jsonl");
-  ASSERT_EQ(resumed.size(), full.size());
-  for (size_t i = 0; i < full.size(); ++i)
-    EXPECT_EQ(without_timing(full[i]), without_timing(resumed[i])) << "line " << i;
+  expect_exact_resume(with_zero, dir + "/zero", "00-sft", 4, 2);
 
   // At another dp the shards are recut: the same state, so the dp 2 curve to rounding
   // (measured: 3e-7 relative; without the optimizer state the loss moves by 0.18).
   for (int dp : other_dp) {
     SCOPED_TRACE("resumed at dp " + std::to_string(dp));
-    ASSERT_NO_FATAL_FAILURE(back_to_step_4(dir + "/zero"));
+    ASSERT_NO_FATAL_FAILURE(back_to_checkpoint(dir + "/zero", "00-sft", 4));
     Proc other = run_hpcrl("run " + with_zero + " --resume", dp);
     ASSERT_EQ(other.exit_code, 0) << other.output;
     EXPECT_NE(other.output.find("role policy: optimizer state saved at dp 2 recut for dp " + std::to_string(dp)),

@@ -265,6 +265,21 @@ void write_moe_model(const std::string& dir, double aux_coef) {
   out.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size() * 4));
   std::ofstream(dir + "/config.json") << cfg.dump(2);
 }
+// The MoE above in DIR/moe and an SFT of it in DIR/moe.yaml (returned): `run`
+// continues the run mapping after its name, `policy` the policy's after its
+// tokenizer.
+std::string write_moe_sft(const std::string& dir, const std::string& run, const std::string& policy) {
+  EXPECT_EQ(run_shell("mkdir -p " + dir + "/moe").exit_code, 0);
+  write_moe_model(dir + "/moe", 0.02);
+  const std::string yaml = dir + "/moe.yaml";
+  std::ofstream(yaml) << "run: {name: " + run + ", seed: 3, eval_before_train: false}\n"
+                         "models:\n  policy: {init: {path: " + dir + "/moe}, tokenizer: byte" + policy + "}\n"
+                         "data:\n  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}\n"
+                         "stages:\n  - sft: {model: policy, data: arith, steps: " + std::to_string(kSftSteps) +
+                         ", batch: 16, lr: 3.0e-3, micro_batch: 4}\n"
+                         "trace: {metrics: true}\n";
+  return yaml;
+}
 }  // namespace
 
 TEST(PipelineParallelE2E, MoeSftEp2Pp2FollowsOneRank) {
@@ -273,16 +288,7 @@ TEST(PipelineParallelE2E, MoeSftEp2Pp2FollowsOneRank) {
   // through its own stage). dp=2 with micro-batches of 4 rows sees the same
   // micro-batches as one rank, so even the aux-loss gradient is the one-rank one.
   std::string dir = scratch_dir("pp-ep-sft");
-  ASSERT_EQ(run_shell("mkdir -p " + dir + "/moe").exit_code, 0);
-  write_moe_model(dir + "/moe", 0.02);
-  const std::string yaml = dir + "/moe.yaml";
-  std::ofstream(yaml) << "run: {name: pp-ep, seed: 3, eval_before_train: false, eval_sampling: {prompts: 16, "
-                         "max_new_tokens: 12}}\n"
-                         "models:\n  policy: {init: {path: " + dir + "/moe}, tokenizer: byte}\n"
-                         "data:\n  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}\n"
-                         "stages:\n  - sft: {model: policy, data: arith, steps: " + std::to_string(kSftSteps) +
-                         ", batch: 16, lr: 3.0e-3, micro_batch: 4}\n"
-                         "trace: {metrics: true}\n";
+  const std::string yaml = write_moe_sft(dir, "pp-ep, eval_sampling: {prompts: 16, max_new_tokens: 12}", "");
   Proc one = run_hpcrl("run " + yaml + " --out " + dir + "/pp1");
   ASSERT_EQ(one.exit_code, 0) << one.output;
   Proc four = run_hpcrl("run " + yaml + " --set models.policy.parallel.pp=2 --set models.policy.parallel.ep=2 --out " +
@@ -297,27 +303,19 @@ TEST(PipelineParallelE2E, MoeEp2Zero2ResumesAtHalfTheDpSize) {
   // replicas (2), saved at step 4 and resumed on 2 ranks (dense group 2, edp 1):
   // both groups' shards are recut, and the curve is the 4-rank run's.
   std::string dir = scratch_dir("ep-reshard");
-  ASSERT_EQ(run_shell("mkdir -p " + dir + "/moe").exit_code, 0);
-  write_moe_model(dir + "/moe", 0.02);
-  const std::string yaml = dir + "/moe.yaml";
-  std::ofstream(yaml) << "run: {name: ep-reshard, seed: 3, eval_before_train: false, checkpoint_every: 4, keep_last: 4}\n"
-                         "models:\n  policy: {init: {path: " + dir + "/moe}, tokenizer: byte, parallel: {ep: 2}, "
-                         "optim: {zero: 2}}\n"
-                         "data:\n  arith: {synthetic: {task: arithmetic, digits: 2, terms: 2, train: 200, eval: 16}}\n"
-                         "stages:\n  - sft: {model: policy, data: arith, steps: 8, batch: 16, lr: 3.0e-3, micro_batch: 4}\n"
-                         "trace: {metrics: true}\n";
+  const std::string yaml = write_moe_sft(dir, "ep-reshard, checkpoint_every: 4, keep_last: 4",
+                                         ", parallel: {ep: 2}, optim: {zero: 2}");
   Proc four = run_hpcrl("run " + yaml + " --out " + dir + "/run", 4);
   ASSERT_EQ(four.exit_code, 0) << four.output;
   auto full = lines_with(read_metrics(dir + "/run/metrics.jsonl"), "sft", "loss");
-  ASSERT_EQ(full.size(), 8u);
-  std::filesystem::remove_all(dir + "/run/checkpoints/00-sft/step-000008");
-  std::filesystem::remove(dir + "/run/checkpoints/00-sft/complete.json");
+  ASSERT_EQ(full.size(), size_t(kSftSteps));
+  ASSERT_NO_FATAL_FAILURE(back_to_checkpoint(dir + "/run", "00-sft", 4));
   Proc two = run_hpcrl("run " + yaml + " --out " + dir + "/run --resume", 2);
   ASSERT_EQ(two.exit_code, 0) << two.output;
   EXPECT_NE(two.output.find("ep=2 dp=2 pp=1"), std::string::npos) << two.output;
   EXPECT_NE(two.output.find("optimizer state saved at dp 4 recut for dp 2"), std::string::npos) << two.output;
   auto resumed = lines_with(read_metrics(dir + "/run/metrics.jsonl"), "sft", "loss");
-  ASSERT_EQ(resumed.size(), 8u);
+  ASSERT_EQ(resumed.size(), size_t(kSftSteps));
   expect_close_curves(full, resumed, "loss", 1e-6);
   expect_close_curves(full, resumed, "grad_norm", 1e-5);
 }

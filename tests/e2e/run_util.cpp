@@ -151,4 +151,27 @@ void expect_same_metrics(const std::string& a_path, const std::string& b_path) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(without_timing(a[i]), without_timing(b[i])) << "line " << i;
 }
 
+void back_to_checkpoint(const std::string& run_dir, const std::string& stage, int64_t step) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(run_dir) / "checkpoints" / stage;
+  char kept[32];
+  std::snprintf(kept, sizeof kept, "step-%06lld", static_cast<long long>(step));
+  ASSERT_TRUE(fs::exists(dir / kept)) << (dir / kept);
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("step-", 0) == 0 && e.path().filename().string() > kept)
+      fs::remove_all(e.path());
+  fs::remove(dir / "complete.json");
+}
+
+void expect_exact_resume(const std::string& run_args, const std::string& run_dir, const std::string& stage,
+                         int64_t step, int np) {
+  const auto full = read_metrics(run_dir + "/metrics.jsonl");
+  ASSERT_NO_FATAL_FAILURE(back_to_checkpoint(run_dir, stage, step));
+  Proc resumed = run_hpcrl("run " + run_args + " --resume", np);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto again = read_metrics(run_dir + "/metrics.jsonl");
+  ASSERT_EQ(again.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(without_timing(full[i]), without_timing(again[i])) << "line " << i;
+}
+
 }  // namespace hpcrl::test

@@ -39,6 +39,15 @@ std::string read_text(const std::string& path);
 // Two runs' metrics.jsonl equal line for line, timing fields aside (a resumed run
 // against an uninterrupted one).
 void expect_same_metrics(const std::string& a_path, const std::string& b_path);
+// Removes the checkpoints of stage `stage` (e.g. "00-sft") in `run_dir` after
+// step `step`, and its complete.json, so that --resume continues from `step`
+// (a gtest failure when that checkpoint is missing).
+void back_to_checkpoint(const std::string& run_dir, const std::string& stage, int64_t step);
+// Goes back to checkpoint `step` as above, resumes with `hpcrl run RUN_ARGS
+// --resume` on `np` ranks, and expects metrics.jsonl to be what it was, line for
+// line, timing aside.
+void expect_exact_resume(const std::string& run_args, const std::string& run_dir, const std::string& stage,
+                         int64_t step, int np = 1);
 // Two runs' curves agree: as many lines (at least one), each line's `key`
 // within rel_tol · max(1, |a|) (gtest failures name the key and the line).
 void expect_close_curves(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,

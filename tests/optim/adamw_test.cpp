@@ -134,16 +134,6 @@ TEST(AdamW, AStepMakesGraphsThatSavedTheWeightsRefuseBackward) {
 }
 
 namespace {
-optim::SavedState saved_from(const std::map<std::string, at::Tensor>& state, const std::string& source) {
-  return {source,
-          [state] {
-            std::vector<std::string> names;
-            for (const auto& kv : state) names.push_back(kv.first);
-            return names;
-          },
-          [state](const std::string& name) { return state.at(name); }};
-}
-
 // State of a one-parameter AdamW whose moments are all `fill`, saved with `replica`.
 std::map<std::string, at::Tensor> moments_of(float fill, const std::vector<int64_t>& replica) {
   std::map<std::string, at::Tensor> s{{"w.exp_avg", at::full({2}, fill)},
@@ -160,8 +150,8 @@ TEST(AdamW, LoadReshardedTakesTheStateWithItsReplicaKey) {
   at::Tensor a = torch::zeros({2}).requires_grad_(true);
   optim::AdamW opt({{"w", a, optim::Sharding::kReplicated}}, {});
   opt.set_replica({1, 0, 0});
-  opt.load_resharded({saved_from(moments_of(1.0f, {0, 0, 0}), "rank 0"),
-                      saved_from(moments_of(2.0f, {1, 0, 0}), "rank 1")});
+  opt.load_resharded({optim::SavedState::in_memory(moments_of(1.0f, {0, 0, 0}), "rank 0"),
+                      optim::SavedState::in_memory(moments_of(2.0f, {1, 0, 0}), "rank 1")});
   EXPECT_TRUE(torch::equal(opt.state().at("w.exp_avg"), at::full({2}, 2.0f)));
   EXPECT_EQ(opt.steps(), 4);
 }
@@ -171,7 +161,7 @@ TEST(AdamW, LoadReshardedRefusesStateWithoutReplicaKeys) {
   optim::AdamW opt({{"w", a, optim::Sharding::kReplicated}}, {});
   opt.set_replica({0, 0, 0});
   try {
-    opt.load_resharded({saved_from(moments_of(1.0f, {}), "old/optimizer-rank-00000.safetensors")});
+    opt.load_resharded({optim::SavedState::in_memory(moments_of(1.0f, {}), "old/optimizer-rank-00000.safetensors")});
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("old/optimizer-rank-00000.safetensors: the optimizer state does not say "

@@ -349,15 +349,6 @@ TEST(Zero1, ExpertGroupOverEdpMatchesPlainPath) { expect_expert_group_matches_pl
 TEST(Zero2, ExpertGroupOverEdpMatchesPlainPath) { expect_expert_group_matches_plain_path(2); }
 
 namespace {
-optim::SavedState saved_from(std::map<std::string, at::Tensor> state, const std::string& source) {
-  return {source,
-          [state] {
-            std::vector<std::string> names;
-            for (const auto& kv : state) names.push_back(kv.first);
-            return names;
-          },
-          [state](const std::string& name) { return state.at(name); }};
-}
 
 // Every rank's state() on every rank (what a resume reads from the checkpoint's files).
 std::vector<optim::SavedState> every_rank_state(const optim::ShardedAdamW& zero, const dist::CommPtr& world) {
@@ -371,7 +362,8 @@ std::vector<optim::SavedState> every_rank_state(const optim::ShardedAdamW& zero,
     for (int q = 0; q < world->size(); ++q) by_rank[size_t(q)][key] = all.narrow(0, q * t.numel(), t.numel()).clone();
   }
   std::vector<optim::SavedState> saved;
-  for (int q = 0; q < world->size(); ++q) saved.push_back(saved_from(by_rank[size_t(q)], "rank " + std::to_string(q)));
+  for (int q = 0; q < world->size(); ++q)
+    saved.push_back(optim::SavedState::in_memory(by_rank[size_t(q)], "rank " + std::to_string(q)));
   return saved;
 }
 
@@ -408,7 +400,7 @@ TEST(ShardedAdamW, StateRecutForOneRankAndBackIsTheGroupsState) {
       if (dtype != at::kFloat) expect_same_owned_elements(group, one, "zero.dense.master");
 
       optim::ShardedAdamW back = sharded_adamw({{"zero.dense", again.params(), world, 1, {}, {}, {0, 0}}}, stage);
-      back.load_resharded({saved_from(one.state(), "the one-rank state")});
+      back.load_resharded({optim::SavedState::in_memory(one.state(), "the one-rank state")});
       for (const auto& [key, t] : group.state()) EXPECT_TRUE(torch::equal(t, back.state().at(key))) << key;
     }
 }
@@ -427,7 +419,7 @@ TEST(ShardedAdamW, RecutNamesAMissingRankAndAStateWithoutReplicaKeys) {
                          "-rank group; copy every optimizer-rank-*.safetensors of the checkpoint");
   std::map<std::string, at::Tensor> old = group.state();
   old.erase("zero1.dense.replica");  // written before resharding was built
-  expect_input_error([&] { one.load_resharded({saved_from(old, "step-000004/policy/optimizer-rank-00000")}); },
+  expect_input_error([&] { one.load_resharded({optim::SavedState::in_memory(old, "step-000004/policy/optimizer-rank-00000")}); },
                      "step-000004/policy/optimizer-rank-00000: optimizer state 'zero1.dense' does not say which model "
                      "shard it is");
 }

@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct SavedState {
   std::function<std::vector<std::string>()> names;
   std::function<at::Tensor(const std::string&)> load;
   bool has(const std::string& key) const;
+  // A state held in memory (an Optimizer's state(), or one read whole).
+  static SavedState in_memory(std::map<std::string, at::Tensor> state, std::string source);
 };
 
 // The [S] shard that rank `rank` of a group of `size` owns over buckets of

@@ -138,6 +138,7 @@ int64_t resume_stage(const StageEnv& env, const std::vector<TrainedRole>& saved,
   HPCRL_CHECK_INPUT(state.contains("cursor"), dir << "/state.json: no data cursor (\"cursor\"); the checkpoint is "
                                                      "damaged: resume from an earlier step directory or start over");
   sampler.restore(io::DataCursor::from_json(state.at("cursor"), dir + "/state.json"), dir);
+  if (env.metrics) env.metrics->truncate_after(env.stage_index, step);  // the lines of the steps to be run again
   const bool owed = state.value("eval_owed", false);
   if (eval_owed) *eval_owed = owed;
   spdlog::info("{}: resumed at step {} from {}{}", name, step, dir, owed ? " (its evaluation first)" : "");

@@ -239,7 +239,7 @@ nlohmann::json load_train_checkpoint(const std::string& step_dir, const std::vec
     const bool reshard = have != want && only_dp_differs(have, want);
     HPCRL_CHECK_INPUT(have == want || reshard, state_path << ": role '" << r.name << "' was saved with layout "
                       << have.dump() << " but this run has " << want.dump()
-                      << "; resume with the same tp, sp, ep, pp and optim.zero setting (only dp may change) (the HF "
+                      << "; resume with the same tp, sp, ep, pp and optim.zero setting, only dp may change (the HF "
                          "model in " << step_dir << "/" << r.name << " loads with any layout as a fresh start)");
     if (reshard && tr.optimizer && world->rank() == r.mesh.first_rank())
       spdlog::info("role {}: optimizer state saved at dp {} recut for dp {}", r.name, have.value("dp", 0),

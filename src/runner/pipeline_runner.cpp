@@ -264,7 +264,9 @@ int PipelineRun::run() {
       rows.push_back(*done);
       continue;
     }
-    if (metrics_ && dir_.resumed()) metrics_->truncate_after(int(i), latest.empty() ? -1 : algo::checkpoint_step(latest));
+    // From a checkpoint, resume_stage drops the later lines once the checkpoint has
+    // loaded, so that a resume it refuses leaves metrics.jsonl as it was.
+    if (metrics_ && dir_.resumed() && latest.empty()) metrics_->truncate_after(int(i), -1);
     algo::StageEnv env = stage_env(i, sdir, latest);
     spdlog::info("stage {} ({}) starts", i, config::to_string(stage.kind));
     StageRow row{stage_dir_name(int(i), stage), 0, stage.configured_steps()};

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "run_util.h"
@@ -59,6 +60,21 @@ void expect_zero_follows_plain_dp2_and_resumes(int zero, const std::vector<int>&
   Proc tp2 = run_hpcrl("run " + with_zero + " --set models.policy.parallel.tp=2 --resume", 2);
   EXPECT_EQ(tp2.exit_code, 2) << tp2.output;
   EXPECT_NE(tp2.output.find("models.policy.parallel.tp (saved 1, now 2)"), std::string::npos) << tp2.output;
+  if (zero == 1) {
+    // Past a hand-edited resolved config, the checkpoint's own layout still refuses the tp change.
+    const std::string resolved = dir + "/zero/config.resolved.yaml", text = read_text(resolved);
+    std::string edited = text;
+    for (int k = 0; k < 2; ++k) edited.replace(edited.find("tp: 1"), 5, "tp: 2");  // policy.parallel, policy.rollout
+    std::ofstream(resolved) << edited;
+    Proc layout = run_hpcrl("run " + with_zero + " --set models.policy.parallel.tp=2 --resume", 2);
+    EXPECT_EQ(layout.exit_code, 2) << layout.output;
+    EXPECT_NE(layout.output.find("' was saved with layout {"), std::string::npos) << layout.output;
+    EXPECT_NE(layout.output.find("resume with the same tp, sp, ep, pp and optim.zero setting, only dp may change"),
+              std::string::npos) << layout.output;
+    EXPECT_EQ(read_metrics(dir + "/zero/metrics.jsonl").size(), read_metrics(dir + "/plain/metrics.jsonl").size())
+        << "the refused resume changed metrics.jsonl";
+    std::ofstream(resolved) << text;
+  }
   expect_exact_resume(with_zero, dir + "/zero", "00-sft", 4, 2);
 
   // At another dp the shards are recut: the same state, so the dp 2 curve to rounding

@@ -58,8 +58,8 @@ namespace baseline {
 // The table of one instruction set's namespace.
 #define HPCRL_KERNELS(isa, ns)                                                                             \
   Kernels {                                                                                                \
-    isa, #ns, ns::kPanel, ns::gemm, ns::pack_panel, ns::gemv, ns::row_max, ns::row_exp, ns::rms_norm,      \
-        ns::rotate, ns::attend                                                                             \
+    isa, #ns, ns::kPanel, ns::gemm, ns::pack_panel, ns::gemv, ns::gemv_bf16, ns::row_max, ns::row_exp,     \
+        ns::rms_norm, ns::rotate, ns::attend                                                               \
   }
 const Kernels kBaseline = HPCRL_KERNELS(Isa::kBaseline, baseline);
 #ifdef HPCRL_X86_KERNELS

@@ -49,6 +49,10 @@ struct Kernels {
   // result does not depend on o0, o1 or the rows beside it.
   void (*gemv)(const float* w, int64_t ldw, int64_t k, const float* x, const float* bias, int64_t o0, int64_t o1,
                float* y);
+  // The same for bfloat16 weights (their raw 16 bits): each widened to float32
+  // as it is read, the sums and x in float32, so a row reads half the bytes.
+  void (*gemv_bf16)(const uint16_t* w, int64_t ldw, int64_t k, const float* x, const float* bias, int64_t o0,
+                    int64_t o1, float* y);
 
   // The largest entry of x[0, n) and (argmax) the first index holding it.
   float (*row_max)(const float* x, int64_t n, int64_t* argmax);

@@ -17,8 +17,10 @@ namespace cpu {
 struct Kernels;
 }
 
-// True when row_gemv computes x · Wᵀ: x holds one row of float32 values on the
-// CPU, and w is a contiguous [N, K] float32 CPU matrix of its width.
+// True when row_gemv computes x · Wᵀ: x holds one row of float32 or bfloat16
+// values on the CPU, and w is a contiguous [N, K] CPU matrix of its width and
+// dtype. A bf16 row reads half the bytes; it is summed in float32 (x and the
+// biases widened) and rounded to bf16 once, as LibTorch's CPU linear does.
 bool row_gemv_applies(const at::Tensor& x, const at::Tensor& w);
 
 // [..., Σ N_i]: x's one row times weights[i] ([N_i, K]) plus biases[i] ([N_i],

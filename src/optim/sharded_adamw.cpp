@@ -1,8 +1,10 @@
 // ZeRO-1/ZeRO-2 sharded AdamW (see sharded_adamw.h). Per shard group, per step:
 //   grad [S]  <- the reducer's shard: every bucket averaged over the group / grad_divisor
-//   w [S]     <- fp32 master shard (bf16/f16) or a copy of the owned parameters (fp32)
-//   adamw_update(w, grad, exp_avg [S], exp_avg_sq [S])
-//   per bucket: [W·Sb] <- all_gather(w's Sb slice as param dtype) -> copied into its parameters
+//   per chunk of at most kStepChunk owned elements of each bucket (update_and_gather):
+//     w [n]   <- its slice of the fp32 master shard (bf16/f16) or a copy of the owned parameters (fp32)
+//     adamw_update(w, grad, exp_avg, exp_avg_sq) on the chunk's slices
+//     [W·n]   <- all_gather(w as param dtype) -> copied into its parameters
+// (ZeRO-3 updates its resident shard whole and releases the gathered layers.)
 // Padding elements have zero weight and gradient and stay zero (the update of
 // 0 with m = v = 0 is 0), so they never leak into the parameters.
 #include "hpcrl/optim/sharded_adamw.h"
@@ -102,27 +104,61 @@ double ShardedAdamW::clip_grad_norm(double max_norm, const parallel::ParallelCon
   return norm;
 }
 
-at::Tensor ShardedAdamW::weight_shard(const Group& g) const {
-  if (g.master.defined()) return g.master;
-  if (g.sharded) return g.sharded->shard();  // updated in place
-  return owned_elements(g.spec.params, g.reducer->layout(),
-                          g.spec.params.front().tensor.options().requires_grad(false));
+namespace {
+// Elements [s0, s0 + n) of this rank's shard of layout `l`, copied out of the
+// parameters into `out` ([n]); padding elements are 0.
+void copy_owned(const ParamSet& ps, const ShardLayout& l, int64_t s0, at::Tensor& out) {
+  out.zero_();
+  const int64_t n = out.numel();
+  for (const auto& s : l.segments) {
+    const int64_t lo = std::max(s0, s.shard_offset), hi = std::min(s0 + n, s.shard_offset + s.length);
+    if (lo >= hi) continue;
+    const int64_t from = s.param_offset + lo - s.shard_offset;
+    out.slice(0, lo - s0, hi - s0).copy_(ps[s.param].tensor.detach().reshape(-1).slice(0, from, from + hi - lo));
+  }
 }
 
-void ShardedAdamW::gather_parameters(Group& g, const at::Tensor& w) {
-  const ShardLayout& l = g.reducer->layout();
-  const ParamSet& ps = g.spec.params;
-  at::Tensor out = w.scalar_type() == g.dtype ? w : w.to(g.dtype);  // [S]
-  for (const ShardLayout::Bucket& b : l.buckets) {
-    at::Tensor mine = out.slice(0, b.shard_offset, b.shard_offset + b.shard);  // [Sb]
-    at::Tensor full = mine;                                                   // [Nb] when W = 1
-    if (l.size > 1) {
-      full = at::empty({b.shard * l.size}, mine.options());  // [W·Sb]
-      g.spec.group->all_gather_into(full, mine);
-    }
+// `gathered` holds W runs of n elements, run q being elements [q·Sb + c0, q·Sb + c0 + n)
+// of bucket b's flat buffer (rank q's slice, from c0 on): copied into the parameters they
+// belong to; the padding past the bucket's Nb elements is dropped.
+void copy_into_parameters(const ParamSet& ps, const ShardLayout::Bucket& b, int W, int64_t c0, int64_t n,
+                          const at::Tensor& gathered) {
+  for (int q = 0; q < W; ++q) {
+    const int64_t f0 = q * b.shard + c0;
     for (size_t j = 0; j < b.params.size(); ++j) {
       const at::Tensor& p = ps[b.params[j]].tensor;
-      p.view({-1}).copy_(full.slice(0, b.offsets[j], b.offsets[j] + p.numel()));
+      const int64_t lo = std::max(f0, b.offsets[j]), hi = std::min(f0 + n, b.offsets[j] + p.numel());
+      if (lo >= hi) continue;
+      p.view({-1}).slice(0, lo - b.offsets[j], hi - b.offsets[j])
+          .copy_(gathered.slice(0, q * n + lo - f0, q * n + hi - f0));
+    }
+  }
+}
+}  // namespace
+
+void ShardedAdamW::update_and_gather(Group& g, double lr) {
+  const ShardLayout& l = g.reducer->layout();
+  const ParamSet& ps = g.spec.params;
+  const int W = l.size;
+  int64_t widest = 0;  // the longest chunk of any bucket
+  for (const auto& b : l.buckets) widest = std::max(widest, std::min(kStepChunk, b.shard));
+  const auto options = ps.front().tensor.options().requires_grad(false);
+  at::Tensor owned = g.master.defined() ? at::Tensor() : at::empty({widest}, options);  // fp32: the chunk's weights
+  at::Tensor gathered = W > 1 ? at::empty({widest * W}, options) : at::Tensor();
+  for (const ShardLayout::Bucket& b : l.buckets) {
+    for (int64_t c0 = 0; c0 < b.shard; c0 += kStepChunk) {
+      const int64_t n = std::min(kStepChunk, b.shard - c0), s0 = b.shard_offset + c0;
+      at::Tensor w = g.master.defined() ? g.master.slice(0, s0, s0 + n) : owned.narrow(0, 0, n);
+      if (!g.master.defined()) copy_owned(ps, l, s0, w);
+      at::Tensor m = g.exp_avg.slice(0, s0, s0 + n), v = g.exp_avg_sq.slice(0, s0, s0 + n);
+      adamw_update(w, g.grad.slice(0, s0, s0 + n), m, v, lr, step_, options_);
+      const at::Tensor mine = w.scalar_type() == g.dtype ? w : w.to(g.dtype);  // [n]
+      at::Tensor all = mine;                                                     // [W·n]
+      if (W > 1) {
+        all = gathered.narrow(0, 0, n * W);
+        g.spec.group->all_gather_into(all, mine);
+      }
+      copy_into_parameters(ps, b, W, c0, n, all);
     }
   }
 }
@@ -135,14 +171,14 @@ void ShardedAdamW::step(double lr) {
   ++step_;
   for (auto& g : groups_) {
     if (g.spec.params.empty()) continue;
-    at::Tensor w = weight_shard(g);
-    adamw_update(w, g.grad, g.exp_avg, g.exp_avg_sq, lr, step_, options_);
-    if (g.sharded) {
+    if (g.sharded) {  // ZeRO-3: the shard (or its fp32 master) is the update's own memory
+      at::Tensor w = g.master.defined() ? g.master : g.sharded->shard();
+      adamw_update(w, g.grad, g.exp_avg, g.exp_avg_sq, lr, step_, options_);
       if (g.master.defined()) g.sharded->shard().copy_(w);
       // Gathered values are stale now; the next forward gathers the update.
       for (size_t b = 0; b < g.sharded->layout().buckets.size(); ++b) g.sharded->release(b);
     } else {
-      gather_parameters(g, w);
+      update_and_gather(g, lr);
     }
     g.grad = at::Tensor();
   }

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "hpcrl/dist/bootstrap.h"
@@ -59,7 +60,8 @@ double rel_diff(const at::Tensor& a, const at::Tensor& b) {
 }
 
 // Plain path: dp all-reduce during backward, clip, AdamW. Returns the pre-clip norms.
-std::vector<double> train_plain(Net& net, optim::AdamW& opt, const dist::CommPtr& dp, int steps, double clip,
+template <class N>
+std::vector<double> train_plain(N& net, optim::AdamW& opt, const dist::CommPtr& dp, int steps, double clip,
                                 int micro_batches = kMicroBatches) {
   auto ps = net.params();
   optim::GradSync sync(ps, dp, /*bucket_bytes=*/128);
@@ -78,7 +80,8 @@ std::vector<double> train_plain(Net& net, optim::AdamW& opt, const dist::CommPtr
   return norms;
 }
 
-std::vector<double> train_sharded(Net& net, optim::ShardedAdamW& opt, int rank, int steps, double clip,
+template <class N>
+std::vector<double> train_sharded(N& net, optim::ShardedAdamW& opt, int rank, int steps, double clip,
                                   int first_step = 0, int micro_batches = kMicroBatches) {
   parallel::ParallelContext ctx;
   std::vector<double> norms;
@@ -145,6 +148,64 @@ TEST(Zero1, Bf16ParamsWithFp32MastersMatchPlainAdamW) { expect_same_training(at:
 TEST(Zero2, Fp32MatchesAllReduceAdamWWithDecayAndClipping) { expect_same_training(at::kFloat, 2); }
 
 TEST(Zero2, Bf16ParamsWithFp32MastersMatchPlainAdamW) { expect_same_training(at::kBFloat16, 2); }
+
+// Wider than a step chunk (ShardedAdamW::kStepChunk, 2^21 elements): 4,202,499 + 13 +
+// 1,211,809 = 5,414,321 elements. ZeRO-1 at dp 2: one bucket, shards of 2,707,161, so
+// rank 0's is updated and gathered in two chunks cut inside `a` and rank 1's spans a, b
+// and c. ZeRO-2 (64-byte buckets: a parameter each): a's 2,101,250-element shard, two.
+struct WideNet {
+  at::Tensor a, b, c;
+  WideNet(int seed, at::ScalarType dtype) {
+    torch::manual_seed(seed);
+    a = torch::randn({2049, 2051}).to(dtype).requires_grad_(true);
+    b = torch::randn({13}).to(dtype).requires_grad_(true);
+    c = torch::randn({1201, 1009}).to(dtype).requires_grad_(true);
+  }
+  at::Tensor loss(const at::Tensor& x) {  // every element's gradient differs: 2·(p − s)/n
+    const at::Tensor s = x.mean().to(a.scalar_type());
+    return ((a - s).pow(2).mean() + (b - s).pow(2).mean() + (c - s).pow(2).mean()).to(at::kFloat);
+  }
+  optim::ParamSet params() {
+    return {{"a", a, optim::Sharding::kReplicated}, {"b", b, optim::Sharding::kReplicated},
+            {"c", c, optim::Sharding::kReplicated}};
+  }
+  std::vector<at::Tensor> tensors() const { return {a, b, c}; }
+};
+
+// One micro-batch a step and no clipping: at dp 2 each reduced gradient is the sum of the
+// same two values as plain dp's all-reduce, and AdamW is elementwise, so an update and a
+// gather cut into chunks must give plain AdamW's parameters bit for bit (at dp 4 the sums
+// of four may be ordered differently: within 1e-6).
+void expect_chunked_step_equals_plain(at::ScalarType dtype, int stage) {
+  dist::init(nullptr, nullptr);
+  auto world = dist::world_comm();
+  const int steps = 3;
+  const double no_clip = 1e9;
+  WideNet plain(3, dtype), sharded(3, dtype);
+  optim::AdamW ref(plain.params(), kOpts);
+  optim::ShardedAdamW zero = sharded_adamw({{"zero.dense", sharded.params(), world}}, stage);
+  int64_t largest = 0;
+  for (const auto& bucket : zero.layout(0).buckets) largest = std::max(largest, bucket.shard);
+  if (world->size() == 2) EXPECT_GT(largest, optim::ShardedAdamW::kStepChunk) << "the test must cut a shard";
+  train_plain(plain, ref, world, steps, no_clip, 1);
+  train_sharded(sharded, zero, world->rank(), steps, no_clip, 0, 1);
+  auto pa = plain.tensors(), pb = sharded.tensors();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_FALSE(torch::equal(pb[i], WideNet(3, dtype).tensors()[i])) << "param " << i << " was not updated";
+    if (world->size() == 2)
+      EXPECT_TRUE(torch::equal(pb[i], pa[i])) << "param " << i << ": " << rel_diff(pb[i], pa[i]);
+    else
+      EXPECT_LE(rel_diff(pb[i], pa[i]), 1e-6) << "param " << i;
+  }
+}
+
+TEST(Zero1, AShardLongerThanAStepChunkUpdatesAsPlainAdamW) { expect_chunked_step_equals_plain(at::kFloat, 1); }
+
+TEST(Zero2, AShardLongerThanAStepChunkUpdatesAsPlainAdamW) { expect_chunked_step_equals_plain(at::kFloat, 2); }
+
+TEST(Zero2, Bf16ShardLongerThanAStepChunkUpdatesAsPlainAdamW) {
+  expect_chunked_step_equals_plain(at::kBFloat16, 2);
+}
 
 TEST(ShardedAdamW, StateBytesPerRankShrinkByDp) {
   dist::init(nullptr, nullptr);

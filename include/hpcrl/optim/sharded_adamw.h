@@ -110,6 +110,10 @@ class ShardedAdamW : public Optimizer {
   // ZeRO-3: group `group`'s parameter shards (null for stages 1 and 2 and for an empty group).
   ShardedParameters* sharded_parameters(size_t group) { return groups_.at(group).sharded.get(); }
 
+  // The update and the parameters' all-gather of ZeRO-1/2 go in chunks of at
+  // most this many owned elements (8 MiB of fp32; update_and_gather).
+  static constexpr int64_t kStepChunk = int64_t(1) << 21;
+
  private:
   struct Group {
     ShardGroup spec;
@@ -120,8 +124,13 @@ class ShardedAdamW : public Optimizer {
     std::unique_ptr<ShardedParameters> sharded;  // ZeRO-3
   };
   void setup(Group& g, int64_t bucket_bytes);
-  at::Tensor weight_shard(const Group& g) const;           // [S] the owned parameters as the update's dtype
-  void gather_parameters(Group& g, const at::Tensor& w);  // all-gather of the updated shard, bucket by bucket
+  // ZeRO-1/2: the update and the all-gather of the parameters, chunk by chunk
+  // of each bucket's owned elements. Holds one chunk's fp32 working copy and
+  // its W gathered copies at a time: a whole-shard copy (fp32) and ZeRO-1's
+  // one bucket gathered whole (the model's size) were the run's peak memory
+  // once the step came after the backward. Elementwise, so the chunks' update
+  // is the whole shard's, bit for bit.
+  void update_and_gather(Group& g, double lr);
   void load_group(Group& g, const std::map<std::string, at::Tensor>& state);
   void reshard_group(Group& g, const std::vector<SavedState>& saved);
 

@@ -152,11 +152,7 @@ void AdamW::load_state(const std::map<std::string, at::Tensor>& state) {
 
 void AdamW::load_resharded(const std::vector<SavedState>& saved) {
   for (const SavedState& s : saved) {
-    HPCRL_CHECK_INPUT(s.has("replica") && !replica_.empty(), s.source << ": the optimizer state does not say which "
-                      "model shard it is (saved before resharding was built); resume with the data-parallel size "
-                      "that wrote it");
-    at::Tensor key = s.load("replica").to(at::kLong).contiguous();
-    if (std::vector<int64_t>(key.data_ptr<int64_t>(), key.data_ptr<int64_t>() + key.numel()) != replica_) continue;
+    if (!is_replica(s, "replica", replica_, "the optimizer state")) continue;
     std::map<std::string, at::Tensor> state;  // every replica holds the same state: the first one found serves
     for (const auto& name : s.names()) state[name] = s.load(name);
     return load_state(state);

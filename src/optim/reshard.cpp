@@ -15,6 +15,18 @@ bool SavedState::has(const std::string& key) const {
   return std::find(all.begin(), all.end(), key) != all.end();
 }
 
+std::vector<int64_t> SavedState::int64s(const std::string& key) const {
+  const at::Tensor t = load(key).to(at::kLong).contiguous();
+  return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+}
+
+bool is_replica(const SavedState& saved, const std::string& key, const std::vector<int64_t>& replica,
+                const std::string& what) {
+  HPCRL_CHECK_INPUT(saved.has(key) && !replica.empty(), saved.source << ": " << what << " does not say which model "
+                    "shard it is (saved before resharding was built); resume with the data-parallel size that wrote it");
+  return saved.int64s(key) == replica;
+}
+
 SavedState SavedState::in_memory(std::map<std::string, at::Tensor> state, std::string source) {
   auto held = std::make_shared<const std::map<std::string, at::Tensor>>(std::move(state));
   return {std::move(source),

@@ -105,19 +105,6 @@ double ShardedAdamW::clip_grad_norm(double max_norm, const parallel::ParallelCon
 }
 
 namespace {
-// Elements [s0, s0 + n) of this rank's shard of layout `l`, copied out of the
-// parameters into `out` ([n]); padding elements are 0.
-void copy_owned(const ParamSet& ps, const ShardLayout& l, int64_t s0, at::Tensor& out) {
-  out.zero_();
-  const int64_t n = out.numel();
-  for (const auto& s : l.segments) {
-    const int64_t lo = std::max(s0, s.shard_offset), hi = std::min(s0 + n, s.shard_offset + s.length);
-    if (lo >= hi) continue;
-    const int64_t from = s.param_offset + lo - s.shard_offset;
-    out.slice(0, lo - s0, hi - s0).copy_(ps[s.param].tensor.detach().reshape(-1).slice(0, from, from + hi - lo));
-  }
-}
-
 // `gathered` holds W runs of n elements, run q being elements [q·Sb + c0, q·Sb + c0 + n)
 // of bucket b's flat buffer (rank q's slice, from c0 on): copied into the parameters they
 // belong to; the padding past the bucket's Nb elements is dropped.
@@ -149,7 +136,7 @@ void ShardedAdamW::update_and_gather(Group& g, double lr) {
     for (int64_t c0 = 0; c0 < b.shard; c0 += kStepChunk) {
       const int64_t n = std::min(kStepChunk, b.shard - c0), s0 = b.shard_offset + c0;
       at::Tensor w = g.master.defined() ? g.master.slice(0, s0, s0 + n) : owned.narrow(0, 0, n);
-      if (!g.master.defined()) copy_owned(ps, l, s0, w);
+      if (!g.master.defined()) copy_owned_elements(ps, l, s0, w);
       at::Tensor m = g.exp_avg.slice(0, s0, s0 + n), v = g.exp_avg_sq.slice(0, s0, s0 + n);
       adamw_update(w, g.grad.slice(0, s0, s0 + n), m, v, lr, step_, options_);
       const at::Tensor mine = w.scalar_type() == g.dtype ? w : w.to(g.dtype);  // [n]
@@ -302,13 +289,6 @@ void ShardedAdamW::load_state(const std::map<std::string, at::Tensor>& state) {
   step_ = find_state(state, "step", "the checkpoint is damaged").item<int64_t>();
 }
 
-namespace {
-std::vector<int64_t> as_vector(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kLong).contiguous();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
-}  // namespace
-
 void ShardedAdamW::reshard_group(Group& g, const std::vector<SavedState>& saved) {
   const std::string& n = g.spec.name;
   const ShardLayout& l = g.reducer->layout();
@@ -316,11 +296,8 @@ void ShardedAdamW::reshard_group(Group& g, const std::vector<SavedState>& saved)
   std::vector<const SavedState*> by_rank;
   for (const SavedState& s : saved) {
     if (!s.has(n + ".layout")) continue;
-    HPCRL_CHECK_INPUT(s.has(n + ".replica") && !g.spec.replica.empty(),
-                      s.source << ": optimizer state '" << n << "' does not say which model shard it is (saved "
-                      "before resharding was built); resume with the data-parallel size that wrote it");
-    if (as_vector(s.load(n + ".replica")) != g.spec.replica) continue;
-    const std::vector<int64_t> layout = as_vector(s.load(n + ".layout"));
+    if (!is_replica(s, n + ".replica", g.spec.replica, "optimizer state '" + n + "'")) continue;
+    const std::vector<int64_t> layout = s.int64s(n + ".layout");
     HPCRL_CHECK_INPUT(layout.size() == 4 && layout[0] >= 1 && layout[1] >= 0 && layout[1] < layout[0],
                       s.source << ": optimizer state '" << n << ".layout' is damaged");
     HPCRL_CHECK_INPUT(layout[2] == l.numel, s.source << ": optimizer state '" << n << "' covers " << layout[2]
@@ -341,7 +318,7 @@ void ShardedAdamW::reshard_group(Group& g, const std::vector<SavedState>& saved)
   std::vector<int64_t> buckets;
   for (const auto& b : l.buckets) buckets.push_back(b.numel);
   if (stage_ >= 2)
-    HPCRL_CHECK_INPUT(as_vector(by_rank.front()->load(n + ".buckets")) == buckets,
+    HPCRL_CHECK_INPUT(by_rank.front()->int64s(n + ".buckets") == buckets,
                       by_rank.front()->source << ": optimizer state '" << n << "' was cut into other gradient "
                       "buckets; resume with the optim.bucket_mb and model that wrote the checkpoint");
   torch::NoGradGuard no_grad;

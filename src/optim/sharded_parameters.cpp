@@ -24,12 +24,21 @@ void free_storage(const at::Tensor& t) {
 }  // namespace
 
 at::Tensor owned_elements(const ParamSet& ps, const ShardLayout& l, const at::TensorOptions& options) {
-  torch::NoGradGuard no_grad;
-  at::Tensor owned = at::zeros({l.shard}, options);
-  for (const auto& s : l.segments)
-    owned.slice(0, s.shard_offset, s.shard_offset + s.length)
-        .copy_(ps[s.param].tensor.detach().reshape(-1).slice(0, s.param_offset, s.param_offset + s.length));
+  at::Tensor owned = at::empty({l.shard}, options);
+  copy_owned_elements(ps, l, 0, owned);
   return owned;
+}
+
+void copy_owned_elements(const ParamSet& ps, const ShardLayout& l, int64_t s0, at::Tensor& out) {
+  torch::NoGradGuard no_grad;
+  out.zero_();
+  const int64_t n = out.numel();
+  for (const auto& s : l.segments) {
+    const int64_t lo = std::max(s0, s.shard_offset), hi = std::min(s0 + n, s.shard_offset + s.length);
+    if (lo >= hi) continue;
+    const int64_t from = s.param_offset + lo - s.shard_offset;
+    out.slice(0, lo - s0, hi - s0).copy_(ps[s.param].tensor.detach().reshape(-1).slice(0, from, from + hi - lo));
+  }
 }
 
 ShardedParameters::ShardedParameters(const ParamSet& params, ShardLayout layout, dist::CommPtr group)

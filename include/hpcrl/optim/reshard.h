@@ -26,9 +26,17 @@ struct SavedState {
   std::function<std::vector<std::string>()> names;
   std::function<at::Tensor(const std::string&)> load;
   bool has(const std::string& key) const;
+  // Tensor `key` (a layout, bucket sizes, a replica key) as integers.
+  std::vector<int64_t> int64s(const std::string& key) const;
   // A state held in memory (an Optimizer's state(), or one read whole).
   static SavedState in_memory(std::map<std::string, at::Tensor> state, std::string source);
 };
+
+// Whether `saved` is the state of model shard `replica` (its tensor `key`).
+// InputError naming `what` when `saved` or this run has no replica key: the
+// state was written before resharding existed and loads only at its own dp.
+bool is_replica(const SavedState& saved, const std::string& key, const std::vector<int64_t>& replica,
+                const std::string& what);
 
 // The [S] shard that rank `rank` of a group of `size` owns over buckets of
 // `bucket_numels` elements (in shard order), taken from the [S_q] shards

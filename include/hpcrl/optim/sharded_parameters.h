@@ -25,6 +25,9 @@ namespace hpcrl::optim {
 
 // [S] this rank's owned elements of `params` as `options` (zero where the shard is padding).
 at::Tensor owned_elements(const ParamSet& params, const ShardLayout& layout, const at::TensorOptions& options);
+// Elements [s0, s0 + out.numel()) of this rank's shard, copied out of `params`
+// into `out`; padding elements are 0.
+void copy_owned_elements(const ParamSet& params, const ShardLayout& layout, int64_t s0, at::Tensor& out);
 
 class ShardedParameters {
  public:

@@ -43,13 +43,16 @@
 //                       bfloat16 (4 B/param); with zero 1, 2 or 3 the dense part is
 //                       divided over dp·sp and the experts over edp, the groups
 //                       their gradients are averaged over (optim/sharded_adamw.h)
-//   activations         Korthikanti et al. 2022 without attention scores
-//                       (memory-efficient SDPA): per layer (10 + 24/tp)·s·C bytes
-//                       at 16 bit, s = micro_batch·seq_len/sp tokens, scaled to the
-//                       dtype; with activation checkpointing each layer keeps only
+//   activations         what hpcrl's layer saves for its backward, per token
+//                       (layer_activation_bytes_per_token below), times
+//                       s = micro_batch·seq_len/sp tokens and the stage's layers;
+//                       with activation checkpointing each layer keeps only
 //                       its input (s·C values) and one layer is live in full. Both
 //                       are reported (activations_full, activations_checkpointed);
-//                       `activations` is the one the role is configured for
+//                       `activations` is the one the role is configured for.
+//                       Korthikanti et al. 2022's 34·s·C bytes a layer (16 bit,
+//                       no scores) assumes a 4C non-gated MLP and counts less:
+//                       base-100m's layer keeps 25 s·C fp32 values, not 17
 //   logits              s·V/tp values in the dtype (the LM head's output) plus three
 //                       fp32 tensors of that shape the vocab-parallel log-prob holds
 //                       at once (shifted logits, their exponentials, the log-probs it
@@ -67,6 +70,7 @@
 #include <algorithm>
 
 #include "hpcrl/dist/plan.h"
+#include "hpcrl/model/attention_saves_scores.h"
 #include "hpcrl/optim/shard_layout.h"
 
 namespace hpcrl::dist {
@@ -85,6 +89,42 @@ int64_t lora_parameters_per_layer(const ModelArch& a, const config::LoraConfig& 
     if (t == "gate_proj" || t == "up_proj") n += r * C + ffn * r;
     if (t == "down_proj") n += r * ffn + C * r;
   }
+  return n;
+}
+
+// Bytes one decoder layer keeps for its backward per token of the micro-batch
+// (b: the dtype's bytes), from the tensors its ops save (model/decoder_layer.cpp,
+// rms_norm.cpp, rope.cpp, attention.cpp, attention_kernel.cpp, mlp.cpp):
+//   each RMSNorm     its input in fp32 (the input itself in fp32, a copy in bf16),
+//                    the normalised values and the weighted output: C·(4 + 2b)
+//   q, k             the projection's output and its rotated half-swap (RoPE),
+//                    2b per value; with qk_norm also that norm's 4 + b
+//   attention core   1.13's explicit path (kAttentionSavesScores): the grouped q
+//                    and the transposed k and v copied for the matmuls (b each)
+//                    and the fp32 softmax output, H·seq_len values a token (its
+//                    bf16 copy beside it in bf16); SDPA: the rotated q, k, v and
+//                    its output (b each), with KV heads repeated before LibTorch 2.5
+//   o_proj           its input, the heads' output made contiguous: q·b
+//   MLP              gate, silu(gate), up and their product: 4·F·b (MoE: each of
+//                    the top-k experts' for its copy of the token, the shared
+//                    expert's, and the router's fp32 logits and probabilities)
+// Measured at base-100m (fp32, 512 tokens of 256): 39 MiB a layer, this 39.0.
+int64_t layer_activation_bytes_per_token(const ModelArch& a, int64_t tp, int64_t seq_len, int64_t b) {
+  const int64_t C = a.hidden_size, D = a.head_dim, heads = a.num_heads / tp;
+  const int64_t q = heads * D, kv = (a.num_kv_heads % tp == 0 ? a.num_kv_heads / tp : 1) * D;
+  int64_t n = 2 * C * (4 + 2 * b);                     // two RMSNorms
+  n += (q + kv) * 2 * b;                               // RoPE's input and rotated copy
+  if (a.qk_norm) n += (q + kv) * (4 + b);              // the per-head norm before RoPE
+  if (model::kAttentionSavesScores) {
+    n += (q + 2 * kv) * b + heads * seq_len * (4 + (b == 2 ? 2 : 0));
+  } else {
+    const int64_t kv_used = TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 5 ? q : kv;  // repeated for GQA
+    n += (2 * q + 2 * kv_used) * b;
+  }
+  n += q * b;  // o_proj's input
+  if (a.num_experts == 0) return n + 4 * (a.intermediate_size / tp) * b;
+  n += a.experts_per_token * (4 * a.moe_intermediate_size * b + C * b) + 2 * a.num_experts * 4;
+  if (a.shared_expert_intermediate_size > 0) n += 4 * a.shared_expert_intermediate_size * b;
   return n;
 }
 
@@ -169,7 +209,7 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
     e.optimizer = role.optim.zero >= 1 ? sharded(trained - trained_experts, per_param, dense_group) +
                                              sharded(trained_experts, per_param, mesh.edp())
                                        : trained * per_param;
-    const int64_t full_layer = tokens * C * (10 * tp + 24) * bytes / (2 * tp);  // (10 + 24/tp)·s·C·bytes/2
+    const int64_t full_layer = tokens * layer_activation_bytes_per_token(a, tp, e.seq_len, bytes);
     e.activations_full = stage_layers * full_layer;
     e.activations_checkpointed = stage_layers * tokens * C * bytes + full_layer;
     e.activations = role.activation_checkpointing ? e.activations_checkpointed : e.activations_full;

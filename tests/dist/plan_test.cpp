@@ -5,10 +5,25 @@
 
 #include "hpcrl/config/loader.h"
 #include "hpcrl/dist/plan.h"
+#include "hpcrl/model/attention_saves_scores.h"
 #include "hpcrl/util/error.h"
 
 namespace hpcrl::dist {
 namespace {
+
+// Bytes one layer of tiny (C 128, 4 heads of 32, 2 KV heads, ffn 384) saves per token in float32,
+// for sequences of `seq` tokens (plan_memory.cpp's list):
+//   tp 1: two norms 2·128·(4 + 2·4) = 3072, RoPE's inputs and rotated copies (128 + 64)·2·4 = 1536,
+//         o_proj's input 128·4 = 512, MLP 4·384·4 = 6144 -> 11264; the attention core on LibTorch 1.13
+//         copies q, k, v (128 + 64 + 64)·4 = 1024 and keeps 4 heads' softmax over seq keys, 4·seq·4;
+//         SDPA keeps q, k, v and its output (128 + 64 + 64 + 128)·4 = 1536 (KV repeated before 2.5: 2048).
+//   tp 2 (2 heads: q 64 values, 1 KV head: 32, ffn 192): 3072 + (64 + 32)·8 + 64·4 + 4·192·4 = 7168;
+//         core (64 + 32 + 32)·4 = 512 + 2·seq·4, or SDPA (64 + 32 + 32 + 64)·4 = 768 (1024).
+int64_t tiny_layer_bytes_per_token(int tp, int64_t seq) {
+  const bool kv_repeated = TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 5;
+  if (tp == 1) return 11264 + (model::kAttentionSavesScores ? 1024 + 16 * seq : kv_repeated ? 2048 : 1536);
+  return 7168 + (model::kAttentionSavesScores ? 512 + 8 * seq : kv_repeated ? 1024 : 768);
+}
 
 const char* kColocated = R"(
 run: {name: plantest, device: cpu}
@@ -84,8 +99,8 @@ TEST(Plan, MemoryOfTheTinyPresetByHand) {
   EXPECT_EQ(m.weights, 214656 * 4);
   EXPECT_EQ(m.grads, 214656 * 4);
   EXPECT_EQ(m.optimizer, 214656 * 8);
-  // 2 layers · (1 · 2048 tokens) · 128 · (10 + 24/2) · 4/2 bytes.
-  EXPECT_EQ(m.activations, 2 * 2048 * 128 * 22 * 2);
+  // 2 layers · (1 · 2048 tokens) · a layer's bytes per token at tp 2 (24064 on LibTorch 1.13).
+  EXPECT_EQ(m.activations, 2 * 2048 * tiny_layer_bytes_per_token(2, 2048));
   EXPECT_EQ(m.kv_cache, 0);
   EXPECT_EQ(m.seq_len, 2048);
   EXPECT_EQ(m.micro_batch, 1);
@@ -110,9 +125,9 @@ TEST(Plan, LogitsBothActivationCountsAndPerRankPeakByHand) {
   const MemoryEstimate& m = *plan.roles[0].memory;
   // Logits: 2048 tokens · 272/2 vocabulary columns · (4 B in float32 + 3 fp32 copies of 4 B).
   EXPECT_EQ(m.logits, 2048 * 136 * (4 + 12));
-  // Without checkpointing 2 layers · 2048·128·(10 + 24/2)·4/2 B; with it 2 layer inputs of 2048·128·4 B + one layer.
-  EXPECT_EQ(m.activations_full, 2 * 2048 * 128 * 22 * 2);
-  EXPECT_EQ(m.activations_checkpointed, 2 * 2048 * 128 * 4 + 2048 * 128 * 22 * 2);
+  // Without checkpointing 2 layers of 2048 tokens; with it 2 layer inputs of 2048·128·4 B + one layer.
+  EXPECT_EQ(m.activations_full, 2 * 2048 * tiny_layer_bytes_per_token(2, 2048));
+  EXPECT_EQ(m.activations_checkpointed, 2 * 2048 * 128 * 4 + 2048 * tiny_layer_bytes_per_token(2, 2048));
   EXPECT_EQ(m.activations, m.activations_full) << "the policy is not configured with checkpointing";
   EXPECT_EQ(m.resident(), 214656 * (4 + 4 + 8));
   const MemoryEstimate& g = *plan.roles[1].memory;
@@ -233,9 +248,10 @@ TEST(Plan, ZeroThreeHoldsTheWeightShardAndGathersTheOuterUnitAndTwoLayers) {
   bf16.replace(bf16.find("device: cpu}"), 12, "device: cpu, dtype: bfloat16}");
   const MemoryEstimate& b = *make_plan(load(bf16.c_str(), 8), 8, 4).roles[0].memory;
   EXPECT_EQ(b.whole_gathers, whole / 2 - whole / 2 / 8);  // 2 bytes a parameter
-  // Training holds the gathered layers beside its activations; such generation the whole model.
-  EXPECT_EQ(b.transient(), std::max(b.activations + b.logits + b.kv_cache + b.grad_buffers + b.param_gathers,
-                                    b.whole_gathers));
+  // Training holds the gathered layers beside its activations or its gradient buckets; such generation
+  // the whole model.
+  EXPECT_EQ(b.transient(),
+            std::max(std::max(b.activations + b.logits, b.grad_buffers) + b.param_gathers, b.whole_gathers));
   // With LoRA the frozen base is sharded too and one layer more is held: its base goes when the backward is below it.
   const std::string zero3 = "optim: {zero: 3}}";
   y.replace(y.find(zero3), zero3.size(), "optim: {zero: 3}, lora: {rank: 4, alpha: 8, targets: [q_proj]}}");
@@ -298,12 +314,42 @@ stages:
   const MemoryEstimate& m = *plan.roles[0].memory;
   EXPECT_EQ(m.seq_len, 356);
   EXPECT_EQ(m.micro_batch, 4);
-  // Checkpointed: 4 layers keep their input (1424 tokens · 128 · 4 B) + one layer in full ((10 + 24)·1424·128·4/2).
-  EXPECT_EQ(m.activations, 4 * 1424 * 128 * 4 + 34 * 1424 * 128 * 2);
+  // Checkpointed: 4 layers keep their input (1424 tokens · 128 · 4 B) + one layer in full.
+  EXPECT_EQ(m.activations, 4 * 1424 * 128 * 4 + 1424 * tiny_layer_bytes_per_token(1, 356));
   const MemoryEstimate& g = *plan.roles[1].memory;
   EXPECT_EQ(g.seq_len, 356);
   EXPECT_EQ(g.kv_sequences, 64);
   EXPECT_EQ(g.kv_cache, 2ll * 4 * 2 * 32 * 4 * 64 * 356);  // k and v · layers · kv heads · head_dim · 4 B
+}
+
+TEST(Plan, GradientBuffersAndActivationsAreNotHeldAtOnce) {
+  // Plain dp over 2 ranks flattens the gradients for the all-reduce (822400 · 4 B for tiny). The copy
+  // fills during the backward as it frees the activations, so the transient bytes are the larger of
+  // the two, not their sum.
+  auto policy_memory = [](int prompt, int new_tokens, int micro_batch) {
+    const std::string yaml = std::string(R"(
+run: {name: plantest, device: cpu}
+models:
+  policy: {init: {preset: tiny}}
+rewards:
+  math: {type: verifiable}
+data:
+  gsm8k: {jsonl: {path: )") + HPCRL_DATA_DIR + "/gsm8k/train.jsonl, max_prompt_len: " + std::to_string(prompt) +
+                             R"(, max_response_len: 512}}
+stages:
+  - grpo: {policy: policy, reward: math, data: gsm8k, iterations: 1, prompts: 4, group: 2, max_new_tokens: )" +
+                             std::to_string(new_tokens) + ", micro_batch: " + std::to_string(micro_batch) + "}\n";
+    return *make_plan(load(yaml.c_str(), 2), 2, 4).roles[0].memory;
+  };
+  // One sequence of 16 + 8 tokens: 4 layers · 24 tokens · (11264 + 1024 + 16·24) B of activations.
+  const MemoryEstimate small = policy_memory(16, 8, 1);
+  EXPECT_EQ(small.activations, 4 * 24 * tiny_layer_bytes_per_token(1, 24));
+  EXPECT_EQ(small.grad_buffers, 822400 * 4);
+  EXPECT_EQ(small.transient(), small.grad_buffers);
+  // Four sequences of 256 + 100 tokens: the activations (4 · 1424 tokens · 17984 B on LibTorch 1.13) are the larger.
+  const MemoryEstimate large = policy_memory(256, 100, 4);
+  EXPECT_EQ(large.activations, 4 * 1424 * tiny_layer_bytes_per_token(1, 356));
+  EXPECT_EQ(large.transient(), large.activations + large.logits);
 }
 
 TEST(Plan, DisaggregatedRolesSitOnTheirRanges) {

@@ -41,9 +41,12 @@ struct MemoryEstimate {
   int64_t whole_gathers = 0;  // zero 3: the rest of the model, gathered by generation, weight syncs, checkpoints
   int64_t seq_len = 0, micro_batch = 0, kv_sequences = 0;  // the assumptions behind the transient ones
   int64_t resident() const { return weights + grads + optimizer + engine_weights; }
-  // A ZeRO-3 role gathers its whole model only outside forward and backward.
+  // The activations and logits peak at the end of a micro-batch's forward; the
+  // gradient reduction's buffers fill during the backward, as it frees them, so
+  // the two are not held at once (measured: docs/zero.md). A ZeRO-3 role holds its
+  // gathered units through both and its whole model only outside them.
   int64_t transient() const {
-    return std::max(activations + logits + kv_cache + grad_buffers + param_gathers, whole_gathers);
+    return std::max(std::max(activations + logits, grad_buffers) + kv_cache + param_gathers, whole_gathers);
   }
   int64_t total() const { return resident() + transient(); }
 };
@@ -62,6 +65,9 @@ struct RoleWork {
 
 // Parameters of the LoRA factors in one layer on one tp rank (0 without lora).
 int64_t lora_parameters_per_layer(const ModelArch& arch, const config::LoraConfig& lora, int64_t tp);
+// Bytes a decoder layer saves for its backward per token of a micro-batch whose
+// sequences are seq_len long, at `dtype_bytes` per value (plan_memory.cpp lists them).
+int64_t layer_activation_bytes_per_token(const ModelArch& arch, int64_t tp, int64_t seq_len, int64_t dtype_bytes);
 
 struct RolePlan {
   std::string name;          // "policy" or "policy.rollout"
@@ -76,7 +82,7 @@ struct RankMemory {
   std::vector<int> ranks;
   std::vector<std::string> roles;  // on these ranks, in plan order
   int64_t resident = 0;            // Σ weights + grads + optimizer (an engine sharing its trainer's weights adds none)
-  int64_t transient = 0;           // max over the roles of activations + logits + kv_cache + grad_buffers
+  int64_t transient = 0;           // max over the roles of MemoryEstimate::transient()
   std::string transient_role;      // the role it comes from
   int64_t peak() const { return resident + transient; }
 };

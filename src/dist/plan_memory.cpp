@@ -7,7 +7,8 @@
 //   weights, grads      parameters × dtype bytes (grads only for trained roles);
 //                       with zero: 2 or 3 the gradients are sharded as the optimizer
 //                       state is
-//   grad_buffers        the reduction's flat buffers: plain dp over more than
+//   grad_buffers        the reduction's flat buffers (MemoryEstimate::transient
+//                       says which are held beside the activations): plain dp over more than
 //                       one rank concatenates every bucket's gradients for its
 //                       all-reduce (optim/grad_sync.cpp) and ZeRO-1 flattens
 //                       them for its reduce-scatter, a second full copy each
@@ -203,8 +204,10 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
     } else if (role.optim.zero == 1) {  // the flat copy, and the shard it is reduced into beside it
       e.grad_buffers = trained * bytes + sharded(trained - trained_experts, bytes, dense_group) +
                        sharded(trained_experts, bytes, mesh.edp());
+      e.buffers_replace_activations = true;
     } else if (dense_group > 1) {
       e.grad_buffers = trained * bytes;  // the gradients flattened for the all-reduce: a second full copy
+      e.buffers_replace_activations = true;
     }
     e.optimizer = role.optim.zero >= 1 ? sharded(trained - trained_experts, per_param, dense_group) +
                                              sharded(trained_experts, per_param, mesh.edp())

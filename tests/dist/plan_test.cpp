@@ -248,10 +248,10 @@ TEST(Plan, ZeroThreeHoldsTheWeightShardAndGathersTheOuterUnitAndTwoLayers) {
   bf16.replace(bf16.find("device: cpu}"), 12, "device: cpu, dtype: bfloat16}");
   const MemoryEstimate& b = *make_plan(load(bf16.c_str(), 8), 8, 4).roles[0].memory;
   EXPECT_EQ(b.whole_gathers, whole / 2 - whole / 2 / 8);  // 2 bytes a parameter
-  // Training holds the gathered layers beside its activations or its gradient buckets; such generation
-  // the whole model.
-  EXPECT_EQ(b.transient(),
-            std::max(std::max(b.activations + b.logits, b.grad_buffers) + b.param_gathers, b.whole_gathers));
+  // Training holds the gathered layers and the gradient buckets in flight beside its activations; such
+  // generation the whole model.
+  EXPECT_FALSE(b.buffers_replace_activations);
+  EXPECT_EQ(b.transient(), std::max(b.activations + b.logits + b.grad_buffers + b.param_gathers, b.whole_gathers));
   // With LoRA the frozen base is sharded too and one layer more is held: its base goes when the backward is below it.
   const std::string zero3 = "optim: {zero: 3}}";
   y.replace(y.find(zero3), zero3.size(), "optim: {zero: 3}, lora: {rank: 4, alpha: 8, targets: [q_proj]}}");
@@ -322,19 +322,19 @@ stages:
   EXPECT_EQ(g.kv_cache, 2ll * 4 * 2 * 32 * 4 * 64 * 356);  // k and v · layers · kv heads · head_dim · 4 B
 }
 
-TEST(Plan, GradientBuffersAndActivationsAreNotHeldAtOnce) {
+TEST(Plan, PlainDpsGradientCopyAndTheActivationsAreNotHeldAtOnce) {
   // Plain dp over 2 ranks flattens the gradients for the all-reduce (822400 · 4 B for tiny). The copy
   // fills during the backward as it frees the activations, so the transient bytes are the larger of
   // the two, not their sum.
-  auto policy_memory = [](int prompt, int new_tokens, int micro_batch) {
+  auto policy_memory = [](int prompt, int new_tokens, int micro_batch, int zero = 0) {
     const std::string yaml = std::string(R"(
 run: {name: plantest, device: cpu}
 models:
-  policy: {init: {preset: tiny}}
+  policy: {init: {preset: tiny}, optim: {zero: )") + std::to_string(zero) + R"(}}
 rewards:
   math: {type: verifiable}
 data:
-  gsm8k: {jsonl: {path: )") + HPCRL_DATA_DIR + "/gsm8k/train.jsonl, max_prompt_len: " + std::to_string(prompt) +
+  gsm8k: {jsonl: {path: )" + HPCRL_DATA_DIR + "/gsm8k/train.jsonl, max_prompt_len: " + std::to_string(prompt) +
                              R"(, max_response_len: 512}}
 stages:
   - grpo: {policy: policy, reward: math, data: gsm8k, iterations: 1, prompts: 4, group: 2, max_new_tokens: )" +
@@ -350,6 +350,11 @@ stages:
   const MemoryEstimate large = policy_memory(256, 100, 4);
   EXPECT_EQ(large.activations, 4 * 1424 * tiny_layer_bytes_per_token(1, 356));
   EXPECT_EQ(large.transient(), large.activations + large.logits);
+  // ZeRO-2 reduces bucket by bucket from the first layers of the backward on: its buffers (here the
+  // whole 3.3 MB gradient, one 8 MiB bucket) are held beside the activations.
+  const MemoryEstimate zero2 = policy_memory(256, 100, 4, 2);
+  EXPECT_EQ(zero2.grad_buffers, 822400 * 4);
+  EXPECT_EQ(zero2.transient(), zero2.activations + zero2.logits + zero2.grad_buffers);
 }
 
 TEST(Plan, DisaggregatedRolesSitOnTheirRanges) {

@@ -41,12 +41,17 @@ struct MemoryEstimate {
   int64_t whole_gathers = 0;  // zero 3: the rest of the model, gathered by generation, weight syncs, checkpoints
   int64_t seq_len = 0, micro_batch = 0, kv_sequences = 0;  // the assumptions behind the transient ones
   int64_t resident() const { return weights + grads + optimizer + engine_weights; }
-  // The activations and logits peak at the end of a micro-batch's forward; the
-  // gradient reduction's buffers fill during the backward, as it frees them, so
-  // the two are not held at once (measured: docs/zero.md). A ZeRO-3 role holds its
-  // gathered units through both and its whole model only outside them.
+  // Plain dp's and ZeRO-1's flat copies of the whole gradient fill during the
+  // backward as it frees the activations, so the two are not held at once; ZeRO-2/3's
+  // few buckets in flight are, from the first layers of the backward on (measured:
+  // docs/zero.md, "Peak memory against hpcrl plan").
+  bool buffers_replace_activations = false;
+  // A ZeRO-3 role holds its gathered units through forward and backward and its
+  // whole model only outside them.
   int64_t transient() const {
-    return std::max(std::max(activations + logits, grad_buffers) + kv_cache + param_gathers, whole_gathers);
+    const int64_t training = buffers_replace_activations ? std::max(activations + logits, grad_buffers)
+                                                         : activations + logits + grad_buffers;
+    return std::max(training + kv_cache + param_gathers, whole_gathers);
   }
   int64_t total() const { return resident() + transient(); }
 };

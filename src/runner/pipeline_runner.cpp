@@ -233,7 +233,14 @@ PipelineRun::PipelineRun(const RunOptions& options)
   world_->barrier();
   dist::start_watchdog(cfg_.run.comm_timeout_s);
   log::add_rank_file(dir_.logs_dir());
-  if (cfg_.trace.chrome) trace::start(dir_.trace_dir(), w_.rank, {cfg_.trace.chrome, cfg_.trace.comm});
+  // A resumed run continues its rank's trace file: the spans of the run it resumes stay
+  // (their time was spent), and `trace summarize` counts each process's wall time apart.
+  if (cfg_.trace.chrome) {
+    trace::Options options;
+    options.comm = cfg_.trace.comm;
+    options.append = dir_.resumed();
+    trace::start(dir_.trace_dir(), w_.rank, options);
+  }
   install_stop_handlers(w_.rank);
   algo::set_stop_lead(options.stop_lead_s);
   // Past a file-size limit (ulimit -f) a write fails with EFBIG and a message naming the

@@ -111,19 +111,25 @@ Summary summarize(const std::vector<TraceFile>& files) {
   Summary s;
   std::map<std::string, Accumulator> spans;
   std::map<std::pair<std::string, std::string>, Accumulator> comms;
-  std::map<int64_t, std::pair<double, double>> rank_interval_us;  // first start, last end
+  // A rank's wall time: its first span's start to its last span's end, summed over the
+  // processes that wrote its file. A resumed run appends to the file of the run it resumes,
+  // each process starting with its process_name record; the time between them (a job
+  // waiting in the queue) is no rank's.
+  std::map<int64_t, std::vector<std::pair<double, double>>> rank_intervals_us;
   for (const auto& f : files) {
     FileStats file{f.path, static_cast<int64_t>(f.events.size()), f.skipped, f.terminated};
     s.files.push_back(file);
     s.events += file.events;
     s.skipped_events += file.skipped;
+    std::map<int64_t, bool> process_started;  // a process_name record since the rank's last span
     for (const auto& e : f.events) {
+      if (e.ph == "M" && e.name == "process_name") process_started[e.pid] = true;
       if (e.ph != "X") continue;
-      auto [it, fresh] = rank_interval_us.emplace(e.pid, std::make_pair(e.ts_us, e.ts_us + e.dur_us));
-      if (!fresh) {
-        it->second.first = std::min(it->second.first, e.ts_us);
-        it->second.second = std::max(it->second.second, e.ts_us + e.dur_us);
-      }
+      auto& intervals = rank_intervals_us[e.pid];
+      if (intervals.empty() || process_started[e.pid]) intervals.emplace_back(e.ts_us, e.ts_us + e.dur_us);
+      process_started[e.pid] = false;
+      intervals.back().first = std::min(intervals.back().first, e.ts_us);
+      intervals.back().second = std::max(intervals.back().second, e.ts_us + e.dur_us);
       if (e.cat == "comm") {
         auto& acc = comms[{e.name, comm_group_key(e.group)}];
         acc.add(e);
@@ -134,8 +140,9 @@ Summary summarize(const std::vector<TraceFile>& files) {
       }
     }
   }
-  for (const auto& [rank, interval] : rank_interval_us) {
-    double wall = (interval.second - interval.first) * 1e-6;
+  for (const auto& [rank, intervals] : rank_intervals_us) {
+    double wall = 0;
+    for (const auto& [first, last] : intervals) wall += (last - first) * 1e-6;
     s.ranks.push_back(rank);
     s.wall_s = std::max(s.wall_s, wall);
     s.rank_wall_sum_s += wall;

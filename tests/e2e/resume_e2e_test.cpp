@@ -18,6 +18,14 @@ namespace fs = std::filesystem;
 namespace {
 const std::string kConfig = "tests/e2e/data/tiny.yaml";
 
+// The number of events named `name` in a rank's trace file, which must be one JSON array.
+int trace_events_named(const std::string& path, const std::string& name) {
+  int n = 0;
+  for (const auto& e : nlohmann::json::parse(read_text(path)))
+    if (e.value("name", "") == name) ++n;
+  return n;
+}
+
 void wait_for_lines(const std::string& metrics, size_t lines) {
   for (int i = 0; i < 1200 && read_metrics(metrics).size() < lines; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -51,6 +59,9 @@ TEST(ResumeE2E, KillDashNineWhileCheckpointingEveryStepLeavesAResumableRun) {
   expect_same_metrics(dir + "/straight/metrics.jsonl", run + "/metrics.jsonl");
   for (const auto& e : fs::recursive_directory_iterator(run + "/checkpoints"))
     EXPECT_EQ(e.path().string().find(".partial"), std::string::npos) << "left behind: " << e.path();
+  // Each resume continued the trace after the last event the killed process completed: one
+  // array, with the records of all four processes.
+  EXPECT_EQ(trace_events_named(run + "/trace/rank-00000.json", "process_name"), 4);
 }
 
 TEST(ResumeE2E, StopInTheMiddleOfGrpoResumesExactly) {
@@ -75,4 +86,9 @@ TEST(ResumeE2E, StopInTheMiddleOfGrpoResumesExactly) {
   Proc resumed = run_hpcrl("run " + cfg + " --out " + run + " --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   expect_same_metrics(dir + "/straight/metrics.jsonl", run + "/metrics.jsonl");
+  // The stopped process's spans stay in the trace, the resumed one's follow: SFT's 10 steps ran
+  // only before the stop (the resume skips the finished stage).
+  const std::string trace = run + "/trace/rank-00000.json";
+  EXPECT_EQ(trace_events_named(trace, "sft/step"), 10);
+  EXPECT_EQ(trace_events_named(trace, "process_name"), 2);
 }

@@ -133,6 +133,27 @@ TEST(TraceSummary, StatisticsFollowTheirDefinitions) {
   EXPECT_DOUBLE_EQ(ar.gbytes_per_s, 200 / 40e-6 / 1e9);
 }
 
+TEST(TraceSummary, AResumedRunsFileCountsEachProcessButNotTheTimeBetween) {
+  // Rank 0's file as a resumed run leaves it: the first process ran 0–100 µs, the resumed one
+  // 10000–10030 µs, each starting with its process_name record. Rank 1 ran once, 0–50 µs.
+  auto process_name = [](int64_t pid) {
+    trace::Event e;
+    e.ph = "M";
+    e.name = "process_name";
+    e.pid = pid;
+    return e;
+  };
+  trace::TraceFile r0, r1;
+  r0.events = {process_name(0), span_event("sft", 0, 0, 100), span_event("sft/step", 0, 10, 40),
+               process_name(0), span_event("sft/step", 0, 10000, 20), span_event("sft", 0, 10000, 30)};
+  r1.events = {process_name(1), span_event("sft", 1, 0, 50)};
+  auto s = trace::summarize({r0, r1});
+  EXPECT_DOUBLE_EQ(s.wall_s, 130e-6);           // rank 0: 100 + 30, not 10030
+  EXPECT_DOUBLE_EQ(s.rank_wall_sum_s, 180e-6);  // + rank 1's 50
+  EXPECT_DOUBLE_EQ(span(s, "sft").share, 180.0 / 180.0);
+  EXPECT_EQ(span(s, "sft/step").count, 2);
+}
+
 TEST(TraceSummary, CommGroupKeyDropsOnlyAGroupIndex) {
   EXPECT_EQ(trace::comm_group_key("policy/tp[3]"), "policy/tp");
   EXPECT_EQ(trace::comm_group_key("policy/tp[12]"), "policy/tp");

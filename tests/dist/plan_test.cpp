@@ -240,8 +240,10 @@ TEST(Plan, ZeroThreeHoldsTheWeightShardAndGathersTheOuterUnitAndTwoLayers) {
   // The CPU float32 engine packs layer by layer: nothing gathers the whole model.
   EXPECT_EQ(m.whole_gathers, 0);
   EXPECT_EQ(m.grads, whole / 8);
-  // Gradient buckets are units: the one being filled (a layer, larger than the outer unit) and two in flight.
-  EXPECT_EQ(m.grad_buffers, layer + 2 * (layer + layer / 8));
+  // Gradient buckets are units. The outer unit's is open through the backward; a layer's fills as the
+  // backward frees that layer's activations: 1024 tokens (2048 over sp 2) · 45056 B on LibTorch 1.13
+  // (tiny_layer_bytes_per_token(1, 2048)), more than a layer's bucket, so the peak is at the first layer.
+  EXPECT_EQ(m.grad_buffers, outer + layer);
   EXPECT_EQ(m.optimizer, 822400 * 8 / 8);
   // An engine that reads the weights in place (bf16 here; or a GPU) gathers the rest of the model for a call.
   std::string bf16 = y;
@@ -258,6 +260,16 @@ TEST(Plan, ZeroThreeHoldsTheWeightShardAndGathersTheOuterUnitAndTwoLayers) {
   const MemoryEstimate& l = *make_plan(load(y.c_str(), 8), 8, 4).roles[0].memory;
   EXPECT_EQ(l.param_gathers, outer + 3 * layer);
   EXPECT_EQ(l.whole_gathers, 0);
+}
+
+TEST(Plan, ZeroThreeBucketsPeakWhereTheyOutgrowTheFreedActivations) {
+  // layer buckets of 100 B, an outer unit of 10, groups of 2 (each reduced bucket receives 50).
+  // Freeing 20 B a layer: after 0, 1, 2 layers 100, 200 + 50 − 20 = 230, 300 + 100 − 40 = 360 held.
+  EXPECT_EQ(zero3_gradient_buckets(100, 10, 20, 2, 4), 10 + 360);
+  // Freeing 200 B a layer: 100, 250 − 200, 400 − 400: the first layer's bucket is the peak.
+  EXPECT_EQ(zero3_gradient_buckets(100, 10, 200, 2, 4), 10 + 100);
+  // A one-layer stage has no second bucket.
+  EXPECT_EQ(zero3_gradient_buckets(100, 10, 20, 2, 1), 10 + 100);
 }
 
 TEST(Plan, LoraTrainsOnlyItsFactorsAndTheReferenceIsThePolicyBase) {

@@ -73,6 +73,8 @@ int64_t lora_parameters_per_layer(const ModelArch& arch, const config::LoraConfi
 // Bytes a decoder layer saves for its backward per token of a micro-batch whose
 // sequences are seq_len long, at `dtype_bytes` per value (plan_memory.cpp lists them).
 int64_t layer_activation_bytes_per_token(const ModelArch& arch, int64_t tp, int64_t seq_len, int64_t dtype_bytes);
+// ZeRO-3's gradient buckets held at their peak during a backward (plan_memory.cpp).
+int64_t zero3_gradient_buckets(int64_t layer, int64_t outer, int64_t freed_per_layer, int64_t group, int64_t layers);
 
 struct RolePlan {
   std::string name;          // "policy" or "policy.rollout"

@@ -110,7 +110,8 @@ int64_t lora_parameters_per_layer(const ModelArch& a, const config::LoraConfig& 
 //   MLP              gate, silu(gate), up and their product: 4·F·b (MoE: each of
 //                    the top-k experts' for its copy of the token, the shared
 //                    expert's, and the router's fp32 logits and probabilities)
-// Measured at base-100m (fp32, 512 tokens of 256): 39 MiB a layer, this 39.0.
+// Measured at base-100m (fp32, micro-batches of 2 rows of 256 tokens): 38.9 MiB
+// a layer (docs/zero.md); this gives 39.0.
 int64_t layer_activation_bytes_per_token(const ModelArch& a, int64_t tp, int64_t seq_len, int64_t b) {
   const int64_t C = a.hidden_size, D = a.head_dim, heads = a.num_heads / tp;
   const int64_t q = heads * D, kv = (a.num_kv_heads % tp == 0 ? a.num_kv_heads / tp : 1) * D;

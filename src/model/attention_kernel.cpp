@@ -10,13 +10,13 @@
 
 #include <cmath>
 
-#include "hpcrl/model/attention_saves_scores.h"
 #include "hpcrl/util/check.h"
 
 namespace hpcrl::model {
 
-// `hpcrl plan` sizes the saved activations from this constant.
-static_assert(kAttentionSavesScores == (TORCH_VERSION_MAJOR < 2), "attend() keeps the scores exactly on the 1.13 path");
+// Which of the paths below keeps the softmax for the backward is stated in
+// attention_saves_scores.h, from which `hpcrl plan` sizes the activations:
+// change the two together.
 
 namespace {
 

@@ -121,7 +121,7 @@ int64_t layer_activation_bytes_per_token(const ModelArch& a, int64_t tp, int64_t
   if (model::kAttentionSavesScores) {
     n += (q + 2 * kv) * b + heads * seq_len * (4 + (b == 2 ? 2 : 0));
   } else {
-    const int64_t kv_used = TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 5 ? q : kv;  // repeated for GQA
+    const int64_t kv_used = model::kAttentionRepeatsKvHeads ? q : kv;
     n += (2 * q + 2 * kv_used) * b;
   }
   n += q * b;  // o_proj's input

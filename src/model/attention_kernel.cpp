@@ -14,9 +14,9 @@
 
 namespace hpcrl::model {
 
-// Which of the paths below keeps the softmax for the backward is stated in
-// attention_saves_scores.h, from which `hpcrl plan` sizes the activations:
-// change the two together.
+// Which of the paths below keeps the softmax for the backward, and which repeats
+// the KV heads, is stated in attention_saves_scores.h, from which `hpcrl plan`
+// sizes the activations: change the two together.
 
 namespace {
 

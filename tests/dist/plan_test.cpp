@@ -20,7 +20,7 @@ namespace {
 //   tp 2 (2 heads: q 64 values, 1 KV head: 32, ffn 192): 3072 + (64 + 32)·8 + 64·4 + 4·192·4 = 7168;
 //         core (64 + 32 + 32)·4 = 512 + 2·seq·4, or SDPA (64 + 32 + 32 + 64)·4 = 768 (1024).
 int64_t tiny_layer_bytes_per_token(int tp, int64_t seq) {
-  const bool kv_repeated = TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 5;
+  const bool kv_repeated = model::kAttentionRepeatsKvHeads;
   if (tp == 1) return 11264 + (model::kAttentionSavesScores ? 1024 + 16 * seq : kv_repeated ? 2048 : 1536);
   return 7168 + (model::kAttentionSavesScores ? 512 + 8 * seq : kv_repeated ? 1024 : 768);
 }

@@ -14,4 +14,8 @@ namespace hpcrl::model {
 // log-sum-exp per query row instead.
 constexpr bool kAttentionSavesScores = TORCH_VERSION_MAJOR < 2;
 
+// LibTorch 2.0–2.4's kernels take as many KV heads as query heads: attend()
+// repeats k and v for grouped-query attention, and the kernel saves the copies.
+constexpr bool kAttentionRepeatsKvHeads = TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 5;
+
 }  // namespace hpcrl::model

@@ -207,12 +207,16 @@ void check_rl(RlStage& s, const YNode& n, const std::string& path, Reading& read
                  "a truncated importance weight cap of " + format_number(s.tis_cap) +
                      " is below 1, so it would down-weight on-policy tokens too",
                  "use a cap ≥ 1 (veRL and slime use 2) or 0 to turn truncation off");
-  if (s.decoupled() && !s.recompute_old_logprobs && reading.key_positions.count(join_path(path, "recompute_old_logprobs")))
+  // tis_cap weighs by π_old/π_behaviour, which needs the trainer's own π_old; asynchronous generation defaults to
+  // the decoupled objective and takes the coupled one when the file writes recompute_old_logprobs: false.
+  const bool recompute_given = given(reading, path, "recompute_old_logprobs");
+  if (s.tis_cap > 0 && !s.recompute_old_logprobs && recompute_given)
     error_at_key(reading, n, path, "recompute_old_logprobs",
-                 "recompute_old_logprobs: false, but the decoupled objective (async.max_staleness > 0 or tis_cap > 0) "
-                 "needs the trainer's own old log-probs beside the engine's",
-                 "remove recompute_old_logprobs (it is implied) or turn off async/tis_cap");
-  if (s.decoupled()) s.recompute_old_logprobs = true;  // the resolved config says what runs
+                 "recompute_old_logprobs: false, but tis_cap weighs each token by π_old/π_behaviour, which needs the "
+                 "trainer's own old log-probs beside the engine's",
+                 "remove recompute_old_logprobs (tis_cap implies it) or set tis_cap: 0");
+  if ((s.async.max_staleness > 0 || s.tis_cap > 0) && !recompute_given)
+    s.recompute_old_logprobs = true;  // the resolved config says what runs
   if (s.kl.coef > 0 && s.reference.empty())
     reading.error(reading.value_pos(join_path(path, "kl.coef"), n.pos), join_path(path, "kl.coef"),
               "KL coefficient " + format_number(s.kl.coef) + " needs a reference model",

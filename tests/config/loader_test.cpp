@@ -139,6 +139,30 @@ TEST(Loader, DocumentedDefaultsAndInheritedValues) {
                                                           Extractor::answer_is, Extractor::last_number}));
 }
 
+// Generation that may lag defaults to the decoupled objective (the trainer recomputes π_old); written
+// recompute_old_logprobs: false asks for the coupled one, and the resolved file keeps the choice.
+TEST(Loader, AsyncGenerationIsDecoupledUnlessRecomputeIsWrittenFalse) {
+  const std::string async = std::string(kMinimal) + R"(placement:
+  mode: disaggregated
+  ranges: {policy: [0, 0], reference: [0, 0], critic: [0, 0], student: [0, 0], policy.rollout: [1, 1]}
+)";
+  const std::vector<std::string> lag{"stages[1].grpo.async.max_staleness=1"};
+  LoadResult implied = check_pipeline_text(async, "p.yaml", lag, {});
+  ASSERT_TRUE(implied.ok()) << joined(implied);
+  EXPECT_TRUE(implied.config.stages[1].grpo.recompute_old_logprobs);
+  EXPECT_TRUE(implied.config.stages[1].grpo.decoupled());
+  std::vector<std::string> coupled_sets = lag;
+  coupled_sets.push_back("stages[1].grpo.recompute_old_logprobs=false");
+  LoadResult coupled = check_pipeline_text(async, "p.yaml", coupled_sets, {});
+  ASSERT_TRUE(coupled.ok()) << joined(coupled);
+  EXPECT_FALSE(coupled.config.stages[1].grpo.recompute_old_logprobs);
+  EXPECT_FALSE(coupled.config.stages[1].grpo.decoupled());
+  LoadResult again = check_pipeline_text(to_yaml(coupled.config), "p.yaml", {}, {});
+  ASSERT_TRUE(again.ok()) << joined(again);
+  EXPECT_FALSE(again.config.stages[1].grpo.decoupled());
+  EXPECT_EQ(again.config.stages[1].grpo.async.max_staleness, 1);
+}
+
 TEST(Loader, RolloutLayoutInheritsUnsetDegrees) {
   std::string text = kMinimal;
   text.replace(text.find("policy: {init: {preset: tiny}}"), 30,

@@ -13,7 +13,8 @@ namespace hpcrl::cost {
 namespace {
 
 // A GRPO stage on tiny-2l with a reference; `extra` adds placement or overrides.
-config::PipelineConfig grpo_config(int64_t world, const std::string& placement, const std::string& stage_extra = "") {
+config::PipelineConfig grpo_config(int64_t world, const std::string& placement, const std::string& stage_extra = "",
+                                   bool recompute_old_logprobs = true) {
   const std::string yaml =
       "run: {name: est, seed: 1}\n"
       "models:\n"
@@ -24,7 +25,8 @@ config::PipelineConfig grpo_config(int64_t world, const std::string& placement, 
       "stages:\n"
       "  - sft: {model: policy, data: arith, steps: 10, batch: 8}\n"
       "  - grpo: {policy: policy, reference: reference, reward: math, data: arith, iterations: 5, prompts: 8,"
-      " group: 4, max_new_tokens: 32, recompute_old_logprobs: true" + stage_extra + "}\n";
+      " group: 4, max_new_tokens: 32, recompute_old_logprobs: " +
+      std::string(recompute_old_logprobs ? "true" : "false") + stage_extra + "}\n";
   auto r = config::check_pipeline_text(yaml, "est.yaml", {}, {world, false});
   std::string errors;
   for (const auto& e : r.diagnostics.errors) errors += e.str() + "\n";
@@ -66,6 +68,21 @@ TEST(StageEstimate, AsynchronousIsTheLongerOfGenerationAndTrainingAndNeverSlower
   for (const auto& s : sync.spans)
     if (s.name == "old_logprob" || s.name == "ref_logprob") old_and_ref += s.cost.seconds();
   EXPECT_DOUBLE_EQ(sync.aux_s, old_and_ref);
+}
+
+// The coupled objective takes the engine's log-probs as π_old: the trainer's A is the reference pass alone.
+TEST(StageEstimate, CoupledAsyncDropsOnlyTheOldLogProbPass) {
+  const std::string lag = ", async: {max_staleness: 1}";
+  const auto decoupled = estimate_pipeline(grpo_config(2, kOneAndOne, lag), 2, profile(), {})[1];
+  const auto coupled = estimate_pipeline(grpo_config(2, kOneAndOne, lag, false), 2, profile(), {})[1];
+  double old_pass = 0;
+  for (const auto& s : decoupled.spans)
+    if (s.name == "old_logprob") old_pass += s.cost.seconds();
+  EXPECT_GT(old_pass, 0.0);
+  for (const auto& s : coupled.spans) EXPECT_NE(s.name, "old_logprob");
+  EXPECT_DOUBLE_EQ(coupled.aux_s, decoupled.aux_s - old_pass);
+  EXPECT_DOUBLE_EQ(coupled.train_s, decoupled.train_s);
+  EXPECT_DOUBLE_EQ(coupled.generation_s, decoupled.generation_s);
 }
 
 TEST(StageEstimate, AReferenceOnRanksOfItsOwnRunsBesideTheTrainer) {

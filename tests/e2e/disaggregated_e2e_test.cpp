@@ -219,6 +219,32 @@ TEST(DisaggregatedE2E, AsyncOneStepStartsSynchronousThenTrainsOneVersionBehind) 
   EXPECT_NE(a[1].at("reward/mean"), s[1].at("reward/mean"));
 }
 
+// The coupled objective clips r = π_θ/π_b; the decoupled one clips π_θ/π_old and weighs by w = π_old/π_b. With a
+// clip no ratio reaches (tokens' ratios stay within [0.01, 101]) and no cap, both are −A·π_θ/π_b with the same
+// gradient, so the two runs train alike — but only the decoupled one runs the old-log-prob pass.
+TEST(DisaggregatedE2E, AsyncCoupledObjectiveIsTheDecoupledOneWithoutItsOldLogProbPass) {
+  std::string dir = scratch_dir("disagg-coupled");
+  const std::string grpo = kGrpo + kOneAndOne +
+                           " --set stages[0].grpo.iterations=4 --set stages[0].grpo.async.max_staleness=1"
+                           " --set 'stages[0].grpo.clip=[0.99, 100]'";
+  Proc decoupled = run_hpcrl("run " + grpo + " --out " + dir + "/decoupled", 2);
+  ASSERT_EQ(decoupled.exit_code, 0) << decoupled.output;
+  Proc coupled = run_hpcrl("run " + grpo + " --set stages[0].grpo.recompute_old_logprobs=false --out " + dir +
+                           "/coupled", 2);
+  ASSERT_EQ(coupled.exit_code, 0) << coupled.output;
+  const auto d = stage_lines(dir + "/decoupled", "grpo"), c = stage_lines(dir + "/coupled", "grpo");
+  ASSERT_EQ(c.size(), 4u);
+  expect_same_rollouts(d, c, kTrainingMetrics);
+  for (size_t i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(c[i].at("staleness/max").get<double>(), i == 0 ? 0.0 : 1.0) << "iteration " << i + 1;
+    EXPECT_TRUE(d[i].contains("seconds/old_logprob") && d[i].contains("offpolicy/iw_mean")) << "iteration " << i + 1;
+    EXPECT_FALSE(c[i].contains("seconds/old_logprob") || c[i].contains("offpolicy/iw_mean")) << "iteration " << i + 1;
+  }
+  // Not vacuous: from iteration 2 the behaviour policy lags (π_old ≠ π_b), so dropping w or clipping around π_old
+  // in the coupled run would part the losses.
+  EXPECT_GT(d[1].at("offpolicy/kl_behaviour_old").get<double>(), 0.0);
+}
+
 TEST(DisaggregatedE2E, AModelRewardOnItsOwnRankOrBesideGenerationGivesTheColocatedRun) {
   // The judge plus a reward model snapshotted from the policy (a score that varies from response to response).
   const std::string rm = " --set 'models.rm={init: {from: policy}, head: value}'"

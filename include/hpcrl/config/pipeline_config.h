@@ -254,8 +254,11 @@ struct RlStage {
   int64_t eval_every = 0;              // resolved from run.eval_every when not given
   double stop_at_accuracy = 0;        // end at the first periodic eval reaching it (0 = off)
   // The decoupled objective (behaviour weights in the loss, old log-probs
-  // recomputed by the trainer) is on when generation may lag or tis_cap is set.
-  bool decoupled() const { return async.max_staleness > 0 || tis_cap > 0; }
+  // recomputed by the trainer) is on when tis_cap is set, and when generation
+  // may lag unless the file asks for the coupled one (recompute_old_logprobs:
+  // false beside async: the clip is around the engine's behaviour policy, as in
+  // veRL's fully asynchronous trainer). Read after check_rl has resolved it.
+  bool decoupled() const { return recompute_old_logprobs && (async.max_staleness > 0 || tis_cap > 0); }
 };
 
 // The critic-free advantage estimators: A from the G rewards of a prompt's

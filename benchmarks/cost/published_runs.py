@@ -6,10 +6,13 @@
 Each row: a published run (source and numbers in its configs/published/*.yaml header and in
 docs/estimates.md), the hpcrl pipeline that describes it, the lengths it ran with, and the
 published seconds per step. `hpcrl plan --estimate --json` predicts the step on the shipped
-GPU profile. With --fit, the profile's compute efficiency is first set so that the rows marked
-"fit" come out at their published time (bisection on the geometric mean of their ratios), the
+GPU profile. With --fit, the profile's compute and memory efficiencies are first set so that the
+rows marked "fit" come out nearest their published times (least squares of the log ratios), the
 fitted profile is written to DIR/<profile>-fitted.yaml, and every row is estimated with it; the
-others are held out. Prints a Markdown table.
+others are held out. Prints Markdown tables: the runs; veRL's published phases beside the estimate's;
+each veRL colocated phase split into seconds that shrink with the GPU count and seconds that do not (fitted
+on 32 and 128 GPUs, 64 held out); and veRL's fully asynchronous rows with each run's mean response set
+from its own update_actor (veRL publishes no lengths, and these runs' differ from the colocated ones').
 """
 import argparse
 import json
@@ -36,8 +39,10 @@ VERL_LENGTH_FROM = (VERL, 32, "old_logprob", 107.71)
 
 
 def ranges(trainer, generator):
+    # veRL's fully asynchronous rows also pause responses at a weight sync and finish them later (partial_rollout).
     return ["--set", "placement.ranges={policy: [0, %d], policy.rollout: [%d, %d]}" % (trainer - 1, trainer,
-                                                                                        trainer + generator - 1)]
+                                                                                        trainer + generator - 1),
+            "--partial-rollouts"]
 
 
 # name, config, world, extra args, mean sequence (prompt + response), published s, source, fit?
@@ -66,17 +71,51 @@ def span_seconds(stage, name):
     return sum(s["seconds"] for s in stage["spans"] if s["name"] == name)
 
 
-def verl_response(hpcrl, profile):
-    """The mean response at which the estimate's span matches the published one (bisection)."""
-    config, world, span, published = VERL_LENGTH_FROM
+def update_seconds(stage):
+    return sum(x["seconds"] for x in stage["spans"] if x["name"].startswith("actor_update/"))
+
+
+def response_matching(hpcrl, config, world, extra, profile, seconds_of, published):
+    """The mean response at which seconds_of(the estimate's stage) equals the published seconds (bisection)."""
     lo, hi = 16, 28000
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if span_seconds(plan(hpcrl, config, world, [], VERL_PROMPT, mid, profile), span) < published:
+        if seconds_of(plan(hpcrl, config, world, extra, VERL_PROMPT, mid, profile)) < published:
             lo = mid
         else:
             hi = mid
     return lo
+
+
+def verl_response(hpcrl, profile):
+    config, world, span, published = VERL_LENGTH_FROM
+    return response_matching(hpcrl, config, world, [], profile, lambda st: span_seconds(st, span), published)
+
+
+def phase_scaling():
+    """Each published veRL colocated phase as a + b/N: fitted on 32 and 128 GPUs, the 64-GPU row held out."""
+    print("\n| veRL colocated phase | a: s that do not shrink with N | b: GPU·s | 64 GPUs: a + b/64 | published |")
+    print("|---|--:|--:|--:|--:|")
+    for i, name in enumerate(("gen", "old_log_prob", "update_actor")):
+        t32, t64, t128 = (VERL_PHASES[n][i] for n in (32, 64, 128))
+        b = (t32 - t128) / (1 / 32 - 1 / 128)
+        a = t32 - b / 32
+        print(f"| {name} | {a:.1f} | {b:.0f} | {a + b / 64:.1f} | {t64} |")
+
+
+def async_rows_at_their_own_length(hpcrl, profile):
+    """veRL's fully asynchronous rows with each run's mean response set from its own update_actor."""
+    print("\n| veRL fully async | response set from update_actor | gen wait published | G estimate s | "
+          "step published | estimate | ratio |")
+    print("|---|--:|--:|--:|--:|--:|--:|")
+    for name, config, world, extra, _, pub, prof, _ in ROWS:
+        if config != VERL_ASYNC:
+            continue
+        gen_wait, update = VERL_ASYNC_PHASES[world]
+        resp = response_matching(hpcrl, config, world, extra, profile, update_seconds, update)
+        st = plan(hpcrl, config, world, extra, VERL_PROMPT, resp, profile)
+        print(f"| {name.split(', ')[-1]} | {resp} | {gen_wait} | {st['generation_s']:.1f} | {pub} | "
+              f"{st['seconds']:.1f} | {st['seconds'] / pub:.2f} |")
 
 
 def estimate(hpcrl, config, world, extra, seq, profile, response=None):
@@ -86,12 +125,37 @@ def estimate(hpcrl, config, world, extra, seq, profile, response=None):
     return stage["seconds"], stage, prompt, response
 
 
-def with_efficiency(profile_path, eff, out_path, name):
+def with_efficiencies(profile_path, compute, memory, out_path, name):
     text = open(profile_path).read()
-    text = re.sub(r"(compute: \{peak_flops: [^,]+, efficiency: )[0-9.eE+-]+", lambda m: m.group(1) + f"{eff:.4g}",
+    text = re.sub(r"(compute: \{peak_flops: [^,]+, efficiency: )[0-9.eE+-]+", lambda m: m.group(1) + f"{compute:.4g}",
+                  text, count=1)
+    text = re.sub(r"(memory: \{bandwidth: [^,]+, efficiency: )[0-9.eE+-]+", lambda m: m.group(1) + f"{memory:.4g}",
                   text, count=1)
     text = re.sub(r"^name: .*$", f"name: {name}", text, count=1, flags=re.M)
     open(out_path, "w").write(text)
+
+
+def fit_efficiencies(hpcrl, profile, rows, out_dir):
+    """The compute and memory efficiencies (each in [0.2, 0.95], the shares of the datasheet peaks) that minimise
+    the sum of the rows' squared log ratios: a 7 x 7 grid, then four rounds of a 5 x 5 grid around the best point
+    at half the spacing. Compute-bound work (training, prefill) moves with the first, bandwidth-bound decode with
+    the second, so two rows that weigh them differently can pin both."""
+    path = os.path.join(out_dir, "fit-trial.yaml")
+
+    def loss(c, m):
+        with_efficiencies(profile, c, m, path, "fit-trial")
+        return sum(math.log(estimate(hpcrl, cfg, w, x, s, path)[0] / pub) ** 2 for _, cfg, w, x, s, pub, _, _ in rows)
+
+    lo, hi = math.log(0.2), math.log(0.95)
+    step = (hi - lo) / 6
+    grid = [lo + i * step for i in range(7)]
+    best = min((loss(math.exp(c), math.exp(m)), c, m) for c in grid for m in grid)
+    for _ in range(4):
+        step /= 2
+        around = [best[1:]] + [(c, m) for c in (best[1] + i * step for i in range(-2, 3))
+                               for m in (best[2] + j * step for j in range(-2, 3))]
+        best = min((loss(math.exp(c), math.exp(m)), c, m) for c, m in around if lo <= c <= hi and lo <= m <= hi)
+    return math.exp(best[1]), math.exp(best[2])
 
 
 def main():
@@ -105,18 +169,12 @@ def main():
     fitted = dict(profiles)
     if a.fit:
         fit_rows = [r for r in ROWS if r[7]]
-        lo, hi = 0.05, 1.0
-        for _ in range(30):  # the estimate falls as the efficiency rises
-            mid = math.sqrt(lo * hi)
-            path = os.path.join(a.profiles, "h100-sxm-fitted.yaml")
-            with_efficiency(profiles["h100-sxm"], mid, path, "h100-sxm-fitted")
-            logs = [math.log(estimate(a.hpcrl, c, w, x, s, path)[0] / pub) for _, c, w, x, s, pub, _, _ in fit_rows]
-            lo, hi = (mid, hi) if sum(logs) > 0 else (lo, mid)
-        eff = math.sqrt(lo * hi)
-        print(f"fitted h100-sxm compute efficiency: {eff:.3f} (on {', '.join(r[0] for r in fit_rows)})\n")
-        for p in profiles:  # the same share of the datasheet peak on both Hopper parts
+        compute, memory = fit_efficiencies(a.hpcrl, profiles["h100-sxm"], fit_rows, a.profiles)
+        print(f"fitted h100-sxm efficiencies: compute {compute:.3f}, memory {memory:.3f} "
+              f"(on {', '.join(r[0] for r in fit_rows)})\n")
+        for p in profiles:  # the same shares of the datasheet peaks on both Hopper parts
             path = os.path.join(a.profiles, f"{p}-fitted.yaml")
-            with_efficiency(profiles[p], eff, path, f"{p}-fitted")
+            with_efficiencies(profiles[p], compute, memory, path, f"{p}-fitted")
             fitted[p] = path
     verl = verl_response(a.hpcrl, fitted["h20"])
     print(f"veRL mean response: {verl} tokens (the estimate's {VERL_LENGTH_FROM[2]} on the {VERL_LENGTH_FROM[1]}-GPU "
@@ -136,12 +194,24 @@ def main():
         st = plan(a.hpcrl, VERL, world, [], VERL_PROMPT, verl, fitted["h20"])
         g = span_seconds(st, "rollout/prefill") + span_seconds(st, "rollout/decode")
         o = span_seconds(st, "old_logprob")
-        u = sum(x["seconds"] for x in st["spans"] if x["name"].startswith("actor_update/"))
+        u = update_seconds(st)
         print(f"| {world} H20 | {gen} / {g:.1f} | {old} / {o:.1f} | {update} / {u:.1f} |")
+    print("\n| veRL fully async | gen (trainer's wait) published / G estimate s | update_actor published / estimate s |")
+    print("|---|--:|--:|")
+    for world, (gen_wait, update) in VERL_ASYNC_PHASES.items():
+        extra = ranges(world // 2, world // 2)
+        st = plan(a.hpcrl, VERL_ASYNC, world, extra, VERL_PROMPT, verl, fitted["h20"])
+        print(f"| {world // 2}:{world // 2} H20 | {gen_wait} / {st['generation_s']:.1f} | "
+              f"{update} / {update_seconds(st):.1f} |")
+    phase_scaling()
+    async_rows_at_their_own_length(a.hpcrl, fitted["h20"])
     return 0
 
 
 VERL_PHASES = {32: (357.41, 107.71, 313.81), 64: (150.72, 70.26, 133.41), 128: (177.85, 53.92, 113.81)}
+# The fully asynchronous rows by world (trainer:rollouter half each): the trainer's wait for samples ("gen") and
+# update_actor; no old_log_prob (the rollout's log-probs are used).
+VERL_ASYNC_PHASES = {32: (21.26, 269.80), 64: (28.46, 156.98), 128: (33.14, 113.16)}
 
 
 if __name__ == "__main__":

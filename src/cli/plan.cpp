@@ -1,6 +1,6 @@
 // `hpcrl plan PIPELINE.yaml --world N [--gpus-per-node G] [--json] [--set k=v]
 //  [--estimate --hardware PROFILE [--prompt-len S] [--response-len T] [--sequence-len L] [--from-run DIR]
-//   [--decode-graphs]]`:
+//   [--decode-graphs] [--partial-rollouts]]`:
 // the rank map a run would use — every role's mesh, each rank's node and local
 // device, every group's members, warnings for tp/sp groups that cross nodes,
 // and a per-rank memory estimate; with --estimate, the predicted seconds of
@@ -99,6 +99,10 @@ hpcrl::cli::Registration reg{"plan", 25, [](CLI::App& app) {
   sub->add_flag("--decode-graphs", args->shapes.decode_graphs,
                 "Cost each decode step as one replayed CUDA graph, as vLLM and SGLang run it by default (for a "
                 "published run's engine; hpcrl's launches every op)")->needs(est);
+  sub->add_flag("--partial-rollouts", args->shapes.partial_rollouts,
+                "Finish responses still running at a weight sync in the next iteration, so the longest do not "
+                "decode alone at the end (veRL's partial_rollout; for a published run's engine: hpcrl's finishes "
+                "every response in its iteration)")->needs(est);
   sub->add_option("--from-run", args->from_run, "Take the mean lengths a finished run measured (its metrics.jsonl)")
       ->needs(est);
   return [args, sub] {

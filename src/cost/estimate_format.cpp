@@ -95,6 +95,9 @@ std::string estimate_text(const std::vector<StageEstimate>& est, const HardwareP
     if (e.decode_graphs)
       o << "  decode: each step one replayed CUDA graph (--decode-graphs), " << fmt("%.3g", hw.graph_kernel_overhead_s)
         << " s a kernel\n";
+    if (e.partial_rollouts)
+      o << "  rollout: responses running at a weight sync finish in the next iteration (--partial-rollouts): "
+           "no tail decoded alone\n";
     if (e.unit == "iteration")
       o << "  G " << fmt("%.4g", e.generation_s) << " s, A " << fmt("%.4g", e.aux_s) << " s, T "
         << fmt("%.4g", e.train_s) << " s, weight sync " << fmt("%.4g", e.sync_s) << " s\n";
@@ -127,7 +130,7 @@ nlohmann::json estimate_json(const std::vector<StageEstimate>& est, const Hardwa
                       {"generation_s", e.generation_s}, {"aux_s", e.aux_s}, {"train_s", e.train_s},
                       {"weight_sync_s", e.sync_s}, {"prompt_tokens", e.prompt}, {"response_tokens", e.response},
                       {"sequence_tokens", e.sequence}, {"row_tokens", e.row},
-                      {"decode_graphs", e.decode_graphs}, {"spans", spans}});
+                      {"decode_graphs", e.decode_graphs}, {"partial_rollouts", e.partial_rollouts}, {"spans", spans}});
   }
   return {{"profile", {{"name", hw.name}, {"path", hw.path}, {"flops", hw.flops()}, {"bandwidth", hw.bandwidth()},
                        {"elementwise_bandwidth", hw.elementwise_bandwidth()}, {"kernel_overhead_s", hw.kernel_overhead_s},

@@ -199,7 +199,7 @@ void add_decode_step(PhaseCost& c, const ModelArch& a, const Layout& l, const Ha
 
 RolloutCost rollout(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int64_t sequences,
                     int64_t prompt, int64_t response, int64_t max_response, int64_t max_batch, int bytes_per_value,
-                    int64_t group, bool decode_graphs) {
+                    int64_t group, EngineMode engine) {
   RolloutCost r;
   const int64_t local = ceil_div(sequences, l.dp());
   if (local == 0) return r;
@@ -220,9 +220,10 @@ RolloutCost rollout(const ModelArch& a, const Layout& l, const HardwareProfile& 
   // A captured step replays its kernels back to back: each still pays a launch gap and the shortest
   // kernel's duration, but none pays the host's dispatch.
   HardwareProfile step_hw = hw;
-  if (decode_graphs) step_hw.kernel_overhead_s = hw.graph_kernel_overhead_s;
+  if (engine.decode_graphs) step_hw.kernel_overhead_s = hw.graph_kernel_overhead_s;
   for (int64_t t = 0; t < full_steps; ++t)  // slots refilled: each sequence is on average half-way through
     add_decode_step(r.decode, a, l, step_hw, slots, prompt + response / 2, weights, bytes_per_value);
+  if (engine.partial_rollouts) return r;
   for (int64_t t = response; t < std::max(response, max_response); ++t)
     add_decode_step(r.decode, a, l, step_hw, 1, prompt + t, weights, bytes_per_value);
   return r;

@@ -42,7 +42,7 @@ bool same_ranks(const RoleOnRanks& a, const RoleOnRanks& b) {
 struct RlShapes {
   int64_t prompt = 0, response = 0, max_response = 0;
   int64_t row = 0;  // tokens per row of the log-prob and training batches
-  bool decode_graphs = false;  // Shapes::decode_graphs
+  EngineMode engine;  // Shapes::engine()
 };
 
 RlShapes rl_shapes(const config::RlStage& s, const Shapes& given) {
@@ -53,7 +53,7 @@ RlShapes rl_shapes(const config::RlStage& s, const Shapes& given) {
   r.max_response = int64_t(std::max(double(r.response), given.max_response > 0 ? given.max_response : max_new));
   // Rows are right-padded to the batch's longest response (prompts differ little); packing removes the padding.
   r.row = r.prompt + (s.train.packing ? r.response : r.max_response);
-  r.decode_graphs = given.decode_graphs;
+  r.engine = given.engine();
   return r;
 }
 
@@ -114,7 +114,7 @@ void add_generation(StageEstimate& e, const PipelineConfig& cfg, const config::R
                     int64_t world, const HardwareProfile& hw, const RlShapes& sh, int bytes) {
   const int64_t n = s.prompts * s.group;
   const RolloutCost r = rollout(*gen.model->arch, gen.layout, hw, n, sh.prompt, sh.response, sh.max_response,
-                                gen.model->rollout.max_batch, bytes, s.group, sh.decode_graphs);
+                                gen.model->rollout.max_batch, bytes, s.group, sh.engine);
   e.spans.push_back(span("rollout/prefill", gen, "G", r.prefill));
   e.spans.push_back(span("rollout/decode", gen, "G", r.decode));
   for (const auto& name : s.rewards) {
@@ -227,7 +227,7 @@ StageEstimate estimate_distill(const PipelineConfig& cfg, const config::DistillS
     const int64_t longest = int64_t(shapes.max_response > 0 ? shapes.max_response : double(s.sampling.max_new_tokens));
     const RolloutCost r = rollout(*gen.model->arch, gen.layout, hw, s.batch, e.prompt, e.response,
                                   std::max(longest, e.response), gen.model->rollout.max_batch, bytes, 1,
-                                  shapes.decode_graphs);
+                                  shapes.engine());
     e.spans.push_back(span("rollout/prefill", gen, "step", r.prefill));
     e.spans.push_back(span("rollout/decode", gen, "step", r.decode));
     e.sequence = e.prompt + e.response;
@@ -270,6 +270,7 @@ std::vector<StageEstimate> estimate_pipeline(const PipelineConfig& cfg, int64_t 
     }
     e.stage = name;
     e.decode_graphs = sh.decode_graphs;
+    e.partial_rollouts = sh.partial_rollouts;
     out.push_back(std::move(e));
   }
   return out;

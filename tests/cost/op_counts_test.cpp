@@ -110,8 +110,8 @@ TEST(OpCounts, AReplayedDecodeGraphPaysTheGraphKernelOverheadPerOp) {
   gpu.async_launch = true;
   gpu.kernel_overhead_s = 1e-5;
   gpu.graph_kernel_overhead_s = 2e-6;
-  const PhaseCost eager = rollout(kTiny2l, Layout{}, gpu, 1, 1, 1, 1, 1, 4, 1, false).decode;
-  const PhaseCost graph = rollout(kTiny2l, Layout{}, gpu, 1, 1, 1, 1, 1, 4, 1, true).decode;
+  const PhaseCost eager = rollout(kTiny2l, Layout{}, gpu, 1, 1, 1, 1, 1, 4, 1, EngineMode{}).decode;
+  const PhaseCost graph = rollout(kTiny2l, Layout{}, gpu, 1, 1, 1, 1, 1, 4, 1, EngineMode{true}).decode;
   EXPECT_EQ(graph.ops, eager.ops);
   EXPECT_EQ(graph.roofline_s + graph.elementwise_s, eager.roofline_s + eager.elementwise_s);
   EXPECT_NEAR(eager.seconds(), eager.ops * 1e-5, 1e-15);

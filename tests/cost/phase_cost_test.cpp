@@ -64,6 +64,20 @@ TEST(PhaseCost, SmallBatchDecodeIsMemoryBoundAndLargeBatchComputeBound) {
   EXPECT_GT(many.decode.compute_s, many.decode.memory_s);
 }
 
+TEST(PhaseCost, PartialRolloutsDropTheTailDecodedAloneAndNothingElse) {
+  const HardwareProfile hw = test_gpu();
+  // 8 sequences, 4 slots, mean response 10, longest 30: ceil(8·10/4) = 20 full-slot steps, then the
+  // longest decodes its last 30 − 10 = 20 steps alone, which partial rollouts leave to the next iteration.
+  const EngineMode partial{false, true};
+  const RolloutCost waits = rollout(kTiny2l, Layout{}, hw, 8, 4, 10, 30, 4, 4);
+  const RolloutCost paused = rollout(kTiny2l, Layout{}, hw, 8, 4, 10, 30, 4, 4, 1, partial);
+  const RolloutCost no_tail = rollout(kTiny2l, Layout{}, hw, 8, 4, 10, 10, 4, 4);
+  EXPECT_DOUBLE_EQ(paused.decode.seconds(), no_tail.decode.seconds());
+  EXPECT_DOUBLE_EQ(paused.prefill.seconds(), waits.prefill.seconds());
+  // The 20 lone steps are each a whole decode step (weights read, launches paid) for one sequence.
+  EXPECT_GT(waits.decode.seconds() - paused.decode.seconds(), 20 * hw.kernel_overhead_s);
+}
+
 TEST(PhaseCost, DataParallelismSplitsTheSequencesAndAddsTheGradientAllReduce) {
   const HardwareProfile hw = test_gpu();
   const PhaseCost dp1 = training_pass(kTiny2l, Layout{1, 1, 1, 1, 1}, hw, 8, 64, 0, false, false, 4);

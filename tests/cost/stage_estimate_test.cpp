@@ -162,6 +162,27 @@ TEST(StageEstimate, DecodeGraphsShortenOnlyTheDecodeSpan) {
   }
 }
 
+// The default lengths leave no tail (mean = max = max_new_tokens); a run's longest response of 32 against a mean
+// of 8 does, and partial rollouts drop exactly it.
+TEST(StageEstimate, PartialRolloutsShortenOnlyTheDecodeSpanAndAreReported) {
+  Shapes tail;
+  tail.response = 8;
+  tail.max_response = 32;
+  Shapes paused = tail;
+  paused.partial_rollouts = true;
+  const StageEstimate waits = estimate_pipeline(grpo_config(1, ""), 1, profile(), tail)[1];
+  const StageEstimate resumes = estimate_pipeline(grpo_config(1, ""), 1, profile(), paused)[1];
+  ASSERT_EQ(waits.spans.size(), resumes.spans.size());
+  for (size_t i = 0; i < waits.spans.size(); ++i) {
+    if (waits.spans[i].name == "rollout/decode")
+      EXPECT_LT(resumes.spans[i].cost.seconds(), waits.spans[i].cost.seconds());
+    else
+      EXPECT_EQ(resumes.spans[i].cost.seconds(), waits.spans[i].cost.seconds()) << waits.spans[i].name;
+  }
+  EXPECT_FALSE(estimate_json({waits}, profile())["stages"][0]["partial_rollouts"].get<bool>());
+  EXPECT_TRUE(estimate_json({resumes}, profile())["stages"][0]["partial_rollouts"].get<bool>());
+}
+
 TEST(HardwareProfile, AMissingValueNamesTheFileAndKey) {
   try {
     parse_profile("name: x\ncompute: {peak_flops: 1e12}\n", "x.yaml");

@@ -77,13 +77,21 @@ PhaseCost optimizer_step(const ModelArch& a, const Layout& layout, const Hardwar
 // replica: finished sequences free their slot for the next, so the full slots decode Σ tokens / slots
 // steps, then the longest responses' tail (max − mean steps) runs alone. `group` samples share a prompt,
 // which is prefilled once (the engine copies its KV cache to the group's other slots). Prefill and
-// decode apart. decode_graphs: each decode step is one replayed CUDA graph, whose kernels cost
-// hw.graph_kernel_overhead_s each instead of kernel_overhead_s (precondition: the profile gives it).
+// decode apart. `engine` describes a serving engine other than hpcrl's (a published run's).
 struct RolloutCost {
   PhaseCost prefill, decode;
 };
+struct EngineMode {
+  // Each decode step is one replayed CUDA graph, whose kernels cost hw.graph_kernel_overhead_s each
+  // instead of kernel_overhead_s (precondition: the profile gives it).
+  bool decode_graphs = false;
+  // Responses still running at a weight sync are paused and finished in the next iteration (veRL's
+  // partial_rollout, AReaL's interruptible generation), so no iteration waits for the longest one
+  // alone: the tail's tokens are decoded at full slots with everyone else's.
+  bool partial_rollouts = false;
+};
 RolloutCost rollout(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int64_t sequences,
                     int64_t prompt, int64_t response, int64_t max_response, int64_t max_batch, int bytes_per_value,
-                    int64_t group = 1, bool decode_graphs = false);
+                    int64_t group = 1, EngineMode engine = {});
 
 }  // namespace hpcrl::cost

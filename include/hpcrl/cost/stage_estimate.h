@@ -37,6 +37,10 @@ struct Shapes {
   // other than hpcrl's: a published run's): its kernels then cost the profile's graph_kernel_overhead_s
   // each instead of an eager launch. hpcrl's engine launches every op (false).
   bool decode_graphs = false;
+  // Responses paused at a weight sync and finished in the next iteration (EngineMode::partial_rollouts;
+  // veRL's fully asynchronous trainer): hpcrl's engine finishes every response in its iteration (false).
+  bool partial_rollouts = false;
+  EngineMode engine() const { return {decode_graphs, partial_rollouts}; }
 };
 
 struct SpanEstimate {
@@ -58,6 +62,7 @@ struct StageEstimate {
   int64_t prompt = 0, response = 0, sequence = 0;  // the lengths used (means)
   int64_t row = 0;              // tokens per training row (padded to the batch's longest unless packed)
   bool decode_graphs = false;   // the decode steps were costed as replayed CUDA graphs (Shapes)
+  bool partial_rollouts = false;  // the longest responses' tail was not waited for (Shapes)
 };
 
 // Lengths a run measured (by stage index) fill in what `shapes` leaves at 0.

@@ -92,10 +92,10 @@ std::string estimate_text(const std::vector<StageEstimate>& est, const HardwareP
         << e.row << " tokens\n";
     else
       o << "  lengths: sequence " << e.sequence << " tokens (mean); rows padded to " << e.row << " tokens\n";
-    if (e.decode_graphs)
+    if (e.engine.decode_graphs)
       o << "  decode: each step one replayed CUDA graph (--decode-graphs), " << fmt("%.3g", hw.graph_kernel_overhead_s)
         << " s a kernel\n";
-    if (e.partial_rollouts)
+    if (e.engine.partial_rollouts)
       o << "  rollout: responses running at a weight sync finish in the next iteration (--partial-rollouts): "
            "no tail decoded alone\n";
     if (e.unit == "iteration")
@@ -130,7 +130,7 @@ nlohmann::json estimate_json(const std::vector<StageEstimate>& est, const Hardwa
                       {"generation_s", e.generation_s}, {"aux_s", e.aux_s}, {"train_s", e.train_s},
                       {"weight_sync_s", e.sync_s}, {"prompt_tokens", e.prompt}, {"response_tokens", e.response},
                       {"sequence_tokens", e.sequence}, {"row_tokens", e.row},
-                      {"decode_graphs", e.decode_graphs}, {"partial_rollouts", e.partial_rollouts}, {"spans", spans}});
+                      {"decode_graphs", e.engine.decode_graphs}, {"partial_rollouts", e.engine.partial_rollouts}, {"spans", spans}});
   }
   return {{"profile", {{"name", hw.name}, {"path", hw.path}, {"flops", hw.flops()}, {"bandwidth", hw.bandwidth()},
                        {"elementwise_bandwidth", hw.elementwise_bandwidth()}, {"kernel_overhead_s", hw.kernel_overhead_s},

@@ -42,7 +42,7 @@ bool same_ranks(const RoleOnRanks& a, const RoleOnRanks& b) {
 struct RlShapes {
   int64_t prompt = 0, response = 0, max_response = 0;
   int64_t row = 0;  // tokens per row of the log-prob and training batches
-  EngineMode engine;  // Shapes::engine()
+  EngineMode engine;  // Shapes::engine
 };
 
 RlShapes rl_shapes(const config::RlStage& s, const Shapes& given) {
@@ -53,7 +53,7 @@ RlShapes rl_shapes(const config::RlStage& s, const Shapes& given) {
   r.max_response = int64_t(std::max(double(r.response), given.max_response > 0 ? given.max_response : max_new));
   // Rows are right-padded to the batch's longest response (prompts differ little); packing removes the padding.
   r.row = r.prompt + (s.train.packing ? r.response : r.max_response);
-  r.engine = given.engine();
+  r.engine = given.engine;
   return r;
 }
 
@@ -227,7 +227,7 @@ StageEstimate estimate_distill(const PipelineConfig& cfg, const config::DistillS
     const int64_t longest = int64_t(shapes.max_response > 0 ? shapes.max_response : double(s.sampling.max_new_tokens));
     const RolloutCost r = rollout(*gen.model->arch, gen.layout, hw, s.batch, e.prompt, e.response,
                                   std::max(longest, e.response), gen.model->rollout.max_batch, bytes, 1,
-                                  shapes.engine());
+                                  shapes.engine);
     e.spans.push_back(span("rollout/prefill", gen, "step", r.prefill));
     e.spans.push_back(span("rollout/decode", gen, "step", r.decode));
     e.sequence = e.prompt + e.response;
@@ -246,7 +246,7 @@ StageEstimate estimate_distill(const PipelineConfig& cfg, const config::DistillS
 std::vector<StageEstimate> estimate_pipeline(const PipelineConfig& cfg, int64_t world, const HardwareProfile& hw,
                                              const Shapes& shapes, const std::map<int, Shapes>& measured) {
   const int bytes = cfg.run.dtype == config::DType::bfloat16 ? 2 : 4;
-  if (shapes.decode_graphs && !(hw.graph_kernel_overhead_s > 0))
+  if (shapes.engine.decode_graphs && !(hw.graph_kernel_overhead_s > 0))
     throw InputError("--decode-graphs needs the hardware profile's graph_kernel_overhead_s (seconds per kernel "
                      "replayed from a CUDA graph), which " + hw.path + " does not give; add it to the profile");
   std::vector<StageEstimate> out;
@@ -269,8 +269,7 @@ std::vector<StageEstimate> estimate_pipeline(const PipelineConfig& cfg, int64_t 
       case config::StageKind::distill: e = estimate_distill(cfg, st.distill, world, hw, sh, bytes); break;
     }
     e.stage = name;
-    e.decode_graphs = sh.decode_graphs;
-    e.partial_rollouts = sh.partial_rollouts;
+    e.engine = sh.engine;
     out.push_back(std::move(e));
   }
   return out;

@@ -140,10 +140,10 @@ TEST(HardwareProfile, EveryShippedProfileLoads) {
 
 TEST(StageEstimate, DecodeGraphsShortenOnlyTheDecodeSpan) {
   Shapes graphs;
-  graphs.decode_graphs = true;
+  graphs.engine.decode_graphs = true;
   const StageEstimate eager = estimate_pipeline(grpo_config(1, ""), 1, profile(), {})[1];
   const StageEstimate replayed = estimate_pipeline(grpo_config(1, ""), 1, profile(), graphs)[1];
-  EXPECT_TRUE(replayed.decode_graphs);
+  EXPECT_TRUE(replayed.engine.decode_graphs);
   ASSERT_EQ(eager.spans.size(), replayed.spans.size());
   for (size_t i = 0; i < eager.spans.size(); ++i) {
     if (eager.spans[i].name == "rollout/decode")
@@ -169,7 +169,7 @@ TEST(StageEstimate, PartialRolloutsShortenOnlyTheDecodeSpanAndAreReported) {
   tail.response = 8;
   tail.max_response = 32;
   Shapes paused = tail;
-  paused.partial_rollouts = true;
+  paused.engine.partial_rollouts = true;
   const StageEstimate waits = estimate_pipeline(grpo_config(1, ""), 1, profile(), tail)[1];
   const StageEstimate resumes = estimate_pipeline(grpo_config(1, ""), 1, profile(), paused)[1];
   ASSERT_EQ(waits.spans.size(), resumes.spans.size());

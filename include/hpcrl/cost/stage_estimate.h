@@ -33,14 +33,10 @@ struct Shapes {
   double sequence = 0;   // SFT / distillation sequence (prompt + answer)
   double max_sequence = 0;  // SFT / distillation: the longest row of a batch (rows are padded to it); 0 = the mean
   std::string source;    // where they come from, for the printout
-  // Each decode step replayed as one captured CUDA graph, as vLLM and SGLang do by default (an engine
-  // other than hpcrl's: a published run's): its kernels then cost the profile's graph_kernel_overhead_s
-  // each instead of an eager launch. hpcrl's engine launches every op (false).
-  bool decode_graphs = false;
-  // Responses paused at a weight sync and finished in the next iteration (EngineMode::partial_rollouts;
-  // veRL's fully asynchronous trainer): hpcrl's engine finishes every response in its iteration (false).
-  bool partial_rollouts = false;
-  EngineMode engine() const { return {decode_graphs, partial_rollouts}; }
+  // How another serving engine (a published run's) generates: decode steps replayed as CUDA graphs, as
+  // vLLM and SGLang do by default; responses paused at a weight sync (veRL's fully asynchronous trainer).
+  // hpcrl's engine launches every op and finishes every response in its iteration (both false).
+  EngineMode engine;
 };
 
 struct SpanEstimate {
@@ -61,8 +57,7 @@ struct StageEstimate {
   double steps = 0;             // steps / iterations the stage runs
   int64_t prompt = 0, response = 0, sequence = 0;  // the lengths used (means)
   int64_t row = 0;              // tokens per training row (padded to the batch's longest unless packed)
-  bool decode_graphs = false;   // the decode steps were costed as replayed CUDA graphs (Shapes)
-  bool partial_rollouts = false;  // the longest responses' tail was not waited for (Shapes)
+  EngineMode engine;            // the engine the rollout was costed for (Shapes)
 };
 
 // Lengths a run measured (by stage index) fill in what `shapes` leaves at 0.

@@ -138,19 +138,24 @@ TEST(HardwareProfile, EveryShippedProfileLoads) {
   }
 }
 
+// An engine mode that changes how decode steps are costed moves the decode span and no other.
+void expect_only_decode_shorter(const StageEstimate& before, const StageEstimate& after) {
+  ASSERT_EQ(before.spans.size(), after.spans.size());
+  for (size_t i = 0; i < before.spans.size(); ++i) {
+    if (before.spans[i].name == "rollout/decode")
+      EXPECT_LT(after.spans[i].cost.seconds(), before.spans[i].cost.seconds());
+    else
+      EXPECT_EQ(after.spans[i].cost.seconds(), before.spans[i].cost.seconds()) << before.spans[i].name;
+  }
+}
+
 TEST(StageEstimate, DecodeGraphsShortenOnlyTheDecodeSpan) {
   Shapes graphs;
   graphs.engine.decode_graphs = true;
   const StageEstimate eager = estimate_pipeline(grpo_config(1, ""), 1, profile(), {})[1];
   const StageEstimate replayed = estimate_pipeline(grpo_config(1, ""), 1, profile(), graphs)[1];
   EXPECT_TRUE(replayed.engine.decode_graphs);
-  ASSERT_EQ(eager.spans.size(), replayed.spans.size());
-  for (size_t i = 0; i < eager.spans.size(); ++i) {
-    if (eager.spans[i].name == "rollout/decode")
-      EXPECT_LT(replayed.spans[i].cost.seconds(), eager.spans[i].cost.seconds());
-    else
-      EXPECT_EQ(replayed.spans[i].cost.seconds(), eager.spans[i].cost.seconds()) << eager.spans[i].name;
-  }
+  expect_only_decode_shorter(eager, replayed);
   HardwareProfile without = profile();
   without.graph_kernel_overhead_s = 0;
   try {
@@ -172,13 +177,7 @@ TEST(StageEstimate, PartialRolloutsShortenOnlyTheDecodeSpanAndAreReported) {
   paused.engine.partial_rollouts = true;
   const StageEstimate waits = estimate_pipeline(grpo_config(1, ""), 1, profile(), tail)[1];
   const StageEstimate resumes = estimate_pipeline(grpo_config(1, ""), 1, profile(), paused)[1];
-  ASSERT_EQ(waits.spans.size(), resumes.spans.size());
-  for (size_t i = 0; i < waits.spans.size(); ++i) {
-    if (waits.spans[i].name == "rollout/decode")
-      EXPECT_LT(resumes.spans[i].cost.seconds(), waits.spans[i].cost.seconds());
-    else
-      EXPECT_EQ(resumes.spans[i].cost.seconds(), waits.spans[i].cost.seconds()) << waits.spans[i].name;
-  }
+  expect_only_decode_shorter(waits, resumes);
   EXPECT_FALSE(estimate_json({waits}, profile())["stages"][0]["partial_rollouts"].get<bool>());
   EXPECT_TRUE(estimate_json({resumes}, profile())["stages"][0]["partial_rollouts"].get<bool>());
 }

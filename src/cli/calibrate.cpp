@@ -8,9 +8,12 @@
 //               element-wise: adds into fresh outputs of 1, 4 and 16 MB (the sizes of
 //               a layer's activations), allocation included;
 //   overhead    seconds per small op (a 4-element add), the per-launch cost;
-//   links       with ≥ 2 ranks, all-reduces over every rank: latency from 8 bytes,
-//               bandwidth from 64 MB (ring: 2(n−1)/n of the bytes per rank);
-//               with one rank nothing is measured and the profile says so.
+//   links       which ranks are timed is cost::plan_link_measures' plan: all-reduces over
+//               each node's ranks (intra_node) and over one rank per node (inter_node),
+//               latency from 8 bytes, bandwidth from one 8 MiB gradient bucket (ring:
+//               2(n−1)/n of the bytes per rank); a ping-pong between two ranks for each link's p2p_ values
+//               (half the round trip). With one rank on node 0 nothing is measured and
+//               the profile says so; on one node inter_node repeats intra_node.
 // Each value is the best of repeated timings (this machine is shared), each
 // repeat started on every rank together: ranks that share a node share its
 // cores and memory, so the profile describes a run with as many ranks per node
@@ -23,9 +26,12 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <tuple>
 
 #include "cli/command.h"
+#include "hpcrl/config/pipeline_config.h"
 #include "hpcrl/cost/hardware_profile.h"
+#include "hpcrl/cost/link_plan.h"
 #include "hpcrl/dist/bootstrap.h"
 #include "hpcrl/dist/communicator.h"
 #include "hpcrl/util/error.h"
@@ -109,25 +115,79 @@ double op_overhead(const at::TensorOptions& o) {
   return sec / ops;
 }
 
-struct LinkMeasure {
-  bool measured = false;
+// The slowest rank's view of `seconds` (0 where a rank took no part): every rank writes the same numbers.
+double slowest(double seconds) {
+  at::Tensor t = at::full({1}, seconds, at::kDouble);
+  hpcrl::dist::world_comm()->all_reduce(t, hpcrl::dist::ReduceOp::kMax);
+  return t.item<double>();
+}
+
+// The bandwidths are measured with messages of one gradient bucket (optim.bucket_mb's default, 8 MiB): what
+// a dp all-reduce sends per call. Rates differ by message size far more than an α–β link says: Open MPI
+// over shared memory here all-reduces 8 MiB at ~4.6 GB/s and 64 MiB at ~0.37 GB/s.
+int64_t bucket_elements() { return hpcrl::config::OptimConfig().bucket_bytes() / 4; }
+
+// α–β of a ring all-reduce over `group` (nullptr on ranks outside it): latency from 8 bytes over 2(n−1)
+// steps, bandwidth from one bucket of which each rank moves 2(n−1)/n. Collective over the world.
+hpcrl::cost::Link all_reduce_link(const hpcrl::dist::CommPtr& group, int group_size, const at::TensorOptions& o) {
+  at::Tensor small = at::ones({2}, o.dtype(at::kFloat)), big = at::ones({bucket_elements()}, o.dtype(at::kFloat));
+  auto timed = [&](at::Tensor& t) { return best_seconds([&] { if (group) group->all_reduce(t); }, 0.3); };
+  const double t_small = slowest(group ? timed(small) : best_seconds([] {}, 0.3));
+  const double t_big = slowest(group ? timed(big) : best_seconds([] {}, 0.3));
+  const double n = group_size, steps = 2.0 * (n - 1);
   hpcrl::cost::Link link;
+  link.latency_s = t_small / steps;
+  link.bandwidth = 2.0 * (n - 1) / n * double(big.numel()) * 4 / std::max(1e-9, t_big - steps * link.latency_s);
+  return link;
+}
+
+// One-way time of a message between world ranks `pair` (a ping-pong, half the round trip): latency from
+// 8 bytes, bandwidth from one bucket. Collective over the world; ranks outside the pair only keep time.
+std::pair<double, double> ping_pong(std::pair<int, int> pair, const at::TensorOptions& o) {
+  hpcrl::dist::Communicator& world = *hpcrl::dist::world_comm();
+  const int me = world.rank();
+  auto one_way = [&](int64_t elements) {
+    at::Tensor t = at::ones({elements}, o.dtype(at::kFloat));
+    const double round_trip = best_seconds([&] {
+      if (me == pair.first) world.send(t, pair.second), world.recv(t, pair.second);
+      if (me == pair.second) world.recv(t, pair.first), world.send(t, pair.first);
+    }, 0.3);
+    return slowest(me == pair.first || me == pair.second ? round_trip / 2 : 0.0);
+  };
+  const double latency = one_way(2);
+  const double big = one_way(bucket_elements());
+  return {latency, double(bucket_elements()) * 4 / std::max(1e-9, big - latency)};
+}
+
+struct MeasuredLinks {
+  hpcrl::cost::Link intra, inter;
+  int gpus_per_node = 1, nodes = 1;
+  bool measured = false;  // at least two ranks on node 0
 };
 
-LinkMeasure all_reduce_link(hpcrl::dist::Communicator& world, const at::TensorOptions& o) {
-  LinkMeasure m;
-  const int n = world.size();
-  if (n < 2) return m;
-  at::Tensor small = at::ones({2}, o.dtype(at::kFloat)), big = at::ones({16 << 20}, o.dtype(at::kFloat));
-  auto timed = [&](at::Tensor& t) { return best_seconds([&] { world.all_reduce(t); }, 0.3); };
-  // Every rank must agree on the numbers it writes: the slowest rank's view.
-  at::Tensor times = at::tensor({timed(small), timed(big)}, at::kDouble);
-  world.all_reduce(times, hpcrl::dist::ReduceOp::kMax);
-  const double steps = 2.0 * (n - 1);
-  m.link.latency_s = times[0].item<double>() / steps;
-  const double bytes = 2.0 * (n - 1) / n * double(big.numel()) * 4;
-  m.link.bandwidth = bytes / std::max(1e-9, times[1].item<double>() - steps * m.link.latency_s);
-  m.measured = true;
+// Runs cost::plan_link_measures' plan: node-local and cross-node all-reduces, then the ping-pongs.
+MeasuredLinks measure_links(const at::TensorOptions& o) {
+  using namespace hpcrl;
+  const dist::WorldInfo& w = dist::world();
+  at::Tensor nodes = dist::world_comm()->all_gather(at::full({1}, w.node, at::kInt));
+  const std::vector<int> node_of_rank(nodes.data_ptr<int>(), nodes.data_ptr<int>() + nodes.numel());
+  const cost::LinkPlan plan = cost::plan_link_measures(node_of_rank);
+  MeasuredLinks m;
+  m.gpus_per_node = plan.gpus_per_node;
+  m.nodes = int(plan.node_groups.size());
+  m.measured = plan.intra_pair.first >= 0;
+  if (m.measured) {
+    const dist::CommPtr node = dist::new_groups(plan.node_groups, "calibrate/node");
+    m.intra = all_reduce_link(node && node->size() > 1 ? node : nullptr, plan.gpus_per_node, o);
+    std::tie(m.intra.p2p_latency_s, m.intra.p2p_bandwidth) = ping_pong(plan.intra_pair, o);
+  }
+  if (plan.inter_pair.first >= 0) {
+    const dist::CommPtr leaders = dist::new_group(plan.node_leaders, "calibrate/nodes");
+    m.inter = all_reduce_link(leaders, int(plan.node_leaders.size()), o);
+    std::tie(m.inter.p2p_latency_s, m.inter.p2p_bandwidth) = ping_pong(plan.inter_pair, o);
+  } else {
+    m.inter = m.intra;
+  }
   return m;
 }
 
@@ -154,9 +214,10 @@ int run_calibrate(const CalibrateArgs& a) {
   p.async_launch = a.device == "cuda";
   p.memory_capacity = a.memory_capacity > 0 ? a.memory_capacity : physical_memory();
   p.kernel_overhead_s = op_overhead(o);
-  p.gpus_per_node = w.size;
-  const LinkMeasure links = all_reduce_link(*dist::world_comm(), o);
-  p.intra_node = p.inter_node = links.measured ? links.link : cost::Link{p.memory_bandwidth, p.kernel_overhead_s};
+  const MeasuredLinks links = measure_links(o);
+  p.gpus_per_node = links.gpus_per_node;
+  p.intra_node = links.measured ? links.intra : cost::Link{p.memory_bandwidth, p.kernel_overhead_s};
+  p.inter_node = links.nodes > 1 ? links.inter : p.intra_node;
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   std::string comment = "measured by `hpcrl calibrate --device " + a.device + " --dtype " + a.dtype + "` on " + host +
@@ -165,10 +226,13 @@ int run_calibrate(const CalibrateArgs& a) {
                         "compute: matmuls [1024, w] x [w, 3w] per width w (by_width); peak = the fastest.\n"
                         "memory: a 256 MB copy; elementwise_bandwidth: adds into fresh 1-16 MB outputs;\n"
                         "kernel_overhead_s: one 4-element add.\n";
-  comment += links.measured ? "links: all-reduce over the ranks of this launch (8 B latency, 64 MB bandwidth); "
-                              "inter_node = intra_node (one node).\n"
-                            : "links: NOT measured (one rank; run under mpirun -np 2): the copy bandwidth and the op "
-                              "overhead stand in, so multi-rank estimates on this profile are unreliable.\n";
+  comment += links.measured ? "intra_node: all-reduce over each node's ranks (8 B latency, 8 MiB bandwidth: a gradient bucket); p2p_: a "
+                              "ping-pong between rank 0 and the next rank on its node (half the round trip).\n"
+                            : "intra_node: NOT measured (one rank on node 0; run under mpirun -np 2): the copy bandwidth "
+                              "and the op overhead stand in, so multi-rank estimates on this profile are unreliable.\n";
+  comment += links.nodes > 1 ? "inter_node: all-reduce over one rank per node (" + std::to_string(links.nodes) +
+                                   " nodes); p2p_: a ping-pong between rank 0 and the first rank of node 1.\n"
+                             : std::string("inter_node = intra_node (one node: launch on two to measure it).\n");
   if (w.rank == 0) {
     fs::write_file_atomic(a.out, cost::profile_yaml(p, comment));
     std::printf("%s", cost::profile_yaml(p, comment).c_str());
@@ -181,7 +245,7 @@ int run_calibrate(const CalibrateArgs& a) {
 hpcrl::cli::Registration reg{"calibrate", 27, [](CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   auto* sub = app.add_subcommand("calibrate", "Measure this machine (matmul FLOP/s, memory bandwidth, op overhead, "
-                                              "all-reduce over the launched ranks) into a hardware profile");
+                                              "all-reduce and point-to-point over the launched ranks) into a hardware profile");
   sub->add_option("--device", args->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   sub->add_option("--dtype", args->dtype, "Matmul dtype (the run's)")
       ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();

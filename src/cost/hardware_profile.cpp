@@ -60,7 +60,25 @@ YAML::Node section(const YAML::Node& root, const std::string& key, const std::st
 
 Link parse_link(const YAML::Node& root, const std::string& key, const std::string& path) {
   const YAML::Node n = section(root, key, path);
-  return {positive(n, "bandwidth", path, key), positive(n, "latency_s", path, key)};
+  static const char* const kLinkKeys[] = {"bandwidth", "latency_s", "p2p_bandwidth", "p2p_latency_s"};
+  for (const auto& kv : n) {
+    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("a collection");
+    if (std::find(std::begin(kLinkKeys), std::end(kLinkKeys), k) == std::end(kLinkKeys))
+      throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key `" + key + "." + k +
+                       "`; a link's keys are bandwidth, latency_s, p2p_bandwidth, p2p_latency_s");
+  }
+  Link l{positive(n, "bandwidth", path, key), positive(n, "latency_s", path, key)};
+  if (n["p2p_bandwidth"]) l.p2p_bandwidth = positive(n, "p2p_bandwidth", path, key);
+  if (n["p2p_latency_s"]) l.p2p_latency_s = positive(n, "p2p_latency_s", path, key);
+  return l;
+}
+
+std::string link_yaml(const Link& l) {
+  std::ostringstream o;
+  o << "{bandwidth: " << l.bandwidth << ", latency_s: " << l.latency_s;
+  if (l.p2p_bandwidth > 0) o << ", p2p_bandwidth: " << l.p2p_bandwidth;
+  if (l.p2p_latency_s > 0) o << ", p2p_latency_s: " << l.p2p_latency_s;
+  return o.str() + "}";
 }
 }  // namespace
 
@@ -194,8 +212,8 @@ std::string profile_yaml(const HardwareProfile& p, const std::string& comment) {
   o
     << "kernel_launch: " << (p.async_launch ? "asynchronous" : "synchronous") << "\n"
     << "gpus_per_node: " << p.gpus_per_node << "\n"
-    << "intra_node: {bandwidth: " << p.intra_node.bandwidth << ", latency_s: " << p.intra_node.latency_s << "}\n"
-    << "inter_node: {bandwidth: " << p.inter_node.bandwidth << ", latency_s: " << p.inter_node.latency_s << "}\n";
+    << "intra_node: " << link_yaml(p.intra_node) << "\n"
+    << "inter_node: " << link_yaml(p.inter_node) << "\n";
   return o.str();
 }
 

@@ -42,7 +42,7 @@ void add_pipeline_comm(PhaseCost& c, const ModelArch& a, const Layout& l, const 
                        int64_t micro_batches, int directions, int bytes_per_value) {
   if (l.pp <= 1) return;
   const double act = tokens * double(a.hidden_size) * bytes_per_value;
-  const Link& link = hw.link(crosses_nodes(l.pp, l.tp * l.sp * l.dp(), hw.gpus_per_node));
+  const Link link = hw.link(crosses_nodes(l.pp, l.tp * l.sp * l.dp(), hw.gpus_per_node)).p2p();
   c.comm_s += double(micro_batches * directions) * send_seconds(act, link);
   c.comm_bytes += double(micro_batches * directions) * act;
 }

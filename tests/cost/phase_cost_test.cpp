@@ -44,6 +44,19 @@ TEST(PhaseCost, DoublingTpHalvesTheWeightBytesEachDecodeStepReads) {
   EXPECT_EQ(tp1.decode.comm_s, 0.0);
 }
 
+TEST(PhaseCost, PipelineSendsMoveAtThePointToPointLinkAndCollectivesAtTheRingOne) {
+  HardwareProfile hw = test_gpu();
+  const Layout tp2pp2{2, 1, 2, 1, 4};
+  const PhaseCost ring = training_pass(kTiny2l, tp2pp2, hw, 4, 8, 2, false, false, 4);
+  hw.intra_node.p2p_bandwidth = hw.intra_node.bandwidth / 2;
+  hw.intra_node.p2p_latency_s = hw.intra_node.latency_s;
+  const PhaseCost p2p = training_pass(kTiny2l, tp2pp2, hw, 4, 8, 2, false, false, 4);
+  // pp sends 32768 B (the hand count above) at 150e9 instead of 300e9 B/s: 32768/150e9 − 32768/300e9
+  // = 32768/300e9 s more; tp's all-reduces are unchanged.
+  EXPECT_NEAR(p2p.comm_s - ring.comm_s, 32768.0 / 300e9, 1e-15);
+  EXPECT_DOUBLE_EQ(p2p.comm_bytes, ring.comm_bytes);
+}
+
 TEST(PhaseCost, MoreMicroBatchesShrinkThePipelineBubble) {
   const HardwareProfile hw = test_gpu();
   const Layout pp2{1, 1, 2, 1, 2};

@@ -273,6 +273,28 @@ TEST(HardwareProfile, GraphKernelOverheadIsOptionalAndRoundTrips) {
     EXPECT_GT(load_profile(gpu).graph_kernel_overhead_s, 0.0) << gpu;
 }
 
+TEST(HardwareProfile, PointToPointValuesAreOptionalRoundTripAndElseTheLinksOwnStandIn) {
+  const std::string head =
+      "name: x\ncompute: {peak_flops: 3e10, efficiency: 1}\nmemory: {bandwidth: 1e10, efficiency: 1, capacity: 1e9}\n"
+      "kernel_overhead_s: 1e-5\ngpus_per_node: 1\ninter_node: {bandwidth: 1e9, latency_s: 1e-6}\n";
+  const HardwareProfile p =
+      parse_profile(head + "intra_node: {bandwidth: 1e9, latency_s: 1e-6, p2p_bandwidth: 4e9, p2p_latency_s: 3e-6}\n",
+                    "x.yaml");
+  EXPECT_EQ(p.intra_node.p2p().bandwidth, 4e9);
+  EXPECT_EQ(p.intra_node.p2p().latency_s, 3e-6);
+  EXPECT_EQ(p.inter_node.p2p().bandwidth, 1e9);  // not given: the collective's values
+  EXPECT_EQ(p.inter_node.p2p().latency_s, 1e-6);
+  const HardwareProfile again = parse_profile(profile_yaml(p, "written"), "y.yaml");
+  EXPECT_EQ(again.intra_node.p2p_bandwidth, 4e9);
+  EXPECT_EQ(again.intra_node.p2p_latency_s, 3e-6);
+  EXPECT_EQ(again.inter_node.p2p_bandwidth, 0.0);
+  EXPECT_EQ(profile_error(head + "intra_node: {bandwidth: 1e9, latency_s: 1e-6, p2p_bandwith: 4e9}\n"),
+            "x.yaml:7: unknown key `intra_node.p2p_bandwith`; a link's keys are bandwidth, latency_s, p2p_bandwidth, "
+            "p2p_latency_s");
+  EXPECT_EQ(profile_error(head + "intra_node: {bandwidth: 1e9, latency_s: 1e-6, p2p_latency_s: -1}\n"),
+            "x.yaml:7: `intra_node.p2p_latency_s` must be positive, not -1");
+}
+
 TEST(HardwareProfile, AnUnknownNameListsTheShippedOnes) {
   try {
     load_profile("a99");

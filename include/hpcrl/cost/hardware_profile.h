@@ -18,6 +18,7 @@
 //                                      # synchronous: each op's dispatch adds to the time (CPU)
 //   gpus_per_node: 4
 //   intra_node: {bandwidth: 300e9, latency_s: 8e-6}          # per direction, per device
+//   (optional p2p_bandwidth, p2p_latency_s: one message between two ranks; default the above)
 //   inter_node: {bandwidth: 25e9, latency_s: 1.5e-5}
 #pragma once
 
@@ -30,6 +31,13 @@ namespace hpcrl::cost {
 struct Link {
   double bandwidth = 0;   // bytes/s per direction, per device
   double latency_s = 0;   // per message
+  // One message between two ranks, where measured (`hpcrl calibrate`'s ping-pong): what a pipeline
+  // send moves at, which the collectives' ring steps need not match (MPI over shared memory, NCCL's
+  // channels). 0: not given; the values above stand in.
+  double p2p_bandwidth = 0, p2p_latency_s = 0;
+  Link p2p() const {
+    return {p2p_bandwidth > 0 ? p2p_bandwidth : bandwidth, p2p_latency_s > 0 ? p2p_latency_s : latency_s};
+  }
 };
 
 struct HardwareProfile {

@@ -199,7 +199,7 @@ Experience PolicyStage::experience_of(RolloutSamples& kept, RlMetrics& m) {
   e.truncated = kept.truncated;
   const MicroBatchOptions micro = micro_batch_options(cfg_.train, policy_.ctx.sp_size());
   const double temperature = sampling_temperature(cfg_);
-  if (cfg_.recompute_old_logprobs || cfg_.decoupled())
+  if (cfg_.recompute_old_logprobs)  // also whenever decoupled(), which requires it
     timed("old_logprob", m, [&] { e.old_logp = forward_logprobs(policy_, e.batch, micro, temperature); });
   else
     e.old_logp = scatter_response_values(e.batch, kept.logprobs);

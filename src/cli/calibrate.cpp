@@ -11,9 +11,10 @@
 //   links       which ranks are timed is cost::plan_link_measures' plan: all-reduces over
 //               each node's ranks (intra_node) and over one rank per node (inter_node),
 //               latency from 8 bytes, bandwidth from one 8 MiB gradient bucket (ring:
-//               2(n−1)/n of the bytes per rank); a ping-pong between two ranks for each link's p2p_ values
-//               (half the round trip). With one rank on node 0 nothing is measured and
-//               the profile says so; on one node inter_node repeats intra_node.
+//               2(n−1)/n of the bytes per rank); a ping-pong between two ranks for each
+//               link's p2p_ values (half the round trip). With one rank on node 0 nothing
+//               is measured and the profile says so; on one node inter_node repeats
+//               intra_node.
 // Each value is the best of repeated timings (this machine is shared), each
 // repeat started on every rank together: ranks that share a node share its
 // cores and memory, so the profile describes a run with as many ranks per node
@@ -131,9 +132,10 @@ int64_t bucket_elements() { return hpcrl::config::OptimConfig().bucket_bytes() /
 // steps, bandwidth from one bucket of which each rank moves 2(n−1)/n. Collective over the world.
 hpcrl::cost::Link all_reduce_link(const hpcrl::dist::CommPtr& group, int group_size, const at::TensorOptions& o) {
   at::Tensor small = at::ones({2}, o.dtype(at::kFloat)), big = at::ones({bucket_elements()}, o.dtype(at::kFloat));
+  // Ranks outside the group time an empty body, so every rank takes part in best_seconds' agreement.
   auto timed = [&](at::Tensor& t) { return best_seconds([&] { if (group) group->all_reduce(t); }, 0.3); };
-  const double t_small = slowest(group ? timed(small) : best_seconds([] {}, 0.3));
-  const double t_big = slowest(group ? timed(big) : best_seconds([] {}, 0.3));
+  const double t_small = slowest(timed(small));
+  const double t_big = slowest(timed(big));
   const double n = group_size, steps = 2.0 * (n - 1);
   hpcrl::cost::Link link;
   link.latency_s = t_small / steps;
@@ -160,7 +162,7 @@ std::pair<double, double> ping_pong(std::pair<int, int> pair, const at::TensorOp
 }
 
 struct MeasuredLinks {
-  hpcrl::cost::Link intra, inter;
+  hpcrl::cost::Link intra, inter;  // inter: only with more than one node
   int gpus_per_node = 1, nodes = 1;
   bool measured = false;  // at least two ranks on node 0
 };
@@ -185,8 +187,6 @@ MeasuredLinks measure_links(const at::TensorOptions& o) {
     const dist::CommPtr leaders = dist::new_group(plan.node_leaders, "calibrate/nodes");
     m.inter = all_reduce_link(leaders, int(plan.node_leaders.size()), o);
     std::tie(m.inter.p2p_latency_s, m.inter.p2p_bandwidth) = ping_pong(plan.inter_pair, o);
-  } else {
-    m.inter = m.intra;
   }
   return m;
 }

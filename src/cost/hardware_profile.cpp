@@ -58,15 +58,24 @@ YAML::Node section(const YAML::Node& root, const std::string& key, const std::st
   return n;
 }
 
+// A key this parser does not read would be a value the estimate silently ignores: InputError naming it
+// (`prefix` + key) at its line, then `keys_are` and the keys `map` may hold.
+void reject_unknown_keys(const YAML::Node& map, const std::vector<std::string>& keys, const std::string& path,
+                         const std::string& prefix, const std::string& keys_are) {
+  for (const auto& kv : map) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("a collection");
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+    std::string known;
+    for (const auto& k : keys) known += (known.empty() ? "" : ", ") + k;
+    throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key `" + prefix + key + "`" +
+                     keys_are + known);
+  }
+}
+
 Link parse_link(const YAML::Node& root, const std::string& key, const std::string& path) {
   const YAML::Node n = section(root, key, path);
-  static const char* const kLinkKeys[] = {"bandwidth", "latency_s", "p2p_bandwidth", "p2p_latency_s"};
-  for (const auto& kv : n) {
-    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("a collection");
-    if (std::find(std::begin(kLinkKeys), std::end(kLinkKeys), k) == std::end(kLinkKeys))
-      throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key `" + key + "." + k +
-                       "`; a link's keys are bandwidth, latency_s, p2p_bandwidth, p2p_latency_s");
-  }
+  reject_unknown_keys(n, {"bandwidth", "latency_s", "p2p_bandwidth", "p2p_latency_s"}, path, key + ".",
+                      "; a link's keys are ");
   Link l{positive(n, "bandwidth", path, key), positive(n, "latency_s", path, key)};
   if (n["p2p_bandwidth"]) l.p2p_bandwidth = positive(n, "p2p_bandwidth", path, key);
   if (n["p2p_latency_s"]) l.p2p_latency_s = positive(n, "p2p_latency_s", path, key);
@@ -102,18 +111,10 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& p
     throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   if (!root.IsMap()) throw InputError(path + ": a hardware profile is a YAML mapping (see profiles/h100-sxm.yaml)");
-  // A key this parser does not read would be a value the estimate silently ignores.
-  static const char* const kKeys[] = {"name", "compute", "memory", "kernel_overhead_s", "graph_kernel_overhead_s",
-                                      "kernel_launch", "gpus_per_node", "intra_node", "inter_node"};
-  for (const auto& kv : root) {
-    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("a collection");
-    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
-      std::string known;
-      for (const char* k : kKeys) known += (known.empty() ? "" : ", ") + std::string(k);
-      throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key `" + key +
-                       "` in a hardware profile; the keys are " + known);
-    }
-  }
+  reject_unknown_keys(root,
+                      {"name", "compute", "memory", "kernel_overhead_s", "graph_kernel_overhead_s", "kernel_launch",
+                       "gpus_per_node", "intra_node", "inter_node"},
+                      path, "", " in a hardware profile; the keys are ");
   HardwareProfile p;
   p.path = path;
   const YAML::Node name = root["name"];

@@ -131,7 +131,7 @@ void add_training_side(StageEstimate& e, const PipelineConfig& cfg, const config
                        const RoleOnRanks& policy, const std::string& critic, int64_t world,
                        const HardwareProfile& hw, const RlShapes& sh, int bytes) {
   const int64_t n = s.prompts * s.group, len = sh.row, micro = s.train.micro_batch;
-  if (s.recompute_old_logprobs || s.decoupled())
+  if (s.recompute_old_logprobs)  // also whenever decoupled(), which requires it
     e.spans.push_back(span("old_logprob", policy, "A",
                            forward_pass(*policy.model->arch, policy.layout, hw, n, len, micro, bytes)));
   if (!s.reference.empty()) {

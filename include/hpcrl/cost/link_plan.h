@@ -1,5 +1,5 @@
 // Which ranks `hpcrl calibrate` times to measure the links of a launch, as data
-// (the executor in src/cli/calibrate_links.cpp runs whatever this returns): the
+// (measure_links in src/cli/calibrate.cpp runs whatever this returns): the
 // all-reduce over each node's ranks gives the intra-node link a collective sees,
 // the all-reduce over one rank per node the inter-node one, and a ping-pong
 // between two ranks each link's point-to-point cost (a pipeline send).

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "hpcrl/dist/bootstrap.h"
-#include "hpcrl/dist/mesh.h"
-#include "hpcrl/dist/mesh_comms.h"
+#include "hpcrl/distributed/bootstrap.h"
+#include "hpcrl/distributed/mesh.h"
+#include "hpcrl/distributed/mesh_comms.h"
 #include "hpcrl/model/pipeline_stage.h"
 #include "hpcrl/parallel/pipeline/executor.h"
 

@@ -9,7 +9,7 @@
 #include "hpcrl/algo/remote_reference.h"
 #include "hpcrl/algo/rollout_copy.h"
 #include "hpcrl/algo/sample_transfer.h"
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/algo/stage_loop.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"

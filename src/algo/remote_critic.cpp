@@ -10,7 +10,7 @@
 #include "hpcrl/algo/role_sums.h"
 #include "hpcrl/algo/sample_transfer.h"
 #include "hpcrl/algo/value_pass.h"
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/trace/trace.h"
 
 namespace hpcrl::algo {

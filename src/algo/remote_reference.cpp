@@ -5,7 +5,7 @@
 
 #include "hpcrl/algo/rollout_batch.h"
 #include "hpcrl/algo/sample_transfer.h"
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/trace/trace.h"
 
 namespace hpcrl::algo {

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "hpcrl/algo/sample_transfer.h"
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/trace/trace.h"
 
 namespace hpcrl::algo {

@@ -31,7 +31,7 @@
 #include "hpcrl/algo/evaluation.h"
 #include "hpcrl/algo/pass_at_k.h"
 #include "hpcrl/algo/prompting.h"
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/log.h"

@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/model/lora.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/util/check.h"

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "hpcrl/config/model_arch.h"
-#include "hpcrl/dist/mesh.h"
-#include "hpcrl/dist/mesh_comms.h"
+#include "hpcrl/distributed/mesh.h"
+#include "hpcrl/distributed/mesh_comms.h"
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/parallel/parallel_context.h"

@@ -13,7 +13,7 @@
 #include "cli/command.h"
 #include "hpcrl/config/loader.h"
 #include "hpcrl/cost/stage_estimate.h"
-#include "hpcrl/dist/plan.h"
+#include "hpcrl/distributed/plan.h"
 #include "hpcrl/util/error.h"
 
 namespace {

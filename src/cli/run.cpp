@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cli/command.h"
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/runner/pipeline_runner.h"
 #include "hpcrl/util/fs.h"
 #include "hpcrl/util/log.h"

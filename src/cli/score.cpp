@@ -21,7 +21,7 @@
 
 #include "cli/command.h"
 #include "cli/model_loading.h"
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/model/pipeline_stage.h"
 #include "hpcrl/model/pretrained.h"

@@ -5,7 +5,7 @@
 
 #include <ATen/core/ivalue.h>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::parallel::detail {
 

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 
-#include "hpcrl/dist/bridge.h"
-#include "hpcrl/dist/mesh_comms.h"
-#include "hpcrl/dist/placement.h"
-#include "hpcrl/dist/plan.h"
+#include "hpcrl/distributed/bridge.h"
+#include "hpcrl/distributed/mesh_comms.h"
+#include "hpcrl/distributed/placement.h"
+#include "hpcrl/distributed/plan.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/model/weights.h"
 #include "hpcrl/rollout/weight_sync.h"

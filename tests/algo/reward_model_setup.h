@@ -15,7 +15,7 @@
 #include "hpcrl/algo/reward_fn.h"
 #include "hpcrl/algo/reward_model.h"
 #include "hpcrl/config/loader.h"
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/model/weights.h"
 #include "hpcrl/runner/role_builder.h"
 

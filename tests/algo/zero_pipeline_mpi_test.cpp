@@ -16,9 +16,9 @@
 #include "zero_hparams.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/train_step.h"
-#include "hpcrl/dist/bootstrap.h"
-#include "hpcrl/dist/mesh.h"
-#include "hpcrl/dist/mesh_comms.h"
+#include "hpcrl/distributed/bootstrap.h"
+#include "hpcrl/distributed/mesh.h"
+#include "hpcrl/distributed/mesh_comms.h"
 #include "hpcrl/model/decoder_model.h"
 
 using namespace hpcrl;

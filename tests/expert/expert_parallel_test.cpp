@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/model/moe_block.h"
 #include "hpcrl/parallel/expert/all_to_all.h"
 #include "hpcrl/util/error.h"

@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "hpcrl/dist/bootstrap.h"
-#include "hpcrl/dist/mesh.h"
-#include "hpcrl/dist/mesh_comms.h"
+#include "hpcrl/distributed/bootstrap.h"
+#include "hpcrl/distributed/mesh.h"
+#include "hpcrl/distributed/mesh_comms.h"
 #include "hpcrl/parallel/parallel_context.h"
 
 namespace hpcrl::testing {

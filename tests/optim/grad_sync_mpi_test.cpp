@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/optim/grad_clip.h"
 #include "hpcrl/optim/grad_sync.h"
 

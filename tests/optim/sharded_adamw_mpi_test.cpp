@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/optim/grad_clip.h"
 #include "hpcrl/optim/grad_sync.h"
 #include "hpcrl/optim/sharded_adamw.h"

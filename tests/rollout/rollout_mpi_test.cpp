@@ -16,7 +16,7 @@
 
 #include <filesystem>
 
-#include "hpcrl/dist/bootstrap.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/model/weights.h"
 #include "hpcrl/rollout/engine.h"
 #include "hpcrl/rollout/weight_sync.h"

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::algo {
 

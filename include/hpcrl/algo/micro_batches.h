@@ -26,7 +26,7 @@
 #include "hpcrl/algo/role.h"
 #include "hpcrl/algo/token_batch.h"
 #include "hpcrl/config/pipeline_config.h"
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/model/pipeline_stage.h"
 

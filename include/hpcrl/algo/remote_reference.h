@@ -13,7 +13,7 @@
 
 #include "hpcrl/algo/micro_batches.h"
 #include "hpcrl/algo/policy_stage.h"
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::algo {
 

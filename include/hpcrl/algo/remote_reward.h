@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "hpcrl/algo/role.h"
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::algo {
 

@@ -14,7 +14,7 @@
 #include "hpcrl/algo/micro_batches.h"
 #include "hpcrl/algo/teacher_topk.h"
 #include "hpcrl/config/pipeline_config.h"
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::algo {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "hpcrl/config/pipeline_config.h"
-#include "hpcrl/dist/mesh.h"
+#include "hpcrl/distributed/mesh.h"
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/model/lora.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "hpcrl/algo/policy_stage.h"
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/io/dataset_cursor.h"
 
 namespace hpcrl::algo {

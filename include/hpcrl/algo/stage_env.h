@@ -11,7 +11,7 @@
 
 #include "hpcrl/algo/role.h"
 #include "hpcrl/config/pipeline_config.h"
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/io/dataset.h"
 #include "hpcrl/trace/metrics.h"
 

@@ -18,7 +18,7 @@
 
 #include "hpcrl/algo/role.h"
 #include "hpcrl/config/model_arch.h"
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/optim/optimizer.h"
 
 namespace hpcrl::algo {

@@ -1,6 +1,6 @@
 // Whether attend() (attention_kernel.h) keeps the softmax probabilities of every
 // query and key for the backward, in a header without ATen so that `hpcrl plan`
-// (dist/plan_memory.cpp) can size the activations of the build it runs in.
+// (distributed/plan_memory.cpp) can size the activations of the build it runs in.
 #pragma once
 
 #include <torch/version.h>

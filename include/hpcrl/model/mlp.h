@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/parallel/tensor/linear.h"
 
 namespace hpcrl::model {

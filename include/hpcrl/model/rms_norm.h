@@ -8,7 +8,7 @@
 
 #include <torch/nn/module.h>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::model {
 

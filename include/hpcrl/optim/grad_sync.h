@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/optim/accumulator_hooks.h"
 #include "hpcrl/optim/param_set.h"
 

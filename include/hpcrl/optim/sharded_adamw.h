@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/optim/adamw.h"
 #include "hpcrl/optim/grad_reduce_scatter.h"
 #include "hpcrl/optim/optimizer.h"

@@ -17,7 +17,7 @@
 
 #include <vector>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/optim/param_set.h"
 #include "hpcrl/optim/shard_layout.h"
 

@@ -3,7 +3,7 @@
 // (the layer then does no communication), so the same code runs on one rank.
 #pragma once
 
-#include "hpcrl/dist/mesh_comms.h"
+#include "hpcrl/distributed/mesh_comms.h"
 
 namespace hpcrl::parallel {
 

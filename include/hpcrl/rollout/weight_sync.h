@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/io/tensor_store.h"
 #include "hpcrl/model/decoder_model.h"
 

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::runner {
 

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::parallel::expert {
 

@@ -22,7 +22,7 @@
 
 #include <functional>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/parallel/pipeline/schedule.h"
 
 namespace hpcrl::parallel::pipeline {

@@ -16,7 +16,7 @@
 #include <functional>
 #include <vector>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/parallel/pipeline/schedule.h"
 
 namespace hpcrl::parallel::pipeline {

@@ -21,7 +21,7 @@
 
 #include <deque>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::parallel::pipeline {
 

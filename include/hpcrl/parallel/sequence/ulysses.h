@@ -8,7 +8,7 @@
 
 #include <ATen/ATen.h>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::parallel::sequence {
 

@@ -6,7 +6,7 @@
 
 #include <torch/nn/module.h>
 
-#include "hpcrl/dist/communicator.h"
+#include "hpcrl/distributed/communicator.h"
 #include "hpcrl/parallel/tensor/shard_spec.h"
 
 namespace hpcrl::parallel::tensor {

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "hpcrl/io/checkpoint_manifest.h"
 #include "hpcrl/trace/trace.h"
@@ -57,6 +58,17 @@ std::vector<io::FileCheck> check_shared(const std::string& dir, const io::Manife
   return out;
 }
 
+// Whether `dir`'s state.json says the step was written with a manifest (steps from before
+// manifests existed load unverified; a deleted manifest must not pass for one of those).
+bool written_with_manifest(const std::string& dir) {
+  try {
+    const auto state = nlohmann::json::parse(fs::read_file(dir + "/state.json", "checkpoint state"), nullptr, false);
+    return state.is_object() && state.contains("manifest");
+  } catch (const std::exception&) {
+    return false;  // an unreadable state.json is reported where it is read
+  }
+}
+
 // What is wrong with step directory `dir` (empty: intact). `unverified` is set
 // when it has no manifest to check against.
 std::vector<std::string> step_problems(const std::string& dir, const dist::CommPtr& world, bool& unverified) {
@@ -66,7 +78,10 @@ std::vector<std::string> step_problems(const std::string& dir, const dist::CommP
   if (world->rank() == 0) {
     std::error_code ec;
     if (!stdfs::exists(path, ec)) {
-      shared = "-";
+      shared = written_with_manifest(dir) ? "!" + path + " is missing, but this step was written with one (its "
+                                                    "state.json names it), so its files cannot be checked; restore "
+                                                    "the file, or resume from another step"
+                                          : "-";
     } else {
       try {
         shared = "+" + fs::read_file(path, "checkpoint manifest");
@@ -100,9 +115,12 @@ std::vector<std::string> step_dirs_newest_first(const std::string& stage_dir, co
     std::vector<std::string> names;
     for (const auto& e : stdfs::directory_iterator(stage_dir)) {
       const std::string n = e.path().filename().string();
-      if (e.is_directory() && n.rfind("step-", 0) == 0 && n.find('.') == std::string::npos &&
-          stdfs::exists(e.path() / "state.json"))
+      if (!e.is_directory() || n.rfind("step-", 0) != 0 || n.find('.') != std::string::npos) continue;
+      if (stdfs::exists(e.path() / "state.json"))
         names.push_back(n);
+      else  // a finished step always has one (it is written before the rename into place)
+        spdlog::warn("{} has no state.json, so it is not a checkpoint that can be resumed from; skipping it",
+                     e.path().string());
     }
     std::sort(names.rbegin(), names.rend());
     listing = str::join(names, "\n");

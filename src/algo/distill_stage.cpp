@@ -113,7 +113,7 @@ DistillRun::DistillRun(StageEnv& env)
       student_(checked_student(env)),
       data_(env.data(cfg_.data)),
       sampler_(data_.train.size(), static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
-               env.pipeline->find_data(cfg_.data)->shuffle),
+               env.pipeline->find_data(cfg_.data)->shuffle, io::content_hash(data_.train)),
       local_batch_(student_.local_batch(cfg_.batch, env.stage->path + ".batch")),
       verifier_(*env.pipeline, {}) {
   if (student_.member()) {
@@ -258,6 +258,7 @@ void DistillRun::evaluate(int64_t step) {
   if (env_.metrics)
     env_.metrics->write("distill", env_.stage_index, step,
                         {{"eval/accuracy", r.accuracy}, {"eval/loss", r.loss}, {"seconds/eval", r.seconds}});
+  if (env_.metrics) env_.metrics->write_samples("distill", env_.stage_index, step, r.samples);
 }
 
 }  // namespace

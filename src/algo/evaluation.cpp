@@ -1,14 +1,19 @@
 // Held-out loss and accuracy (see evaluation.h).
 #include "hpcrl/algo/evaluation.h"
 
+#include <spdlog/spdlog.h>
 #include <torch/utils.h>
 
+#include "hpcrl/algo/out_of_memory.h"
 #include "hpcrl/algo/pipeline_train.h"
 #include "hpcrl/algo/role_sums.h"
 #include "hpcrl/algo/rollout_copy.h"
 #include "hpcrl/algo/token_batch.h"
+#include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/rollout/engine.h"
 #include "hpcrl/trace/trace.h"
+#include "hpcrl/util/error.h"
+#include "hpcrl/util/progress.h"
 
 namespace hpcrl::algo {
 
@@ -50,10 +55,9 @@ rollout::SamplingParams eval_sampling(const EvalOptions& options, const PromptBu
   sampling.seed = options.seed;
   return sampling;
 }
-}  // namespace
 
-EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& prompts,
-                    const reward::VerifiableReward& verifier, const EvalOptions& options) {
+EvalResult evaluate_unguarded(Role& role, const io::Dataset& eval, const PromptBuilder& prompts,
+                              const reward::VerifiableReward& verifier, const EvalOptions& options) {
   trace::TimedSpan span("eval");
   const int64_t total = options.prompts > 0 ? std::min<int64_t>(options.prompts, eval.size()) : eval.size();
   // This dp rank's examples: a contiguous block, so the union over dp is [0, total).
@@ -67,6 +71,7 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
   rollout::Engine engine(model, role.tokenizer.get(), engine_options);
   rollout::SamplingParams sampling = eval_sampling(options, prompts);
   EvalSums sums;
+  std::vector<trace::SampleLine> kept;
   at::Tensor correct_per_example = at::zeros({total}, at::kDouble);
   auto per_example = correct_per_example.accessor<double, 1>();
   const bool was_training = role.model->is_training();
@@ -74,7 +79,14 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
   // Every dp rank runs as many rounds as the largest share needs, so that the
   // world can agree on a stop between any two of them.
   const int64_t rounds = ((total + dp - 1) / dp + options.batch - 1) / options.batch;
+  // The evaluation says what it does: what it will decode, then a progress line like training's.
+  const bool speaks = dp_rank == 0;
+  if (speaks)
+    spdlog::info("evaluation: {} prompts x {} sample(s), up to {} new tokens each (run.eval_sampling)", total,
+                 options.n, options.max_new_tokens);
+  Progress progress("evaluation", static_cast<long>(total), speaks, "prompt");
   for (int64_t round = 0; round < rounds; ++round) {
+    progress.update(static_cast<long>(std::min(total, round * options.batch * dp)));
     if (options.stops) options.stops->between_batches("evaluation");
     const int64_t start = lo + round * options.batch;
     if (start >= hi) continue;
@@ -92,7 +104,9 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
     sampling.seed = options.seed + static_cast<uint64_t>(start);
     for (const auto& s : engine.generate(p_ids, options.n, sampling)) {
       std::string text = role.tokenizer->decode(s.tokens, /*skip_special=*/true);
-      const double correct = verifier.score(text, eval[start + s.prompt_index].answer).correct ? 1.0 : 0.0;
+      const io::Example& ex = eval[start + s.prompt_index];
+      const double correct = verifier.score(text, ex.answer).correct ? 1.0 : 0.0;
+      if (dp_rank == 0 && kept.size() < kEvalSamplesKept) kept.push_back({ex.prompt, text, ex.answer, correct});
       sums.correct += correct;
       per_example[start + s.prompt_index] += correct;
       sums.samples += 1.0;
@@ -100,6 +114,7 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
     }
   }
   if (options.stops) options.stops->check("evaluation");
+  progress.finish();
   if (was_training) role.model->train();
   // Rows were split over dp only; tp/sp ranks of one dp slot computed the same sums.
   const at::Tensor both = sum_over_dp(role, at::cat({pack(sums), correct_per_example}));
@@ -113,7 +128,29 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
   auto counts = per_example_tot.accessor<double, 1>();
   for (int64_t i = 0; i < total; ++i) r.correct_per_example.push_back(static_cast<int64_t>(counts[i]));
   r.seconds = span.elapsed_seconds();
+  r.samples = std::move(kept);
   return r;
+}
+
+std::string eval_out_of_memory(int rank, const std::string& what, const EvalOptions& o) {
+  return "the evaluation ran out of memory on rank " + std::to_string(rank) + " (" + what +
+         "): it generates run.eval_sampling.prompts x n = " + std::to_string(o.prompts) + " x " +
+         std::to_string(o.n) + " responses of up to run.eval_sampling.max_new_tokens = " +
+         std::to_string(o.max_new_tokens) + " tokens, " + std::to_string(o.batch) +
+         " prompts at a time; lower run.eval_sampling.n or .max_new_tokens";
+}
+}  // namespace
+
+EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& prompts,
+                    const reward::VerifiableReward& verifier, const EvalOptions& options) {
+  try {
+    return evaluate_unguarded(role, eval, prompts, verifier, options);
+  } catch (const std::bad_alloc&) {
+    throw RuntimeError(eval_out_of_memory(dist::world().rank, "std::bad_alloc", options));
+  } catch (const c10::Error& e) {
+    if (!is_out_of_memory(e)) throw;
+    throw RuntimeError(eval_out_of_memory(dist::world().rank, e.what_without_backtrace(), options));
+  }
 }
 
 }  // namespace hpcrl::algo

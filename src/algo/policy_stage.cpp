@@ -27,7 +27,8 @@ PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy
   if (here) prompts_ = std::make_unique<PromptBuilder>(*here->tokenizer, env.pipeline->find_data(cfg.data));
   sampler_ = std::make_unique<io::DataSampler>(data.train.size(),
                                                static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
-                                               env.pipeline->find_data(cfg.data)->shuffle);
+                                               env.pipeline->find_data(cfg.data)->shuffle,
+                                               io::content_hash(data.train));
   // A pipelined policy samples from its pp = 1 copy, refreshed at each produce().
   if (generator_.member()) {
     auto model = sync_rollout_model(generator_);
@@ -89,6 +90,7 @@ void PolicyStage::evaluate(int64_t step, StageResult& result) {
     env_.metrics->write(name_, env_.stage_index, step,
                         {{"eval/accuracy", r.accuracy}, {"eval/loss", r.loss},
                          {"eval/response_len", r.response_len}, {"seconds/eval", r.seconds}});
+  if (env_.metrics) env_.metrics->write_samples(name_, env_.stage_index, step, r.samples);
 }
 
 void PolicyStage::write_metrics(int64_t step, const RlMetrics& m, double lr) {

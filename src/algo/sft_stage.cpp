@@ -54,7 +54,7 @@ SftRun::SftRun(StageEnv& env)
       role_(env.role(cfg_.model)),
       data_(env.data(cfg_.data)),
       sampler_(data_.train.size(), static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
-               env.pipeline->find_data(cfg_.data)->shuffle) {
+               env.pipeline->find_data(cfg_.data)->shuffle, io::content_hash(data_.train)) {
   if (role_.member()) {
     trainer_ = std::make_unique<Trainer>(role_, cfg_.train, cfg_.steps);
     prompts_ = std::make_unique<PromptBuilder>(*role_.tokenizer, env.pipeline->find_data(cfg_.data));
@@ -143,6 +143,7 @@ void SftRun::evaluate(int64_t step) {
     env_.metrics->write("sft", env_.stage_index, step,
                         {{"eval/loss", r.loss}, {"eval/accuracy", r.accuracy},
                          {"eval/response_len", r.response_len}, {"seconds/eval", r.seconds}});
+  if (env_.metrics) env_.metrics->write_samples("sft", env_.stage_index, step, r.samples);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Stage checkpoints: save, load, prune (see train_checkpoint.h).
 #include "hpcrl/algo/train_checkpoint.h"
 
+#include "hpcrl/io/checkpoint_manifest.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <spdlog/spdlog.h>
 
@@ -12,6 +14,7 @@
 
 #include "hpcrl/algo/checkpoint_integrity.h"
 #include "hpcrl/config/model_arch.h"
+#include "hpcrl/config/model_tokenizer.h"
 #include "hpcrl/io/checkpoint_state.h"
 #include "hpcrl/io/tensor_store.h"
 #include "hpcrl/model/weights.h"
@@ -144,19 +147,25 @@ void load_saved_model(const std::string& step_dir, Role& role) {
 }
 
 namespace {
-// The role's model files in `role_dir`. With LoRA: the frozen base as an HF
-// model and the adapter beside it (PEFT files), so a resume restores both
-// bit-exactly, and on request the merged model under merged/.
+// The role's model files in `role_dir`, each model directory with the role's
+// tokenizer (config/model_tokenizer.h), so it serves generate/score/eval and
+// `init: {path: ...}` alone. With LoRA: the frozen base as an HF model and the
+// adapter beside it (PEFT files), so a resume restores both bit-exactly, and on
+// request the merged model under merged/.
 void save_role_model(Role& r, const std::string& role_dir) {
+  const std::string tokenizer = r.config ? r.config->tokenizer : "";
   auto lora = r.lora();
-  if (!lora) return model::save_pretrained(*r.model, role_dir, r.writer);  // collective over the role's tp/ep groups
-  model::save_pretrained(*r.model, role_dir, r.writer, model::AdapterView::base);
+  // Collective over the role's tp/ep groups. Without LoRA the merged view is the model itself.
+  model::save_pretrained(*r.model, role_dir, r.writer, lora ? model::AdapterView::base : model::AdapterView::merged);
+  if (r.writer) config::record_model_tokenizer(role_dir, tokenizer);
+  if (!lora) return;
   model::save_lora_adapter(*r.model, *lora, role_dir, r.writer, r.config->init.kind == config::InitKind::path
                                                                     ? r.config->init.path
                                                                     : r.name);
   if (r.config->lora.save_merged) {
     if (r.writer) stdfs::create_directories(role_dir + "/merged");
     model::save_pretrained(*r.model, role_dir + "/merged", r.writer, model::AdapterView::merged);
+    if (r.writer) config::record_model_tokenizer(role_dir + "/merged", tokenizer);
   }
 }
 }  // namespace
@@ -211,6 +220,8 @@ std::string write_checkpoint(const std::string& stage_dir, int64_t step, const s
     full_state["layout"][r.name] = layout_of(tr, world->size());
   }
   full_state["rng"] = rng_state();
+  // This step has a manifest: without one on resume, its files cannot be checked (it was deleted).
+  full_state["manifest"] = io::kManifestFile;
   world->barrier();  // every rank's files are complete
   if (rank == 0) fs::write_file_atomic(partial + "/state.json", full_state.dump(1));
   write_checkpoint_manifest(partial, world);

@@ -155,12 +155,28 @@ bool Trainer::accept_norm(double norm, const std::string& stage, int64_t step, i
                                    what, skipped_in_a_row_, max_skips_));
   // Clipping rescales a finite norm; it cannot repair a NaN or an inf, so with
   // grad_clip on the hint is about the step size and the data.
+  // Weights that already hold a NaN or an inf came in that way, whatever the step size.
+  if (const std::string weight = nonfinite_weight(); !weight.empty())
+    throw RuntimeError(fmt::format("{}; the weights of role '{}' already hold non-finite values (first: {}), so no "
+                                   "learning rate helps: they were loaded that way (the init weights, or a checkpoint "
+                                   "read without its manifest's checksums) or an earlier update made them so; check "
+                                   "the weights this stage started from",
+                                   what, role_.name, weight));
   const std::string fix = grad_clip_ > 0
                               ? "grad_clip (" + fmt::format("{}", grad_clip_) +
                                     ") is on but cannot rescale a non-finite gradient: lower the learning rate "
                                     "or check the data for empty or overlong rows"
                               : "lower the learning rate, set grad_clip (e.g. 1.0), or check the data for empty rows";
   throw RuntimeError(fmt::format("{}; {} (or set on_nonfinite: skip_step to skip such steps)", what, fix));
+}
+
+std::string Trainer::nonfinite_weight() const {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : role_.model->named_parameters()) {
+    const at::Tensor& w = p.value();
+    if (w.defined() && w.numel() > 0 && !at::isfinite(w).all().item<bool>()) return p.key();
+  }
+  return "";
 }
 
 std::string Trainer::nonfinite_tensor() const {

@@ -31,6 +31,25 @@ struct Registration {
   }
 };
 
+// A rank count for --world: a whole number from `least` to 2^20, with a message that says so
+// (CLI11's PositiveNumber printed float limits such as 1.17549e-38 to 3.40282e+38).
+inline CLI::Validator world_size_check(long long least) {
+  return CLI::Validator(
+      [least](std::string& text) -> std::string {
+        long long v = 0;
+        size_t used = 0;
+        try {
+          v = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == text.size() && v >= least && v <= (1LL << 20)) return "";
+        return "--world " + text + ": give the number of ranks the job runs with, a whole number from " +
+               std::to_string(least) + " to 1048576" + (least == 0 ? " (0 skips the checks that need it)" : "");
+      },
+      "RANKS");
+}
+
 // Options every command shares, filled by main.cpp before the command runs.
 struct GlobalOptions {
   std::string log_level = "info";

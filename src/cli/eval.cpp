@@ -4,7 +4,7 @@
 //   hpcrl eval --model DIR|preset:NAME --data FILE.jsonl|synthetic[:k=v,..]|PIPELINE.yaml:NAME
 //       [--reward verifiable|PIPELINE.yaml[:NAME]] [--extract a,b] [--format-bonus X]
 //       [--n K] [--temperature T] [--top-p P] [--max-new-tokens N] [--prompts N] [--seed S]
-//       [--batch B] [--tokenizer DIR|builtin] [--chat-template T] [--prompt-key K] [--answer-key K]
+//       [--batch B] [--tokenizer DIR|byte] [--chat-template T] [--prompt-key K] [--answer-key K]
 //       [--tp N --sp N --ep N --pp N] [--dtype float32|bfloat16] [--json]
 //   hpcrl eval --responses FILE.jsonl [--reward ...] [--json]
 // The model path is algo::evaluate, the held-out evaluation every stage runs,
@@ -152,7 +152,7 @@ int evaluate_model(const Options& o, const cli::EvalReward& reward, const dist::
   std::shared_ptr<io::Tokenizer> tok =
       cli::command_tokenizer(o.model, o.tokenizer,
                              "'" + o.model + "' has no tokenizer.json, and eval needs one to build prompts and read "
-                             "responses: pass --tokenizer DIR (or --tokenizer builtin for byte-level ids)");
+                             "responses: pass --tokenizer DIR (or --tokenizer byte, the built-in byte tokenizer)");
   cli::EvalData data = cli::load_eval_data(o.data, o.jsonl, *tok);
   algo::PromptBuilder prompts(*tok, data.config.get());
   const int64_t total = o.prompts > 0 ? std::min<int64_t>(o.prompts, data.examples.size()) : data.examples.size();
@@ -276,7 +276,8 @@ hpcrl::cli::Registration reg{"eval", 65, [](CLI::App& app) {
   sub->add_option("--prompts", o.prompts, "Evaluate the first N examples (0 = all)")->capture_default_str();
   sub->add_option("--seed", o.seed, "Sampling seed (and initial weights of presets)")->capture_default_str();
   sub->add_option("--batch", o.batch, "Prompts generated together")->capture_default_str();
-  sub->add_option("--tokenizer", o.tokenizer, "Tokenizer directory or builtin (default: the model's own)");
+  sub->add_option("--tokenizer", o.tokenizer,
+                  "Tokenizer directory or byte (default: the one the model directory records)");
   sub->add_option("--chat-template", o.jsonl.chat_template, "For --data FILE.jsonl: none, chatml, qwen3 or llama3")
       ->capture_default_str();
   sub->add_option("--system-prompt", o.jsonl.system_prompt, "For --data FILE.jsonl with a chat template");

@@ -3,9 +3,9 @@
 // code path GRPO/PPO rollouts take.
 //   hpcrl generate --model DIR|preset:NAME --prompts FILE.jsonl [--n K] [--temperature T]
 //       [--top-p P] [--top-k K] [--max-new-tokens N] [--seed S] [--stop TEXT]...
-//       [--chat-template auto|NAME|none] [--tokenizer DIR|builtin] [--max-batch B]
+//       [--chat-template auto|NAME|none] [--tokenizer DIR|byte] [--max-batch B]
 //       [--out FILE.jsonl] [--tp N --sp N --ep N --pp N] [--dtype float32|bfloat16]
-// Input lines and output objects follow DESIGN §10 (rollout/prompt_file.h).
+// Input lines and output objects: docs/rollout.md, `hpcrl generate` (rollout/prompt_file.h).
 // Under mpirun the model is split with the layout flags; the prompts are
 // divided between the sp × dp generation replicas (sample randomness depends
 // only on the global prompt index, so the output does not depend on the
@@ -114,7 +114,7 @@ int run(const Options& o, const std::vector<std::string>& extras, const CLI::App
     std::unique_ptr<io::Tokenizer> tok = cli::command_tokenizer(
         o.model, o.tokenizer,
         "'" + o.model + "' has no tokenizer.json, and generate needs one to read prompts and write responses as "
-        "text: pass --tokenizer DIR (or --tokenizer builtin for byte-level ids)");
+        "text: pass --tokenizer DIR (or --tokenizer byte, the built-in byte tokenizer)");
     rollout::PromptFile file = rollout::read_prompt_file(o.prompts, *tok, arch.vocab_size, o.chat_template);
     for (const auto& r : file.prompts)
       HPCRL_CHECK_INPUT(int64_t(r.ids.size()) + o.max_new_tokens <= arch.max_position_embeddings,
@@ -211,7 +211,8 @@ hpcrl::cli::Registration reg{"generate", 60, [](CLI::App& app) {
   sub->add_option("--stop", o.stop, "Stop string (repeatable); kept in the response");
   sub->add_option("--chat-template", o.chat_template, "For \"messages\" lines: auto (the tokenizer's), chatml, "
                                                        "qwen3, llama3 or none")->capture_default_str();
-  sub->add_option("--tokenizer", o.tokenizer, "Tokenizer directory or builtin (default: the model's own)");
+  sub->add_option("--tokenizer", o.tokenizer,
+                  "Tokenizer directory or byte (default: the one the model directory records)");
   sub->add_option("--max-batch", o.max_batch, "Sequences decoded together")->capture_default_str();
   cli::add_layout_options(sub, o.layout, "Sequence-parallel size (its ranks decode separately)");
   sub->add_option("--dtype", o.dtype, "float32 or bfloat16")->capture_default_str();

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "hpcrl/config/model_tokenizer.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/model/lora.h"
 #include "hpcrl/model/pretrained.h"
@@ -59,9 +60,12 @@ LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, c
 
 std::unique_ptr<io::Tokenizer> command_tokenizer(const std::string& model, const std::string& tokenizer,
                                                  const std::string& missing) {
-  if (!tokenizer.empty()) return io::load_tokenizer(tokenizer);
-  if (str::starts_with(model, "preset:")) return io::load_tokenizer("builtin");
-  if (std::filesystem::exists(std::filesystem::path(model) / "tokenizer.json")) return io::load_tokenizer(model);
+  // configured_tokenizer_spec: "byte" (the pipeline's name) and "builtin" are both the byte tokenizer.
+  if (!tokenizer.empty()) return io::load_tokenizer(io::configured_tokenizer_spec(tokenizer));
+  if (str::starts_with(model, "preset:")) return io::load_tokenizer(io::configured_tokenizer_spec(""));
+  // A directory hpcrl saved records its tokenizer: the files beside the weights, or "byte" in config.json.
+  const std::string recorded = config::recorded_model_tokenizer(model);
+  if (!recorded.empty()) return io::load_tokenizer(io::configured_tokenizer_spec(recorded));
   throw InputError(missing);
 }
 

@@ -1,5 +1,5 @@
 // What every command that loads one model shares (score, generate, eval): the
-// layout flags --tp --sp --ep --pp (DESIGN §10), the tokenizer that goes with
+// layout flags --tp --sp --ep --pp (docs/model.md), the tokenizer that goes with
 // a model spec, and building this rank's shard of "DIR" or "preset:NAME" on a
 // mesh over all ranks. Commands differ only in what they then do with it.
 #pragma once
@@ -46,9 +46,11 @@ LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, c
                                const std::string& command, uint64_t seed, const std::string& dtype,
                                int64_t seq_len = 0, const std::string& adapter = "");
 
-// --tokenizer when given, else the built-in byte tokenizer for presets, else the
-// model directory's tokenizer.json; otherwise InputError(`missing`), which should
-// say why the command needs one and how to name it.
+// --tokenizer when given ("byte" or "builtin": the built-in byte tokenizer), else
+// the byte tokenizer for presets, else the one the model directory records (its
+// tokenizer.json, or "hpcrl_tokenizer": "byte" in config.json:
+// config/model_tokenizer.h); otherwise InputError(`missing`), which should say
+// why the command needs one and how to name it.
 std::unique_ptr<io::Tokenizer> command_tokenizer(const std::string& model, const std::string& tokenizer,
                                                  const std::string& missing);
 

@@ -79,11 +79,11 @@ hpcrl::cli::Registration reg{"plan", 25, [](CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   auto* sub = app.add_subcommand("plan", "Show the rank map, groups and memory estimate of a pipeline for N ranks");
   sub->add_option("pipeline", args->file, "Pipeline YAML file")->required();
-  sub->add_option("--world", args->world, "Ranks the job will run with")->required()->check(CLI::PositiveNumber);
+  sub->add_option("--world", args->world, "Ranks the job will run with")->required()->check(hpcrl::cli::world_size_check(1));
   sub->add_option("--gpus-per-node", args->gpus_per_node, "Devices (ranks) per node")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  sub->add_flag("--json", args->json, "Print one JSON document (DESIGN §10) on stdout");
+  sub->add_flag("--json", args->json, "Print one JSON document on stdout (its shape: docs/communication.md)");
   sub->add_option("--set", args->sets, "Override a key: --set a.b.c=value (repeatable; value is YAML)")
       ->allow_extra_args(false);
   auto* est = sub->add_flag("--estimate", args->estimate, "Predict each stage's seconds per step/iteration, span by span");

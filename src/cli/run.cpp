@@ -10,6 +10,8 @@
 #include "cli/command.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/runner/pipeline_runner.h"
+#include "hpcrl/runner/preemption.h"
+#include "hpcrl/util/error.h"
 #include "hpcrl/util/fs.h"
 #include "hpcrl/util/log.h"
 
@@ -26,7 +28,7 @@ hpcrl::cli::Registration reg{"run", 10, [](CLI::App& app) {
   sub->add_option("pipeline", args->options.config_path, "Pipeline YAML file")->required();
   sub->add_option("--set", args->options.overrides, "Override a key: --set a.b.c=value (repeatable; value is YAML)")
       ->allow_extra_args(false);
-  sub->add_option("--out", args->options.out, "Run directory (default: run.out, i.e. runs/<name>)");
+  auto* out = sub->add_option("--out", args->options.out, "Run directory (default: run.out, i.e. runs/<name>)");
   auto* resume = sub->add_flag("--resume", args->resume, "Continue the run in the run directory from its last checkpoint");
   auto* force = sub->add_flag("--force", args->force, "Replace an existing run directory");
   sub->add_option("--stop-lead", args->options.stop_lead_s,
@@ -34,8 +36,14 @@ hpcrl::cli::Registration reg{"run", 10, [](CLI::App& app) {
                   "warns when a stop could take longer")
       ->check(CLI::NonNegativeNumber);
   resume->excludes(force);
-  return [args] {
+  return [args, out] {
+    // First of all: a stop signal that arrives while MPI starts or the inputs load must not
+    // kill the job (a batch script requeues only on exit 75).
+    hpcrl::runner::install_stop_handlers(hpcrl::runner::launcher_rank());
     return hpcrl::dist::run_or_abort([&] {
+      if (out->count() > 0 && args->options.out.empty())
+        throw hpcrl::InputError("--out \"\" names no directory; give one, e.g. --out runs/NAME, or leave --out out "
+                                "for run.out");
       const auto& w = hpcrl::dist::init(nullptr, nullptr);
       hpcrl::log::init(w.rank, w.size, hpcrl::cli::global_options().log_level);
       args->options.mode = args->resume  ? hpcrl::runner::RunDirMode::kResume

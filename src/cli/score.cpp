@@ -5,7 +5,7 @@
 //               [--json] [--tp N --sp N --ep N --pp N] [--dtype float32|bfloat16] [--seed N]
 //               [--pp-schedule 1f1b|gpipe|interleaved] [--pp-microbatches M] [--pp-virtual V]
 // logprobs[t-1] = log p(ids[t] | ids[<t]) for t ≥ 1; --json prints exactly
-// {"ids": [..], "logprobs": [..]} (DESIGN §10) from world rank 0. Under mpirun
+// {"ids": [..], "logprobs": [..]} (docs/model.md) from world rank 0. Under mpirun
 // the model is split with the layout flags; ranks beyond tp·sp·pp are data-
 // parallel replicas that compute the same numbers. With --pp > 1 the forward
 // pass runs through the pipeline schedule (model/pipeline_stage.h); the
@@ -143,7 +143,8 @@ hpcrl::cli::Registration reg{"score", 55, [](CLI::App& app) {
   sub->add_option("--adapter", o.adapter, "PEFT LoRA adapter directory to apply on top of --model (unmerged)");
   sub->add_option("--ids", o.ids, "Token ids, comma-separated: 1,2,3");
   sub->add_option("--text", o.text, "Text to tokenize and score (special tokens are added as the tokenizer declares)");
-  sub->add_option("--tokenizer", o.tokenizer, "Tokenizer for --text (default: the model's own, builtin for presets)");
+  sub->add_option("--tokenizer", o.tokenizer,
+                  "Tokenizer for --text (default: the one the model directory records, byte for presets)");
   sub->add_flag("--json", o.json, "Print {\"ids\": [..], \"logprobs\": [..]} on stdout");
   cli::add_layout_options(sub, o.layout, "Sequence-parallel (Ulysses) size");
   sub->add_option("--pp-schedule", o.pp_schedule, "Pipeline schedule with --pp > 1: 1f1b, gpipe or interleaved")

@@ -1,7 +1,7 @@
 // `hpcrl tokenize`: shows how a tokenizer cuts a text — ids and raw pieces —
 // the first thing to check when a run's prompts or rewards look wrong.
-//   hpcrl tokenize --tokenizer DIR|FILE|builtin --text "..." [--special] [--json]
-// --json prints exactly {"ids": [..], "pieces": [..]} (DESIGN §10).
+//   hpcrl tokenize --tokenizer DIR|FILE|byte --text "..." [--special] [--json]
+// --json prints exactly {"ids": [..], "pieces": [..]} (docs/tokenizers.md).
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -40,7 +40,8 @@ int run(const Options& o) {
 hpcrl::cli::Registration reg{"tokenize", 50, [](CLI::App& app) {
   static Options o;
   auto* sub = app.add_subcommand("tokenize", "Show the token ids and pieces of a text");
-  sub->add_option("--tokenizer", o.tokenizer, "Directory with tokenizer.json, a tokenizer.json file, or 'builtin'")
+  sub->add_option("--tokenizer", o.tokenizer,
+                  "Directory with tokenizer.json, a tokenizer.json file, or 'byte' (the built-in byte tokenizer)")
       ->required();
   sub->add_option("--text", o.text, "Text to tokenize (special tokens such as <|im_start|> are matched)")
       ->required();

@@ -18,8 +18,10 @@
 #include "cli/command.h"
 #include "hpcrl/config/loader.h"
 #include "hpcrl/config/render.h"
+#include "hpcrl/cost/eval_work.h"
 #include "hpcrl/runner/run_inputs.h"
 #include "hpcrl/util/error.h"
+#include "hpcrl/util/strings.h"
 
 namespace {
 
@@ -34,9 +36,9 @@ int run_validate(const ValidateArgs& a) {
   ValidateOptions opt;
   opt.world = a.world;
   LoadResult res = check_pipeline_config(a.file, a.sets, opt);
-  for (const auto& w : res.diagnostics.warnings) std::fprintf(stderr, "warning: %s\n", w.str().c_str());
+  for (const auto& w : res.diagnostics.warnings) std::fprintf(stderr, "warning: %s\n", hpcrl::str::show_nul(w.str()).c_str());
   if (!res.ok()) {
-    for (const auto& e : res.diagnostics.errors) std::fprintf(stderr, "error: %s\n", e.str().c_str());
+    for (const auto& e : res.diagnostics.errors) std::fprintf(stderr, "error: %s\n", hpcrl::str::show_nul(e.str()).c_str());
     size_t n = res.diagnostics.errors.size();
     std::fprintf(stderr, "%zu error%s in %s\n", n, n == 1 ? "" : "s", a.file.c_str());
     return hpcrl::kExitBadInput;
@@ -50,6 +52,10 @@ int run_validate(const ValidateArgs& a) {
     spdlog::set_level(level);
   }
   std::fputs(summarize(res.config, opt).c_str(), stdout);
+  for (const auto& stage : res.config.stages) {
+    const std::string note = hpcrl::cost::eval_note(stage, hpcrl::cost::eval_work(res.config, stage));
+    if (!note.empty()) std::printf("note: %s\n", note.c_str());
+  }
   return hpcrl::kExitOk;
 }
 
@@ -58,7 +64,7 @@ hpcrl::cli::Registration reg{"validate", 20, [](CLI::App& app) {
   auto* sub = app.add_subcommand("validate", "Check a pipeline file (schema, references, layouts) without running it");
   sub->add_option("pipeline", args->file, "Pipeline YAML file")->required();
   sub->add_option("--world", args->world, "Ranks the job will run with; 0 skips the checks that need it")
-      ->check(CLI::NonNegativeNumber)
+      ->check(hpcrl::cli::world_size_check(0))
       ->capture_default_str();
   sub->add_option("--set", args->sets, "Override a key: --set a.b.c=value (repeatable; value is YAML)")
       ->allow_extra_args(false);

@@ -1,5 +1,5 @@
 // Layout arithmetic (layout.h): whether a role's {tp, sp, ep, pp} fits its rank
-// count and its model (DESIGN §4), and the rank bookkeeping of placement.
+// count and its model (docs/communication.md), and the rank bookkeeping of placement.
 // Messages spell out every factor ("tp·sp·pp = 2·1·3 = 6 does not divide 8
 // ranks"), because the user fixing them is choosing numbers, not reading code.
 #include "hpcrl/config/layout.h"
@@ -39,7 +39,10 @@ std::vector<LayoutProblem> check_layout(const ParallelConfig& p, int64_t ranks, 
       out.push_back({"", "tp·sp·pp = " + s(p.tp) + "·" + s(p.sp) + "·" + s(p.pp) + " = " + s(model) +
                              " does not divide the role's " + s(ranks) + " ranks",
                      "choose tp, sp, pp whose product divides " + s(ranks) + " (one of " + divisors(ranks) +
-                         "); dp = ranks / (tp·sp·pp)"});
+                         "); dp = ranks / (tp·sp·pp)" +
+                         (ranks == 1 ? "; or launch " + s(model) + " processes, one rank each: `mpirun -np " +
+                                           s(model) + " hpcrl run …` (or srun -n " + s(model) + ")"
+                                     : std::string())});
     } else {
       int64_t dp = ranks / model;
       if ((p.sp * dp) % p.ep != 0)

@@ -56,7 +56,8 @@ const std::set<std::string>& known_keys() {
       "norm_topk_prob", "router_aux_loss_coef", "vocab_size", "hidden_size", "intermediate_size",
       "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "max_position_embeddings",
       "rms_norm_eps", "bos_token", "eos_token", "id2label", "label2id", "problem_type",
-      "chunk_size_feed_forward", "is_encoder_decoder", "tokenizer_class", "finetuning_task"};
+      "chunk_size_feed_forward", "is_encoder_decoder", "tokenizer_class", "finetuning_task",
+      "hpcrl_tokenizer"};  // written by hpcrl for the byte tokenizer (config/model_tokenizer.h)
   return k;
 }
 
@@ -242,6 +243,25 @@ Number count_parameters(const ModelArch& m) {
   return embed + m.num_layers * per_layer + C;
 }
 
+// Values that parse but cannot run: each would surface as a NaN at step 0 or an index error in a kernel.
+void check_ranges(const ModelArch& a, const std::string& where) {
+  auto positive_finite = [&](double v, const char* key, const char* example) {
+    HPCRL_CHECK_INPUT(std::isfinite(v) && v > 0,
+                      where << ": " << key << " = " << v << " must be a positive finite number (e.g. " << example << ")");
+  };
+  positive_finite(a.rope_theta, "rope_theta", "10000 or 1000000");
+  positive_finite(a.rms_norm_eps, "rms_norm_eps", "1e-6");
+  HPCRL_CHECK_INPUT(a.rms_norm_eps < 1, where << ": rms_norm_eps = " << a.rms_norm_eps
+                                              << " must be below 1 (it is added to a mean square; e.g. 1e-6)");
+  HPCRL_CHECK_INPUT(std::isfinite(a.router_aux_loss_coef) && a.router_aux_loss_coef >= 0,
+                    where << ": router_aux_loss_coef = " << a.router_aux_loss_coef << " must be ≥ 0 and finite");
+  HPCRL_CHECK_INPUT(a.num_experts == 0 || a.moe_intermediate_size > 0,
+                    where << ": moe_intermediate_size must be positive in an MoE model");
+  HPCRL_CHECK_INPUT(a.shared_expert_intermediate_size >= 0,
+                    where << ": shared_expert_intermediate_size = " << a.shared_expert_intermediate_size
+                          << " must be ≥ 0 (0 = no shared expert)");
+}
+
 void validate(const ModelArch& a, const std::string& where) {
   // 2^50 parameters is ~1000x the largest published model; below it every partial count fits in int64_t.
   const double params = count_parameters<double>(a);
@@ -252,6 +272,7 @@ void validate(const ModelArch& a, const std::string& where) {
                                                             << " is not a multiple of num_key_value_heads "
                                                             << a.num_kv_heads);
   HPCRL_CHECK_INPUT(a.head_dim % 2 == 0, where << ": head_dim " << a.head_dim << " must be even for RoPE");
+  check_ranges(a, where);
 }
 
 ModelArch make_llama(int64_t vocab, int64_t hidden, int64_t ffn, int64_t layers, int64_t heads, int64_t kv,
@@ -293,7 +314,7 @@ int64_t ModelArch::num_parameters() const { return count_parameters<int64_t>(*th
 
 ModelArch model_arch_preset(const std::string& name) {
   // Byte-vocabulary llama-family models for CPU runs. `tiny` is the quickstart
-  // model (DESIGN §9: 4 layers, d=128); the 25M/100M/500M ones are for benchmarks
+  // model (configs/quickstart.yaml: 4 layers, d=128); the 25M/100M/500M ones are for benchmarks
   // (large-500m: the memory ladder at the size of Qwen2.5-0.5B, docs/lora.md).
   if (name == "tiny") return make_llama(kByteVocab, 128, 384, 4, 4, 2, true);
   if (name == "tiny-2l") return make_llama(kByteVocab, 128, 384, 2, 4, 2, true);

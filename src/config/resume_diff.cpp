@@ -50,7 +50,7 @@ bool safe(const std::string& key) {
 
 const std::vector<std::string>& resume_safe_keys() {
   static const std::vector<std::string> keys{"run.name", "run.out", "run.checkpoint_every", "run.keep_last",
-                                             "run.comm_timeout_s", "trace.*", "rewards.<name>.timeout_s"};
+                                             "run.comm_timeout_s", "run.check_memory", "trace.*", "rewards.<name>.timeout_s"};
   return keys;
 }
 

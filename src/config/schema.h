@@ -197,7 +197,13 @@ struct StructSpec {
   std::vector<Field<S>> fields;
   // Cross-field checks after all fields were read (`node` is the mapping, for positions).
   std::function<void(S&, const YNode& node, const std::string& path, Reading&)> check;
+  // The key a lone scalar in place of the mapping means (`kl: 0.001` is `kl: {coef: 0.001}`); unset: the
+  // only field, when there is one.
+  std::string scalar_key;
 };
+
+// "write `kl: {coef: 0.001}`" for a scalar where a mapping with an obvious key belongs, else "".
+std::string mapping_form(const std::string& path, const YNode& scalar, const std::string& key);
 
 template <class S>
 Codec<S> structure(StructSpec<S> spec_in) {
@@ -212,8 +218,11 @@ Codec<S> structure(StructSpec<S> spec_in) {
   c.type = "a mapping with keys " + str::join(names, ", ");
   c.read = [spec, names](const YNode& n, const std::string& path, Reading& reading, S& out) {
     if (!n.is_map() && !n.is_null()) {
+      const std::string obvious = !spec->scalar_key.empty() ? spec->scalar_key : names.size() == 1 ? names[0] : "";
+      const std::string form = mapping_form(path, n, obvious);
       reading.error(n.pos, path, "expected a mapping (" + spec->what + "), got " + n.describe(),
-                "write `key: value` entries; valid keys: " + str::join(names, ", "));
+                    form.empty() ? "write `key: value` entries; valid keys: " + str::join(names, ", ")
+                                 : form + " (valid keys: " + str::join(names, ", ") + ")");
       return false;
     }
     bool ok = true;

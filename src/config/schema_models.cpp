@@ -83,6 +83,7 @@ Codec<LoraConfig> lora_codec() {
       field<S>("targets", [](auto& s) -> auto& { return s.targets; }, list_of(text(), 1)),
       field<S>("save_merged", [](auto& s) -> auto& { return s.save_merged; }, boolean()),
   }};
+  spec.scalar_key = "rank";  // `lora: 8` is the rank
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     const YNode* list = n.find("targets");
     for (size_t i = 0; i < s.targets.size(); ++i) {

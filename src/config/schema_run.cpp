@@ -86,6 +86,8 @@ Codec<RunConfig> run_codec() {
       // Written back only when changed, so resolved configs of runs without it stay as they were.
       only_if<S>(field<S>("comm_timeout_s", [](auto& s) -> auto& { return s.comm_timeout_s; }, number(0, HUGE_VAL)),
                  [](const S& s) { return s.comm_timeout_s != RunConfig{}.comm_timeout_s; }),
+      only_if<S>(field<S>("check_memory", [](auto& s) -> auto& { return s.check_memory; }, boolean()),
+                 [](const S& s) { return !s.check_memory; }),
   }};
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     if (n.find("name") && s.name.size() > kMaxRunName)
@@ -118,6 +120,7 @@ Codec<PlacementConfig> placement_codec() {
       only_if<S>(field<S>("ranges", [](auto& s) -> auto& { return s.ranges; }, ranges_codec()),
                  [](const S& s) { return s.mode == PlacementMode::disaggregated; }),
   }};
+  spec.scalar_key = "mode";  // `placement: disaggregated`
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     const YNode* ranges = n.find("ranges");
     if (s.mode == PlacementMode::colocated && ranges) {

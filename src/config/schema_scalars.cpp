@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cctype>
 
+#include "config/foreign_keys.h"
 #include "config/schema.h"
 
 namespace hpcrl::config::schema {
@@ -186,10 +187,22 @@ std::string unknown_key(Reading& reading, const SourcePos& pos, const std::strin
                   "remove it; shard the state over data parallelism instead with optim.zero: 2 or 3 (docs/zero.md)");
     return "";
   }
+  // A key of veRL, TRL, OpenRLHF, ... (config/foreign_keys.h): name hpcrl's key for it, wherever it lives.
+  if (auto hint = foreign_key_hint(path)) {
+    reading.error(pos, path, "unknown key '" + key + "'", hint->fix);
+    return hint->sibling;
+  }
   std::string guess = suggestion(key, valid);
   reading.error(pos, path, "unknown key '" + key + "'",
             guess.empty() ? "valid keys here: " + str::join(valid, ", ") : "did you mean '" + guess + "'?");
   return guess;
+}
+
+std::string mapping_form(const std::string& path, const YNode& scalar, const std::string& key) {
+  if (key.empty() || !scalar.is_scalar() || path.empty()) return "";
+  const size_t dot = path.rfind('.');
+  const std::string name = dot == std::string::npos ? path : path.substr(dot + 1);
+  return "write the mapping form `" + name + ": {" + key + ": " + scalar.scalar + "}`";
 }
 
 void unknown_word(Reading& reading, const SourcePos& pos, const std::string& path, const std::string& word,

@@ -113,11 +113,13 @@ Codec<SftStage> sft_codec() {
 
 Codec<KlConfig> kl_codec() {
   using S = KlConfig;
-  return structure<S>({"KL settings", {
+  StructSpec<S> spec{"KL settings", {
       field<S>("coef", [](auto& s) -> auto& { return s.coef; }, number(0, HUGE_VAL)),
       field<S>("estimator", [](auto& s) -> auto& { return s.estimator; }, enumeration<KlEstimator>()),
       field<S>("in_reward", [](auto& s) -> auto& { return s.in_reward; }, boolean()),
-  }});
+  }};
+  spec.scalar_key = "coef";  // `kl: 0.001` (TRL's beta, veRL's kl_coef) is the coefficient
+  return structure<S>(std::move(spec));
 }
 
 Codec<OverlongConfig> overlong_codec() {
@@ -221,9 +223,13 @@ void check_rl(RlStage& s, const YNode& n, const std::string& path, Reading& read
     reading.error(reading.value_pos(join_path(path, "kl.coef"), n.pos), join_path(path, "kl.coef"),
               "KL coefficient " + format_number(s.kl.coef) + " needs a reference model",
               "add `reference: ROLE` (e.g. a role with `init: {from: policy}, frozen: true`) or set kl.coef: 0");
-  if (s.kl.coef == 0 && !s.reference.empty())
+  // Not when the stage has errors: `kl: 0.001` or `kl_coef: 0.001` leaves kl.coef unread, and the error says why.
+  const bool stage_refused = std::any_of(reading.diag.errors.begin(), reading.diag.errors.end(),
+                                         [&](const Diagnostic& d) { return str::starts_with(d.path, path + "."); });
+  if (s.kl.coef == 0 && !s.reference.empty() && !stage_refused)
     reading.diag.warning(reading.key_pos(join_path(path, "reference"), n.pos), join_path(path, "reference"),
-                     "is loaded but unused: kl.coef is 0", "remove `reference` or set kl.coef > 0");
+                         "is loaded but unused: kl.coef is 0, so the stage has no KL term",
+                         "remove `reference`, or set `kl: {coef: ...}` above 0");
 }
 
 // The estimator's normalisation when the file leaves it out, then the

@@ -10,6 +10,7 @@
 #include "config/passes.h"
 #include "config/schema.h"
 #include "hpcrl/config/layout.h"
+#include "hpcrl/config/model_tokenizer.h"
 #include "hpcrl/util/strings.h"
 
 namespace hpcrl::config {
@@ -121,12 +122,23 @@ void resolve_arch(PipelineConfig& c, const ValidateOptions& opt, Diagnostics& di
         if (const ModelConfig* src = c.find_model(m.init.from); src && src->arch) m.arch = src->arch;
 }
 
+// The tokenizer a model directory records (config/model_tokenizer.h): "byte" when its
+// config.json names the byte tokenizer, else the directory (whose tokenizer.json, if
+// missing, is reported below; a bad config.json is reported where it is read).
+std::string saved_tokenizer(const std::string& dir) {
+  try {
+    return recorded_model_tokenizer(dir) == kByteTokenizer ? kByteTokenizer : dir;
+  } catch (const InputError&) {
+    return dir;
+  }
+}
+
 // The tokenizer a role gets when none is named: byte for presets, the model
 // directory for init.path, the source's (named or default) for init.from.
 std::string default_tokenizer(const PipelineConfig& c, const ModelConfig& m, int depth = 0) {
   switch (m.init.kind) {
     case InitKind::preset: return "byte";
-    case InitKind::path: return m.init.path;
+    case InitKind::path: return saved_tokenizer(m.init.path);
     case InitKind::from: break;
   }
   const ModelConfig* src = c.find_model(m.init.from);
@@ -148,7 +160,8 @@ void resolve_tokenizers(PipelineConfig& c, const ValidateOptions& opt, Diagnosti
     }
     m.tokenizer = fallback;
     // The model directory of an init.path role should carry its tokenizer (reported once, at that role).
-    if (m.init.kind == InitKind::path && m.arch && !is_file(stdfs::path(m.init.path) / "tokenizer.json")) {
+    if (m.init.kind == InitKind::path && m.arch && m.tokenizer != kByteTokenizer &&
+        !is_file(stdfs::path(m.init.path) / "tokenizer.json")) {
       std::string msg = "no tokenizer.json in '" + m.init.path + "'";
       std::string fix = "put the tokenizer files beside the weights or set models." + m.name + ".tokenizer";
       SourcePos at = c.pos("models." + m.name + ".init.path");

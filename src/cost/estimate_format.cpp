@@ -98,6 +98,11 @@ std::string estimate_text(const std::vector<StageEstimate>& est, const HardwareP
     if (e.engine.partial_rollouts)
       o << "  rollout: responses running at a weight sync finish in the next iteration (--partial-rollouts): "
            "no tail decoded alone\n";
+    if (e.eval.prompts > 0)
+      o << "  evaluation: " << e.eval.prompts << " prompts x " << e.eval.samples_per_prompt << " sample(s), up to "
+        << e.eval.max_new_tokens << " new tokens each: " << fmt("%.4g", e.eval_seconds()) << " s each (every "
+        << "response at the cap) x " << e.eval.evaluations << " = " << fmt("%.4g", e.eval_seconds() * double(e.eval.evaluations))
+        << " s beside the " << e.unit << "s\n";
     if (e.unit == "iteration")
       o << "  G " << fmt("%.4g", e.generation_s) << " s, A " << fmt("%.4g", e.aux_s) << " s, T "
         << fmt("%.4g", e.train_s) << " s, weight sync " << fmt("%.4g", e.sync_s) << " s\n";
@@ -130,7 +135,12 @@ nlohmann::json estimate_json(const std::vector<StageEstimate>& est, const Hardwa
                       {"generation_s", e.generation_s}, {"aux_s", e.aux_s}, {"train_s", e.train_s},
                       {"weight_sync_s", e.sync_s}, {"prompt_tokens", e.prompt}, {"response_tokens", e.response},
                       {"sequence_tokens", e.sequence}, {"row_tokens", e.row},
-                      {"decode_graphs", e.engine.decode_graphs}, {"partial_rollouts", e.engine.partial_rollouts}, {"spans", spans}});
+                      {"decode_graphs", e.engine.decode_graphs}, {"partial_rollouts", e.engine.partial_rollouts},
+                      {"evaluation", {{"prompts", e.eval.prompts}, {"samples_per_prompt", e.eval.samples_per_prompt},
+                                      {"max_new_tokens", e.eval.max_new_tokens}, {"evaluations", e.eval.evaluations},
+                                      {"seconds_each", e.eval_seconds()},
+                                      {"total_seconds", e.eval_seconds() * double(e.eval.evaluations)}}},
+                      {"spans", spans}});
   }
   return {{"profile", {{"name", hw.name}, {"path", hw.path}, {"flops", hw.flops()}, {"bandwidth", hw.bandwidth()},
                        {"elementwise_bandwidth", hw.elementwise_bandwidth()}, {"kernel_overhead_s", hw.kernel_overhead_s},

@@ -20,10 +20,24 @@ namespace hpcrl::cost {
 namespace {
 namespace fs = std::filesystem;
 
-// Where shipped profiles are: $HPCRL_PROFILES, else the source tree's profiles/ the binary was built from.
+// Where shipped profiles are: $HPCRL_PROFILES; else profiles/ beside the executable's folder
+// (build/hpcrl -> profiles/, a copied tree works wherever it is); else the source tree's
+// profiles/ the binary was built from.
 fs::path profile_dir() {
   if (const char* env = std::getenv("HPCRL_PROFILES"); env && *env) return env;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && fs::is_directory(exe.parent_path().parent_path() / "profiles", ec))
+    return exe.parent_path().parent_path() / "profiles";
   return HPCRL_PROFILE_DIR;
+}
+
+// `path` as the user would write it: relative to the working directory when it is below it.
+std::string shown_path(const fs::path& path) {
+  std::error_code ec;
+  const fs::path rel = fs::relative(path, fs::current_path(ec), ec);
+  if (ec || rel.empty() || *rel.begin() == "..") return path.string();
+  return rel.string();
 }
 
 // `section.key` of `parent` as a positive number; errors name path:line and the key.
@@ -187,7 +201,7 @@ HardwareProfile load_profile(const std::string& spec) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_profile(ss.str(), path.string());
+  return parse_profile(ss.str(), shown_path(path));
 }
 
 std::string profile_yaml(const HardwareProfile& p, const std::string& comment) {

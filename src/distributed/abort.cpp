@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/util/error.h"
@@ -78,6 +79,9 @@ int run_or_abort(const std::function<int()>& body) {
   } catch (const InputError& e) {
     code = kExitBadInput;
     message = e.what();
+  } catch (const std::bad_alloc&) {  // where no caller said what it was building
+    message = "out of memory (std::bad_alloc): this command needs more memory than this machine gives it; "
+              "`hpcrl plan PIPELINE --world N` estimates a run's memory per rank";
   } catch (const std::exception& e) {
     message = e.what();
   } catch (...) {

@@ -7,6 +7,8 @@
 // or the model's context when a stage does not bound it.
 #include "hpcrl/distributed/plan.h"
 
+#include "hpcrl/util/strings.h"
+
 #include <algorithm>
 #include <map>
 #include <cstdio>
@@ -279,11 +281,19 @@ std::string plan_text(const Plan& plan) {
       os << line;
     }
     if (m.size() > shown) os << "  … " << m.size() - shown << " more ranks (--json lists all)\n";
+    // A kind whose groups are all one rank communicates nothing: it is left out (--json lists it).
+    std::vector<std::string> alone;
     for (GroupKind k : kAllGroupKinds) {
+      const RankGroups& g = m.groups(k);
+      if (std::all_of(g.begin(), g.end(), [](const std::vector<int>& one) { return one.size() <= 1; })) {
+        alone.push_back(group_name(k));
+        continue;
+      }
       char label[16];
       std::snprintf(label, sizeof(label), "  %-6s", group_name(k));
-      os << label << group_line(m.groups(k), 4) << "\n";
+      os << label << group_line(g, 4) << "\n";
     }
+    if (!alone.empty()) os << "  (groups of one rank, not shown: " << str::join(alone, ", ") << ")\n";
     if (rp.memory) {
       const MemoryEstimate& e = *rp.memory;
       os << "  memory per rank (busiest pp stage, " << e.parameters << " parameters): weights "

@@ -24,6 +24,20 @@ std::string DatasetReport::summary() const {
   return os.str();
 }
 
+uint64_t content_hash(const Dataset& ds) {
+  uint64_t h = 1469598103934665603ull;
+  auto add = [&h](const std::string& text) {
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0u) * 1099511628211ull;  // the field's end
+  };
+  for (const auto& ex : ds.examples) {
+    add(ex.prompt);
+    add(ex.response);
+    add(ex.answer);
+  }
+  return h;
+}
+
 LongResponsePolicy parse_long_response_policy(const std::string& name, const std::string& where) {
   if (name == "filter") return LongResponsePolicy::kFilter;
   if (name == "truncate") return LongResponsePolicy::kTruncate;

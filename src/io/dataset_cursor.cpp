@@ -26,7 +26,9 @@ uint64_t get_u64(const nlohmann::json& j, const char* key, const std::string& wh
 }  // namespace
 
 nlohmann::json DataCursor::to_json() const {
-  return {{"epoch", epoch}, {"index", index}, {"seed", seed}, {"size", size}};
+  nlohmann::json j = {{"epoch", epoch}, {"index", index}, {"seed", seed}, {"size", size}};
+  if (content != 0) j["content"] = content;
+  return j;
 }
 
 DataCursor DataCursor::from_json(const nlohmann::json& j, const std::string& where) {
@@ -38,6 +40,7 @@ DataCursor DataCursor::from_json(const nlohmann::json& j, const std::string& whe
   c.index = get_u64(j, "index", where);
   c.seed = get_u64(j, "seed", where);
   c.size = get_u64(j, "size", where);
+  if (j.contains("content")) c.content = get_u64(j, "content", where);  // absent in checkpoints before it was kept
   if (c.size == 0 || c.index >= c.size) {
     throw InputError(where + ": data cursor index " + std::to_string(c.index) + " is outside the dataset of size " +
                      std::to_string(c.size) + "; the checkpoint's data state is damaged");
@@ -45,10 +48,11 @@ DataCursor DataCursor::from_json(const nlohmann::json& j, const std::string& whe
   return c;
 }
 
-DataSampler::DataSampler(size_t dataset_size, uint64_t seed, bool shuffle) : shuffle_(shuffle) {
+DataSampler::DataSampler(size_t dataset_size, uint64_t seed, bool shuffle, uint64_t content) : shuffle_(shuffle) {
   HPCRL_CHECK_INPUT(dataset_size > 0, "cannot sample from an empty dataset");
   cursor_.seed = seed;
   cursor_.size = dataset_size;
+  cursor_.content = content;
 }
 
 std::vector<size_t> DataSampler::epoch_order(uint64_t epoch) const {
@@ -103,11 +107,19 @@ void DataSampler::restore(const DataCursor& c, const std::string& where) {
                      " examples but this dataset has " + std::to_string(cursor_.size) +
                      "; resume with the same data (and length limits) as the checkpointed run");
   }
+  if (c.content != 0 && cursor_.content != 0 && c.content != cursor_.content) {
+    throw InputError(where + ": the data changed since this checkpoint: the same " + std::to_string(c.size) +
+                     " examples in number, but other ones (content hash " + std::to_string(c.content) + " then, " +
+                     std::to_string(cursor_.content) +
+                     " now); resume with the data the run was started with, or start a new run");
+  }
   if (c.index >= c.size) {
     throw InputError(where + ": data cursor index " + std::to_string(c.index) + " is outside the dataset of size " +
                      std::to_string(c.size));
   }
+  const uint64_t content = cursor_.content;
   cursor_ = c;
+  if (cursor_.content == 0) cursor_.content = content;  // a cursor from before hashes were kept
 }
 
 }  // namespace hpcrl::io

@@ -22,8 +22,10 @@ std::string configured_tokenizer_spec(const std::string& configured) {
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& spec) {
   namespace stdfs = std::filesystem;
-  if (spec == "builtin") return std::make_unique<ByteTokenizer>();
-  const char* usage = "pass a directory holding tokenizer.json, a tokenizer.json file, or 'builtin'";
+  // "byte" as in the pipeline's `tokenizer: byte`; "builtin" is its older command-line name.
+  if (spec == "byte" || spec == "builtin") return std::make_unique<ByteTokenizer>();
+  const char* usage = "pass a directory holding tokenizer.json, a tokenizer.json file, or 'byte' (the built-in byte "
+                      "tokenizer)";
   std::error_code ec;
   stdfs::path path(spec);
   if (!stdfs::exists(path, ec)) throw InputError("tokenizer '" + spec + "' does not exist: " + usage);

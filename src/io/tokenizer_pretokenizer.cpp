@@ -5,6 +5,7 @@
 #include <pcre2.h>
 
 #include "hpcrl/util/check.h"
+#include "hpcrl/util/error.h"
 
 namespace hpcrl::io {
 namespace {
@@ -29,7 +30,8 @@ struct ThreadMatchContext {
 
 }  // namespace
 
-std::shared_ptr<Regex> Regex::compile(const std::string& pattern, bool literal, std::string* error) {
+std::shared_ptr<Regex> Regex::compile(const std::string& pattern, bool literal, std::string* error,
+                                      std::string origin) {
   int code = 0;
   PCRE2_SIZE offset = 0;
   // PCRE2_LITERAL admits no character-class options; UCP only matters for classes anyway.
@@ -45,6 +47,7 @@ std::shared_ptr<Regex> Regex::compile(const std::string& pattern, bool literal, 
   pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);  // falls back to the interpreter where JIT is unavailable
   std::shared_ptr<Regex> r(new Regex());
   r->code_ = re;
+  r->origin_ = std::move(origin);
   return r;
 }
 
@@ -64,7 +67,10 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view subject)
     if (rc < 0) {
       PCRE2_UCHAR buf[256];
       pcre2_get_error_message(rc, buf, sizeof(buf));
-      HPCRL_CHECK(false, "pre-tokenizer regex match failed: " << reinterpret_cast<const char*>(buf));
+      // A pattern that backtracks too far on some text hits PCRE2's match or depth limit.
+      throw InputError(origin_ + ": the pre-tokenizer regex failed on a text of " + std::to_string(subject.size()) +
+                       " bytes (PCRE2: " + reinterpret_cast<const char*>(buf) +
+                       "); the pattern backtracks too far on this input: simplify it, or shorten the text");
     }
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
     size_t start = ov[0], end = ov[1];
@@ -113,7 +119,7 @@ void PreTokenizer::parse(const tokjson::json& j, const tokjson::Where& w, bool l
     auto wr = wp.at(literal ? "String" : "Regex");
     std::string source = tokjson::require_string(pat[literal ? "String" : "Regex"], wr);
     std::string error;
-    s.regex = Regex::compile(source, literal, &error);
+    s.regex = Regex::compile(source, literal, &error, wr.file + ": " + wr.path);
     if (!s.regex) tokjson::fail(wr, "the regex does not compile: " + error, "fix the pattern (PCRE2 syntax)");
     std::string behavior = tokjson::require_string(tokjson::require(j, w, "behavior"), w.at("behavior"));
     if (behavior != "Isolated" && behavior != "Removed")

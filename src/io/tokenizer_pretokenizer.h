@@ -21,7 +21,9 @@ class Regex {
  public:
   // Compiles `pattern` (`literal`: match it as a plain string). On failure
   // returns nullptr and sets *error to PCRE2's message with the offset.
-  static std::shared_ptr<Regex> compile(const std::string& pattern, bool literal, std::string* error);
+  // `origin` ("FILE: pre_tokenizer.pattern.Regex") names it when a match fails.
+  static std::shared_ptr<Regex> compile(const std::string& pattern, bool literal, std::string* error,
+                                        std::string origin = "the built-in GPT-2 pre-tokenizer pattern");
   ~Regex();
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
@@ -32,6 +34,7 @@ class Regex {
  private:
   Regex() = default;
   void* code_ = nullptr;  // pcre2_code_8*
+  std::string origin_;
 };
 
 class PreTokenizer {

@@ -65,6 +65,8 @@ class Source {
   virtual std::string name() const = 0;
   virtual bool contains(const std::string& t) const = 0;
   virtual std::vector<int64_t> shape(const std::string& t) const = 0;
+  // "" when tensor `t` holds floating-point values the model can take, else its dtype's name.
+  virtual std::string non_floating_dtype(const std::string& t) const = 0;
   virtual at::Tensor read(const std::string& t, const tensor::ShardSpec& spec, at::ScalarType dtype) const = 0;
   virtual std::vector<std::string> names() const = 0;
 };
@@ -75,6 +77,11 @@ class StoreSource : public Source {
   std::string name() const override { return s_.checkpoint().source(); }
   bool contains(const std::string& t) const override { return s_.contains(t); }
   std::vector<int64_t> shape(const std::string& t) const override { return s_.info(t).shape; }
+  std::string non_floating_dtype(const std::string& t) const override {
+    const io::Dtype d = s_.info(t).dtype;
+    const bool floating = d == io::Dtype::F16 || d == io::Dtype::BF16 || d == io::Dtype::F32 || d == io::Dtype::F64;
+    return floating ? "" : io::dtype_name(d);
+  }
   at::Tensor read(const std::string& t, const tensor::ShardSpec& spec, at::ScalarType dtype) const override {
     if (spec.whole()) return s_.load_tensor(t, dtype);
     return s_.load_slice(t, spec.dim, spec.index, spec.chunks, dtype);
@@ -93,6 +100,10 @@ class MapSource : public Source {
   std::vector<int64_t> shape(const std::string& t) const override {
     auto s = m_.at(t).sizes();
     return {s.begin(), s.end()};
+  }
+  std::string non_floating_dtype(const std::string& t) const override {
+    const at::ScalarType d = m_.at(t).scalar_type();
+    return at::isFloatingType(d) ? "" : std::string(c10::toString(d));
   }
   at::Tensor read(const std::string& t, const tensor::ShardSpec& spec, at::ScalarType dtype) const override {
     return spec.slice(m_.at(t)).to(dtype);
@@ -138,6 +149,11 @@ void load_parameter(const Source& src, const std::string& name, const tensor::Sh
   HPCRL_CHECK_INPUT(got == expected, src.name() << ": tensor '" << name << "' has shape " << shape_str(got)
                                                 << " but the model (its config.json) expects " << shape_str(expected)
                                                 << "; the checkpoint and config.json do not belong together");
+  // Integer bytes read as weights load "fine" and train to nonsense (a loss of 1e9).
+  const std::string dtype = src.non_floating_dtype(name);
+  HPCRL_CHECK_INPUT(dtype.empty(), src.name() << ": tensor '" << name << "' is stored as " << dtype
+                                              << ", not a floating type; model weights are F32, BF16, F16 or F64 "
+                                                 "(re-save the checkpoint with floating-point weights)");
   at::Tensor t = src.read(name, spec, p.scalar_type());
   p.copy_(t.to(p.device()));
 }

@@ -30,6 +30,11 @@ std::string reply_problem(const std::string& line, int64_t index, double& score)
   if (!s->is_number()) return "has a non-numeric \"score\" (" + truncated(s->dump()) + ")";
   score = s->get<double>();
   if (!std::isfinite(score)) return "has a score that is not finite";
+  // Advantages square and subtract scores: beyond 1e30 the group statistics overflow to inf/NaN
+  // and the run would stop later at a non-finite gradient blamed on the learning rate.
+  if (std::fabs(score) > kMaxRewardScore)
+    return "has a score of " + truncated(s->dump()) + ", beyond ±1e30 (scores are squared in the group's "
+           "statistics and would overflow); scale the scores down";
   auto i = j.find("index");
   if (i != j.end() && (!i->is_number_integer() || i->get<int64_t>() != index))
     return "carries \"index\": " + truncated(i->dump()) + ", but the sample it answers is index " +

@@ -14,6 +14,9 @@ namespace hpcrl::reward {
 // with the full size when cut.
 std::string truncated(std::string_view s);
 
+// The largest |score| a program may answer: the group statistics square scores.
+inline constexpr double kMaxRewardScore = 1e30;
+
 // What is wrong with `line` as the answer to sample `index` ("" when it is a
 // valid answer; `score` is then set).
 std::string reply_problem(const std::string& line, int64_t index, double& score);

@@ -168,7 +168,10 @@ std::vector<double> CommandReward::score(const std::vector<RewardSample>& sample
   if (!proc_) start();
   SigpipeBlock no_sigpipe;
   const int64_t base = next_index_;
-  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(config_.timeout_s));
+  // A deadline past steady_clock's range (~292 years of nanoseconds from boot) would wrap to
+  // the past and time out at once: a timeout_s that large means "never", so it is clamped.
+  const double seconds = std::min(config_.timeout_s, kNeverSeconds);
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   auto deadline = Clock::now() + timeout;  // for the oldest unanswered sample
   size_t queued = 0, answered = 0;         // request lines begun / answers read
   std::string out;                         // the request line being written

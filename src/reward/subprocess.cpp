@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "hpcrl/util/check.h"
+#include "reward/orphans.h"
 
 extern char** environ;
 
@@ -84,7 +85,9 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, const std::string& 
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
+  adopt_orphans();
   int rc = ::posix_spawnp(&pid_, argv[0].c_str(), &fa, &attr, cargv.data(), environ);
+  if (rc == 0) register_leader(pid_);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   ::close(in[0]);
@@ -160,6 +163,10 @@ void Subprocess::stop(double grace_s) {
   // while a member lives the signal reaches only this group; once.
   ::kill(-pid_, SIGKILL);
   group_killed_ = true;
+  unregister_leader(pid_);
+  // What it started in a session of its own (setsid) left the group; re-parented here, it ends too.
+  if (const size_t n = end_orphans(); n > 0)
+    spdlog::debug("program {}: ended {} process(es) it left running outside its process group", pid_, n);
 }
 
 void StderrTail::append(const char* data, size_t n) {

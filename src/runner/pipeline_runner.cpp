@@ -19,6 +19,7 @@
 #include "hpcrl/algo/sft_stage.h"
 #include "hpcrl/algo/stop_inside.h"
 #include "hpcrl/algo/checkpoint_integrity.h"
+#include "hpcrl/algo/out_of_memory.h"
 #include "hpcrl/algo/train_checkpoint.h"
 #include "hpcrl/config/loader.h"
 #include "hpcrl/config/render.h"
@@ -28,6 +29,7 @@
 #include "hpcrl/io/checkpoint_state.h"
 #include "hpcrl/io/tensor_store.h"
 #include "hpcrl/model/weights.h"
+#include "hpcrl/runner/memory_check.h"
 #include "hpcrl/runner/preemption.h"
 #include "hpcrl/runner/role_builder.h"
 #include "hpcrl/runner/run_inputs.h"
@@ -123,12 +125,6 @@ std::string out_of_memory(const config::StageConfig& stage, int rank, const std:
          ".micro_batch or .micro_batch_tokens. `hpcrl plan PIPELINE --world N` estimates each role's memory per rank";
 }
 
-// An allocator's failure among torch's errors (CPU: "can't allocate memory"; CUDA: "out of memory").
-bool is_out_of_memory(const c10::Error& e) {
-  const std::string m = e.what_without_backtrace();
-  return m.find("can't allocate memory") != std::string::npos || m.find("out of memory") != std::string::npos;
-}
-
 // Runs the stage of `env` inside its span; `seconds` is the span's duration.
 algo::StageResult run_stage(algo::StageEnv& env, double& seconds) {
   trace::TimedSpan span(config::to_string(env.stage->kind), {{"stage_index", double(env.stage_index)}});
@@ -143,7 +139,7 @@ algo::StageResult run_stage(algo::StageEnv& env, double& seconds) {
   } catch (const std::bad_alloc&) {
     throw RuntimeError(out_of_memory(*env.stage, env.world->rank(), "std::bad_alloc"));
   } catch (const c10::Error& e) {
-    if (!is_out_of_memory(e)) throw;
+    if (!algo::is_out_of_memory(e)) throw;
     throw RuntimeError(out_of_memory(*env.stage, env.world->rank(), e.what_without_backtrace()));
   }
   seconds = span.elapsed_seconds();
@@ -165,6 +161,8 @@ class PipelineRun {
   // weights); nullopt when it still has to run.
   std::optional<StageRow> completed_before(size_t index, const std::string& sdir, const std::string& latest);
   algo::StageEnv stage_env(size_t index, const std::string& sdir, const std::string& latest);
+  // Removes stage `index`'s checkpoints (rank 0) so that it runs from its start.
+  void forget_stage(size_t index, const std::string& sdir);
   StartCommand start_command() const;
 
   const RunOptions& options_;
@@ -186,13 +184,30 @@ config::PipelineConfig load_config(const std::string& path, const std::vector<st
   return config::load_pipeline_config(path, overrides, vo);
 }
 
+// The files a run reads: --force never replaces a directory that holds one of them.
+std::vector<std::string> run_input_paths(const std::string& config_path, const config::PipelineConfig& cfg) {
+  std::vector<std::string> paths{config_path};
+  for (const auto& m : cfg.models) {
+    if (m.init.kind == config::InitKind::path) paths.push_back(m.init.path);
+    if (!m.tokenizer.empty() && m.tokenizer != "byte") paths.push_back(m.tokenizer);
+  }
+  for (const auto& d : cfg.data) {
+    if (d.kind != config::DataKind::jsonl) continue;
+    paths.push_back(d.jsonl.path);
+    paths.push_back(d.jsonl.eval_path);
+  }
+  for (const auto& r : cfg.rewards)
+    if (!r.command.empty()) paths.push_back(r.command.front());
+  return paths;
+}
+
 // Rank 0, before anything is loaded: the run directory can be used as asked,
 // and a resume continues the config it was started with (only keys that
 // change nothing a checkpoint holds may differ). An error ends the job.
 std::string checked_root(const RunOptions& options, const config::PipelineConfig& cfg, int rank, int world) {
-  const std::string root = options.out.empty() ? cfg.run.out : options.out;
+  const std::string root = normalize_run_root(options.out.empty() ? cfg.run.out : options.out);
   if (rank != 0) return root;
-  RunDirectory::check(root, options.mode);
+  RunDirectory::check(root, options.mode, run_input_paths(options.config_path, cfg));
   if (options.mode != RunDirMode::kResume) return root;
   const std::string saved_path = root + "/config.resolved.yaml";
   config::ValidateOptions vo;
@@ -214,6 +229,28 @@ std::string checked_root(const RunOptions& options, const config::PipelineConfig
                    ", or start a new run with another --out DIR");
 }
 
+// What the job was doing when it started (for an out-of-memory while it loads).
+std::string g_loading = "starting";
+
+RunInputs load_inputs(const config::PipelineConfig& cfg, const dist::WorldInfo& w) {
+  g_loading = "checking the planned memory";
+  check_memory_fits(cfg, w.size, w.rank, w.local_rank, w.local_size);
+  g_loading = "reading the data (the data: section)";
+  return load_run_inputs(cfg);
+}
+
+std::unique_ptr<Roles> build_roles(const config::PipelineConfig& cfg, const dist::WorldInfo& w, int gpu) {
+  g_loading = "building the models (the models: section)";
+  return std::make_unique<Roles>(cfg, w.rank, w.size,
+                                 gpu < 0 ? at::Device(at::kCPU) : at::Device(at::kCUDA, static_cast<int8_t>(gpu)));
+}
+
+std::string out_of_memory_at_load(const std::string& what) {
+  return "ran out of memory while " + g_loading + " on rank " + std::to_string(dist::world().rank) + " (" + what +
+         "); `hpcrl plan PIPELINE --world N` estimates each role's memory per rank: use a smaller model or dataset, "
+         "bf16, ZeRO, LoRA or more ranks";
+}
+
 PipelineRun::PipelineRun(const RunOptions& options)
     : options_(options),
       w_(dist::world()),
@@ -224,11 +261,10 @@ PipelineRun::PipelineRun(const RunOptions& options)
       gpu_(dist::bind_device(config::to_string(cfg_.run.device))),
       // Every input is read and checked before the directory is touched: a data error
       // never leaves a half-made run behind, nor replaces a finished one (--force).
-      inputs_(load_run_inputs(cfg_)),
-      roles_(std::make_unique<Roles>(cfg_, w_.rank, w_.size,
-                                     gpu_ < 0 ? at::Device(at::kCPU)
-                                              : at::Device(at::kCUDA, static_cast<int8_t>(gpu_)))),
-      dir_(w_.rank == 0 ? RunDirectory::prepare(root_, options.mode, config::to_yaml(cfg_), start_command())
+      inputs_(load_inputs(cfg_, w_)),
+      roles_(build_roles(cfg_, w_, gpu_)),
+      dir_(w_.rank == 0 ? RunDirectory::prepare(root_, options.mode, run_input_paths(options.config_path, cfg_),
+                                                      config::to_yaml(cfg_), start_command())
                         : RunDirectory::attach(root_, options.mode == RunDirMode::kResume)) {
   world_->barrier();
   dist::start_watchdog(cfg_.run.comm_timeout_s);
@@ -261,16 +297,31 @@ StartCommand PipelineRun::start_command() const {
 }
 
 int PipelineRun::run() {
+  if (stop_requested(world_)) {  // arrived while the job started: nothing to checkpoint yet
+    trace::stop();
+    world_->barrier();
+    spdlog::warn("{} arrived while the job was starting, before its first step: stopping with no new checkpoint; "
+                 "{} continues from {}. Continue with: {}",
+                 stop_signalled() ? stop_signal_name() : std::string("a stop signal"), dir_.root(),
+                 dir_.resumed() ? "its last checkpoint" : "the beginning (nothing to resume from yet)",
+                 resume_command(start_command()));
+    return kExitResumable;
+  }
   std::vector<StageRow> rows;
+  bool earlier_stage_ran = false;
   for (size_t i = 0; i < cfg_.stages.size(); ++i) {
     const auto& stage = cfg_.stages[i];
     const std::string sdir = dir_.checkpoints_dir() + "/" + stage_dir_name(int(i), stage);
     roles_->snapshot_for(stage);
+    // A stage starts from the ones before it: once one of them has run in this process, what
+    // a later stage completed before the resume came from other inputs, so it runs again.
+    if (dir_.resumed() && earlier_stage_ran) forget_stage(i, sdir);
     const std::string latest = dir_.resumed() ? algo::resumable_checkpoint(sdir, world_) : "";
     if (auto done = completed_before(i, sdir, latest)) {
       rows.push_back(*done);
       continue;
     }
+    earlier_stage_ran = true;
     // From a checkpoint, resume_stage drops the later lines once the checkpoint has
     // loaded, so that a resume it refuses leaves metrics.jsonl as it was.
     if (metrics_ && dir_.resumed() && latest.empty()) metrics_->truncate_after(int(i), -1);
@@ -330,6 +381,17 @@ std::optional<StageRow> PipelineRun::completed_before(size_t index, const std::s
   return row;
 }
 
+void PipelineRun::forget_stage(size_t index, const std::string& sdir) {
+  std::error_code ec;
+  if (w_.rank == 0 && stdfs::exists(sdir, ec)) {
+    spdlog::warn("stage {} ({}) had run before this resume, but an earlier stage has just run again, so it starts "
+                 "over from that stage's result: its checkpoints ({}) are removed and its metrics lines replaced",
+                 index, config::to_string(cfg_.stages[index].kind), sdir);
+    stdfs::remove_all(sdir, ec);  // hpcrl's own checkpoints/NN-kind folder
+  }
+  world_->barrier();
+}
+
 algo::StageEnv PipelineRun::stage_env(size_t index, const std::string& sdir, const std::string& latest) {
   algo::StageEnv env;
   env.pipeline = &cfg_;
@@ -351,6 +413,17 @@ algo::StageEnv PipelineRun::stage_env(size_t index, const std::string& sdir, con
 
 }  // namespace
 
-int run_pipeline(const RunOptions& options) { return PipelineRun(options).run(); }
+int run_pipeline(const RunOptions& options) {
+  std::unique_ptr<PipelineRun> run;
+  try {
+    run = std::make_unique<PipelineRun>(options);
+  } catch (const std::bad_alloc&) {
+    throw RuntimeError(out_of_memory_at_load("std::bad_alloc"));
+  } catch (const c10::Error& e) {
+    if (!algo::is_out_of_memory(e)) throw;
+    throw RuntimeError(out_of_memory_at_load(e.what_without_backtrace()));
+  }
+  return run->run();
+}
 
 }  // namespace hpcrl::runner

@@ -8,6 +8,7 @@
 
 #include "hpcrl/util/error.h"
 #include "hpcrl/util/fs.h"
+#include "runner/run_root_checks.h"
 
 namespace hpcrl::runner {
 namespace stdfs = std::filesystem;
@@ -28,7 +29,7 @@ void check_parent_writable(const stdfs::path& root) {
 }
 }  // namespace
 
-void RunDirectory::check(const std::string& root_str, RunDirMode mode) {
+void RunDirectory::check(const std::string& root_str, RunDirMode mode, const std::vector<std::string>& inputs) {
   stdfs::path root(root_str);
   std::error_code ec;
   bool exists = stdfs::exists(root, ec);
@@ -40,39 +41,67 @@ void RunDirectory::check(const std::string& root_str, RunDirMode mode) {
                        " (no config.resolved.yaml there); drop --resume to start a new run");
     return;
   }
+  if (exists) check_not_working_directory(root_str);
   if (exists && !stdfs::is_empty(root, ec) && mode != RunDirMode::kForce)
     throw InputError("run directory " + root_str +
                      " already exists; pass --resume to continue that run, --force to replace it, "
                      "or choose another with --out DIR or --set run.name=NAME");
+  if (exists && !stdfs::is_empty(root, ec)) check_replaceable(root_str, inputs);
 }
 
-RunDirectory RunDirectory::prepare(const std::string& root_str, RunDirMode mode, const std::string& resolved_config,
-                                   const StartCommand& command) {
-  check(root_str, mode);
-  stdfs::path root(root_str);
+namespace {
+// Renames the assembled `staging` into `root`, replacing what is there (already checked
+// to be an hpcrl run, and locked). On failure the staging folder goes and root is untouched.
+void swap_in(const stdfs::path& staging, const stdfs::path& root, bool exists) {
   std::error_code ec;
-  if (mode == RunDirMode::kResume) {
-    make_layout(root);
-    // Keep the original resolved config; the resumed run's own config goes beside it.
-    fs::write_file_atomic((root / "config.resume.yaml").string(), resolved_config);
-    return RunDirectory(root_str, true);
-  }
-  const bool exists = stdfs::exists(root, ec);
-  check_parent_writable(root);
-  // Assemble beside the target, then swap it in.
-  stdfs::path staging = fs::temp_sibling(root_str);
-  make_layout(staging);
-  fs::write_file_atomic((staging / "config.resolved.yaml").string(), resolved_config);
-  write_start_command(staging.string(), command);
-  if (exists) {
-    stdfs::path old = fs::temp_sibling(root_str + ".replaced");
+  try {
+    if (!exists) {
+      stdfs::rename(staging, root);
+      return;
+    }
+    stdfs::path old = fs::temp_sibling(root.string() + ".replaced");
     stdfs::rename(root, old);
     stdfs::rename(staging, root);
     stdfs::remove_all(old, ec);
-  } else {
-    stdfs::rename(staging, root);
+  } catch (const stdfs::filesystem_error& e) {
+    stdfs::remove_all(staging, ec);
+    throw InputError("cannot put the new run directory in place at " + root.string() + " (" + e.code().message() +
+                     "); another job may have created it meanwhile. Check it, then run again or use another --out DIR");
   }
-  return RunDirectory(root_str, false);
+}
+}  // namespace
+
+RunDirectory RunDirectory::prepare(const std::string& root_str, RunDirMode mode, const std::vector<std::string>& inputs,
+                                   const std::string& resolved_config, const StartCommand& command) {
+  check(root_str, mode, inputs);
+  stdfs::path root(root_str);
+  std::error_code ec;
+  if (mode == RunDirMode::kResume) {
+    RunLock lock = RunLock::acquire((root / "run.lock").string(), root_str);
+    make_layout(root);
+    // Keep the original resolved config; the resumed run's own config goes beside it.
+    fs::write_file_atomic((root / "config.resume.yaml").string(), resolved_config);
+    return RunDirectory(root_str, true, std::move(lock));
+  }
+  const bool exists = stdfs::exists(root, ec);
+  check_parent_writable(root);
+  // A job that still writes the run being replaced holds its lock: refused before anything moves.
+  RunLock replaced;
+  if (exists && stdfs::exists(root / "run.lock", ec)) replaced = RunLock::acquire((root / "run.lock").string(), root_str);
+  // Assemble beside the target, then swap it in.
+  stdfs::path staging = fs::temp_sibling(root_str);
+  RunLock lock;
+  try {
+    make_layout(staging);
+    lock = RunLock::acquire((staging / "run.lock").string(), root_str);
+    fs::write_file_atomic((staging / "config.resolved.yaml").string(), resolved_config);
+    write_start_command(staging.string(), command);
+  } catch (...) {
+    stdfs::remove_all(staging, ec);
+    throw;
+  }
+  swap_in(staging, root, exists);
+  return RunDirectory(root_str, false, std::move(lock));
 }
 
 }  // namespace hpcrl::runner

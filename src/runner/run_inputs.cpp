@@ -164,6 +164,19 @@ bool tokenizer_available(const std::string& spec) {
   return spec.empty() || spec == "byte" || stdfs::exists(stdfs::path(spec) / "tokenizer.json");
 }
 
+// A token id at or past the model's vocab_size would index past the embedding (a LibTorch
+// "index out of range" mid-run): the tokenizer must not have more ids than the model has rows.
+void check_tokenizer_fits(const config::PipelineConfig& cfg, const config::ModelConfig& mc, const io::Tokenizer& tok) {
+  if (!mc.arch || tok.vocab_size() <= mc.arch->vocab_size) return;
+  const config::SourcePos at = cfg.pos("models." + mc.name);
+  throw InputError((at.line > 0 ? at.str() + ": " : std::string()) + "models." + mc.name + ": its tokenizer (" +
+                   (mc.tokenizer.empty() ? std::string("byte") : mc.tokenizer) + ") has " +
+                   std::to_string(tok.vocab_size()) + " ids but the model's vocabulary has " +
+                   std::to_string(mc.arch->vocab_size) + " rows (vocab_size); ids from " +
+                   std::to_string(mc.arch->vocab_size) +
+                   " up would index past the embedding. Use the tokenizer the model was trained with, or a model "
+                   "whose vocab_size is at least " + std::to_string(tok.vocab_size()));
+}
 }  // namespace
 
 RunInputs load_run_inputs(const config::PipelineConfig& cfg, bool lengths_optional) {
@@ -202,6 +215,8 @@ RunInputs load_run_inputs(const config::PipelineConfig& cfg, bool lengths_option
     check_lengths(cfg, stage, train, data, it->second.train, *tok);
     check_lengths(cfg, stage, eval, data, it->second.eval, *tok);
   }
+  for (const auto& mc : cfg.models)
+    if (auto tok = tokenizer_of(mc.name)) check_tokenizer_fits(cfg, mc, *tok);
   return in;
 }
 
@@ -209,6 +224,13 @@ void check_weight_files(const config::PipelineConfig& cfg) {
   for (const auto& mc : cfg.models) {
     if (mc.init.kind != config::InitKind::path || !mc.weights_present || !mc.arch) continue;
     io::SafetensorsDir dir(mc.init.path);  // InputError naming the file on any damage
+    for (const auto& name : dir.names()) {   // from the headers: no tensor is read
+      const io::Dtype d = dir.info(name).dtype;
+      HPCRL_CHECK_INPUT(d == io::Dtype::F16 || d == io::Dtype::BF16 || d == io::Dtype::F32 || d == io::Dtype::F64,
+                        dir.source() << ": tensor '" << name << "' is stored as " << io::dtype_name(d)
+                                     << ", not a floating type; model weights are F32, BF16, F16 or F64 (re-save "
+                                        "the checkpoint with floating-point weights)");
+    }
     const std::string embed = "model.embed_tokens.weight";
     if (!dir.contains(embed)) continue;  // the full check (every tensor) is run's, when the model is built
     const auto& shape = dir.info(embed).shape;

@@ -1,5 +1,5 @@
 // metrics.jsonl writer (metrics.h). Lines are built with nlohmann's
-// ordered_json so the fixed keys come first in DESIGN §10 order, then the
+// ordered_json so the fixed keys come first in docs/tracing.md's order, then the
 // metrics in the order the stage reported them; each goes out in one
 // O_APPEND write, which is what makes a line either fully there or not at all.
 #include "hpcrl/trace/metrics.h"
@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "hpcrl/util/check.h"
@@ -23,7 +24,56 @@
 namespace hpcrl::trace {
 
 MetricsWriter::MetricsWriter(std::string path, int rank) : path_(std::move(path)) {
+  samples_path_ = (std::filesystem::path(path_).parent_path() / "eval_samples.jsonl").string();
   if (rank == 0) open_append();
+}
+
+namespace {
+// Appends `text` to `path` in one write (created when missing).
+void append_to(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw RuntimeError("cannot open " + path + " for appending: " + std::strerror(errno));
+  ssize_t n;
+  do {
+    n = ::write(fd, text.data(), text.size());
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size())) throw RuntimeError("cannot append to " + path + " (disk full?)");
+}
+
+// The lines of a JSONL file at `path` up to (stage_index, step) by its `stage_key`/"step" fields.
+std::string lines_up_to(const std::string& path, const char* stage_key, int stage_index, int64_t step) {
+  std::string kept, line;
+  std::ifstream in(path);
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains(stage_key) || !j[stage_key].is_number_integer() ||
+        !j.contains("step") || !j["step"].is_number_integer())
+      continue;  // a line cut off by a crash
+    const int si = j[stage_key].get<int>();
+    const int64_t st = j["step"].get<int64_t>();
+    if (si < stage_index || (si == stage_index && st <= step)) kept += line + "\n";
+  }
+  return kept;
+}
+}  // namespace
+
+void MetricsWriter::write_samples(const std::string& stage, int stage_index, int64_t step,
+                                  const std::vector<SampleLine>& samples) {
+  if (fd_ < 0 || samples.empty()) return;
+  std::string text;
+  for (const auto& s : samples) {
+    nlohmann::ordered_json line;
+    line["stage"] = stage_index;
+    line["kind"] = stage;
+    line["step"] = step;
+    line["prompt"] = s.prompt;
+    line["response"] = s.response;
+    line["answer"] = s.answer;
+    line["reward"] = s.reward;
+    text += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  append_to(samples_path_, text);
 }
 
 MetricsWriter::~MetricsWriter() {
@@ -110,6 +160,8 @@ void MetricsWriter::truncate_after(int stage_index, int64_t step) {
   ::close(fd_);
   fd_ = -1;
   fs::write_file_atomic(path_, kept);
+  if (std::filesystem::exists(samples_path_))
+    fs::write_file_atomic(samples_path_, lines_up_to(samples_path_, "stage", stage_index, step));
   open_append();
   restart_step_[stage_index] = step + 1;  // the first step this job writes again
   for (auto it = tensorboard_.lower_bound(stage_index); it != tensorboard_.end();)

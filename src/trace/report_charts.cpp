@@ -23,15 +23,6 @@ constexpr size_t kColourCount = sizeof kColours / sizeof kColours[0];
 const char* const kUntracedColour = "#e8e8e8";  // time a span spent outside the spans inside it
 constexpr double kCharWidth = 6.8;              // of 12 px sans-serif, for laying out labels
 
-// Axis steps of 1, 2 or 5 times a power of ten: about `ticks` of them up to `max`.
-double nice_step(double max, int ticks) {
-  double raw = max / ticks;
-  double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0})
-    if (m * p >= raw) return m * p;
-  return 10 * p;
-}
-
 std::string axis_number(double v) {
   if (v == 0) return "0";
   double a = std::fabs(v);
@@ -39,6 +30,10 @@ std::string axis_number(double v) {
 }
 
 }  // namespace
+
+std::string series_colour(size_t i) {
+  return kColours[i % kColourCount];
+}
 
 Palette::Palette(const ReportData& d) {
   for (const auto& st : d.summary.spans) names_.push_back(st.name);

@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "hpcrl/util/check.h"
 #include "hpcrl/util/error.h"
 #include "hpcrl/util/fs.h"
 #include "report_parts.h"
@@ -224,6 +225,13 @@ std::vector<std::pair<int64_t, std::string>> rank_roles(const std::vector<TraceF
   return {roles.begin(), roles.end()};
 }
 
+// "b" of "a/b" and of "a/b/": a run's name in the legend.
+std::string directory_name(const std::string& run_dir) {
+  std::string name = stdfs::path(run_dir).lexically_normal().filename().string();
+  if (name.empty()) name = stdfs::path(run_dir).lexically_normal().parent_path().filename().string();
+  return name;
+}
+
 // run.name from config.resolved.yaml (hpcrl writes it block-style: "run:" then
 // "  name: X"), without a YAML parser in the trace module; else the directory's name.
 std::string run_name(const std::string& run_dir) {
@@ -236,9 +244,7 @@ std::string run_name(const std::string& run_dir) {
     else if (in_run && line.rfind("  name: ", 0) == 0)
       return line.substr(8);
   }
-  std::string name = stdfs::path(run_dir).lexically_normal().filename().string();
-  if (name.empty()) name = stdfs::path(run_dir).lexically_normal().parent_path().filename().string();
-  return name;
+  return directory_name(run_dir);
 }
 
 }  // namespace
@@ -257,6 +263,9 @@ ReportData collect_report(const std::vector<TraceFile>& files, const std::string
   d.steps = report::step_series(files, d.summary, metrics_jsonl, d.metrics_lines, d.metrics_skipped);
   d.timeline = report::representative_timeline(files, d.summary);
   d.observations = observe(d);
+  d.runs.resize(1);  // this run's training half; collect_run_report adds its config and samples
+  d.runs[0].label = run_dir.empty() ? std::string("run") : directory_name(run_dir);
+  d.runs[0].metrics = parse_metrics_lines(metrics_jsonl);
   return d;
 }
 
@@ -267,6 +276,7 @@ ReportData collect_run_report(const std::string& run_dir, const Estimator& estim
   std::error_code ec;
   if (stdfs::is_regular_file(metrics_path, ec)) metrics = fs::read_file(metrics_path.string(), "metrics file");
   ReportData d = collect_report(files, metrics, run_dir);
+  read_config_and_samples(run_dir, d.runs.front());
   if (estimate) {
     d.estimate = estimate(files);
     d.observations = observe(d);  // again, with the estimate's findings
@@ -278,6 +288,45 @@ std::string write_report(const std::string& run_dir, const std::string& out_path
                          const Estimator& estimate) {
   ReportData d = collect_run_report(run_dir, estimate);
   std::string path = out_path.empty() ? (stdfs::path(run_dir) / "report.html").string() : out_path;
+  fs::write_file_atomic(path, render_report_html(d));
+  if (data) *data = std::move(d);
+  return path;
+}
+
+namespace {
+
+// A further run of an overlay: its metrics (required), config and samples.
+RunResults overlay_run(const std::string& run_dir) {
+  std::error_code ec;
+  HPCRL_CHECK_INPUT(stdfs::is_directory(run_dir, ec),
+                    run_dir << ": no such run directory (give the --out directory of an `hpcrl run`)");
+  stdfs::path metrics = stdfs::path(run_dir) / "metrics.jsonl";
+  HPCRL_CHECK_INPUT(stdfs::is_regular_file(metrics, ec),
+                    metrics.string() << " does not exist: an overlaid run needs its learning curves (run it with "
+                                        "trace: {metrics: true}, the default, or leave it out)");
+  RunResults run;
+  run.label = directory_name(run_dir);
+  run.metrics = parse_metrics_lines(fs::read_file(metrics.string(), "metrics file"));
+  read_config_and_samples(run_dir, run);
+  return run;
+}
+
+}  // namespace
+
+ReportData collect_runs_report(const std::vector<std::string>& run_dirs, const Estimator& estimate) {
+  HPCRL_CHECK_INPUT(!run_dirs.empty(), "no run directory given (hpcrl report RUN_DIR [RUN_DIR ...])");
+  ReportData d = collect_run_report(run_dirs.front(), estimate);
+  for (size_t i = 1; i < run_dirs.size(); ++i) d.runs.push_back(overlay_run(run_dirs[i]));
+  for (size_t i = 0; i < d.runs.size(); ++i)  // two runs named alike: both by their paths as given
+    for (size_t j = 0; j < d.runs.size(); ++j)
+      if (i != j && directory_name(run_dirs[i]) == directory_name(run_dirs[j])) d.runs[i].label = run_dirs[i];
+  return d;
+}
+
+std::string write_runs_report(const std::vector<std::string>& run_dirs, const std::string& out_path,
+                              ReportData* data, const Estimator& estimate) {
+  ReportData d = collect_runs_report(run_dirs, estimate);
+  std::string path = out_path.empty() ? (stdfs::path(run_dirs.front()) / "report.html").string() : out_path;
   fs::write_file_atomic(path, render_report_html(d));
   if (data) *data = std::move(d);
   return path;

@@ -1,8 +1,10 @@
 // The report page (report.h): one HTML document with its CSS inline and the
-// charts as inline SVG (report_charts.cpp, report_timeline_svg.cpp), so it can
-// be mailed, attached to an issue or opened from a login node's scratch
-// without a server, a script or the network. Observations come first, as the
-// answer to "where did the time go"; the charts and tables are the evidence.
+// charts as inline SVG (report_charts.cpp, report_timeline_svg.cpp,
+// report_curves_svg.cpp), so it can be mailed, attached to an issue or opened
+// from a login node's scratch without a server, a script or the network. The
+// training half comes first (report_training_html.cpp: learning curves, sample
+// generations, config); then the observations, as the answer to "where did the
+// time go", with the charts and tables as the evidence.
 // Every chart and table has an id, and a section whose basis the run did not
 // record keeps its id on a one-line note saying so.
 #include <algorithm>
@@ -30,6 +32,13 @@ svg .grid { stroke: #eee; } svg .axis { stroke: #888; } svg .axis-title { fill: 
 svg .lane { fill: #fafafa; stroke: #eee; } svg .rank-rule { stroke: #bbb; }
 svg .in-bar { font-weight: 600; } svg .in-event { font-size: 10px; pointer-events: none; }
 svg .series { font-weight: 600; }
+h3 { font-size: 15px; margin: 18px 0 4px; } .curves { display: flex; flex-wrap: wrap; gap: 0 24px; }
+svg .band { pointer-events: none; } .swatch { display: inline-block; width: 10px; height: 10px; margin: 0 4px; }
+table.samples { width: 100%; table-layout: fixed; } table.samples th.n { width: 70px; }
+table.samples td { vertical-align: top; } table.samples pre, details.config pre { margin: 0; white-space: pre-wrap;
+  word-break: break-word; font: 12px/1.35 ui-monospace, "DejaVu Sans Mono", monospace; }
+table.samples pre { max-height: 16em; overflow: auto; } details.config { margin: 4px 0; }
+details.config pre { background: #f7f7f7; padding: 8px; border: 1px solid #e4e4e4; }
 )";
 
 std::string human_bytes(double b) {
@@ -192,6 +201,10 @@ std::string render_report_html(const ReportData& d) {
   os << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>hpcrl report: "
      << html_escape(d.run_name) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
   header(os, d);
+  os << training_sections_html(d);
+  if (d.runs.size() > 1)
+    os << "<p class=\"note\">The sections below are of the first run, " << html_escape(d.runs.front().label)
+       << ".</p>\n";
   observations(os, d);
   os << "<h2>Where each span's time went</h2>\n<p class=\"note\">Each bar is a span (summed over ranks) split into "
         "the spans that ran directly inside it; grey is time outside them.</p>\n"
@@ -203,7 +216,8 @@ std::string render_report_html(const ReportData& d) {
   imbalance_table(os, d);
   roles_and_bubble(os, d);
   os << estimate_section_html(d);
-  os << "<p class=\"note\">Written by <code>hpcrl report</code> from trace/rank-*.json and metrics.jsonl; "
+  os << "<p class=\"note\">Written by <code>hpcrl report</code> from trace/rank-*.json, metrics.jsonl, "
+        "eval_samples.jsonl and config.resolved.yaml; "
         "docs/tracing.md defines every number.</p>\n</body>\n</html>\n";
   return os.str();
 }

@@ -3,6 +3,7 @@
 // share so a number reads the same in a sentence and in a table.
 #pragma once
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -52,6 +53,25 @@ std::string timeline_svg(const Timeline& t, const Palette& palette);
 // Swatches and names from (x, y) wrapped at `width`; `height` is set to the rows' height.
 std::string legend_svg(const std::vector<std::string>& names, const Palette& palette, double x, double y, double width,
                        double& height);
+
+// The i-th colour of the palette (cycling): a run's colour in the learning curves.
+std::string series_colour(size_t i);
+
+// report_curves_svg.cpp: one learning curve's chart (an <svg> with the given id),
+// a series per run in its series_colour; with `legend`, the runs' names under it.
+std::string learning_curve_svg(const LearningCurve& curve, const std::string& id, bool legend);
+// report_training_html.cpp: the training half of the page (learning curves,
+// sample generations, config), every run of `d.runs`.
+std::string training_sections_html(const ReportData& d);
+
+// Axis steps of 1, 2 or 5 times a power of ten: about `ticks` of them up to `max`.
+inline double nice_step(double max, int ticks) {
+  double raw = max / ticks;
+  double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (m * p >= raw) return m * p;
+  return 10 * p;
+}
 
 // report_estimate.cpp: the findings of a run beside the cost model (--estimate), and its section of the page.
 void estimate_observations(const ReportData& d, std::vector<Observation>& out);

@@ -63,6 +63,16 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+std::string show_nul(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '\0') out += "\\0";
+    else out += c;
+  }
+  return out;
+}
+
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 bool ends_with(const std::string& s, const std::string& x) {
   return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;

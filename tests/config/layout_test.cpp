@@ -1,4 +1,4 @@
-// Layout arithmetic of one role (DESIGN §4): the divisibility rules with
+// Layout arithmetic of one role (docs/communication.md): the divisibility rules with
 // messages that list every factor, the smallest rank count a layout fits, the
 // ranks a pipeline needs, and which ranks a role gets under each placement.
 #include <gtest/gtest.h>
@@ -32,6 +32,14 @@ TEST(Layout, ValidLayoutsHaveNoProblems) {
   EXPECT_TRUE(check_layout(layout(2, 2, 4, 1), 16, &moe).empty());  // ep 4 | sp·dp = 2·4
   EXPECT_EQ(data_parallel_degree(layout(2, 2, 1, 2), 16), 2);
   EXPECT_EQ(data_parallel_degree(layout(3, 1, 1, 1), 16), 0);
+}
+
+// One process is one rank: tp = 2 there needs a launcher, and the fix says which command.
+TEST(Layout, ALayoutOnOneProcessSuggestsTheLaunch) {
+  EXPECT_EQ(messages(check_layout(layout(2, 1, 1, 1), 1, nullptr)),
+            std::vector<std::string>{": tp·sp·pp = 2·1·1 = 2 does not divide the role's 1 ranks; choose tp, sp, pp "
+                                     "whose product divides 1 (one of 1); dp = ranks / (tp·sp·pp); or launch 2 "
+                                     "processes, one rank each: `mpirun -np 2 hpcrl run …` (or srun -n 2)"});
 }
 
 TEST(Layout, RankCountProblemsListEveryFactor) {

@@ -1,7 +1,7 @@
 // Golden tests of the process mesh, no MPI: hand-worked 8- and 16-rank tables
 // written out literally, then ≥30 layouts from 1 to 4096 ranks (with ep and
 // rank offsets) checked rank by rank against the closed-form formulas of
-// DESIGN §4, and the layout errors users see.
+// docs/communication.md (Meshes), and the layout errors users see.
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -134,7 +134,7 @@ struct Layout {
   int tp, sp, ep, dp, pp, first;
 };
 
-// The DESIGN §4 formulas, written independently of Mesh.
+// The docs/communication.md formulas, written independently of Mesh.
 struct ClosedForm {
   Layout l;
   int rank(int tp, int sp, int dp, int pp) const { return l.first + tp + l.tp * (sp + l.sp * (dp + l.dp * pp)); }

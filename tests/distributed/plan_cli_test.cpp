@@ -1,5 +1,5 @@
 // `hpcrl plan` end to end through the built executable: --json prints exactly
-// one JSON document of the DESIGN §10 shape on stdout, text mode prints the
+// one JSON document of the docs/communication.md shape on stdout, text mode prints the
 // layout, and a layout that does not fit --world exits 2 with the errors on
 // stderr and nothing on stdout.
 #include <gtest/gtest.h>
@@ -113,3 +113,21 @@ TEST(PlanCli, EstimateNeedsAKnownProfile) {
 }
 
 }  // namespace
+
+// Before, CLI11's PositiveNumber answered "--world 0" with a float range printed in full.
+TEST(PlanCli, WorldZeroSaysWhatAWorldIsInOneShortLine) {
+  Result r = run("plan configs/quickstart.yaml --world 0");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--world 0: give the number of ranks the job runs with, a whole number from 1 to 1048576"),
+            std::string::npos)
+      << r.err;
+  EXPECT_LT(r.err.size(), 400u) << r.err;
+}
+
+// A shipped profile is named as a user would write it from the working directory, not by the
+// absolute path of the tree the binary was built in.
+TEST(PlanCli, AShippedProfileIsShownRelativeToTheWorkingDirectory) {
+  Result r = run("plan configs/quickstart.yaml --world 1 --estimate --hardware cpu --response-len 20");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(profiles/cpu.yaml)"), std::string::npos) << r.out;
+}

@@ -415,5 +415,13 @@ TEST(Plan, TextListsEveryRoleWithItsLayoutAndMemory) {
   EXPECT_NE(text.find("214656 parameters"), std::string::npos) << text;
 }
 
+// The policy (tp 2, sp 1, ep 1) has no sp or ep group of more than one rank: those lines would
+// only list single ranks, so they are named once instead.
+TEST(Plan, TextLeavesOutGroupKindsOfOneRankEach) {
+  std::string text = plan_text(make_plan(load(kColocated, 8), 8, 4));
+  EXPECT_EQ(text.find("  sp    [0]"), std::string::npos) << text;
+  EXPECT_NE(text.find("(groups of one rank, not shown: sp, ep"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace hpcrl::dist

@@ -203,7 +203,26 @@ std::string finished_run_without_manifest(const std::string& dir) {
   EXPECT_EQ(done.exit_code, 0) << done.output;
   const std::string step = step_dir(dir + "/run", 4);
   fs::remove(step + "/manifest.json");
+  // As such a checkpoint's state.json, it does not say it was written with a manifest.
+  auto state = nlohmann::json::parse(slurp(step + "/state.json"));
+  state.erase("manifest");
+  write(step + "/state.json", state.dump());
   return step;
+}
+
+// A step written with a manifest that has since been deleted is not taken for one from
+// before checksums (which loads unverified): before, a run then trained on flipped weights.
+TEST(BadInputE2E, ADeletedManifestIsNotTakenForAnOldCheckpoint) {
+  const std::string dir = scratch_dir("deleted-manifest");
+  Proc done = run_hpcrl("run " + kSft + " --out " + dir + "/run");
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  fs::remove(step_dir(dir + "/run", 4) + "/manifest.json");
+  flip_4k(step_dir(dir + "/run", 4) + "/policy/model.safetensors");
+  Proc p = run_hpcrl("run " + kSft + " --out " + dir + "/run --resume");
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_TRUE(has(p.output, step_dir(dir + "/run", 4) + "/manifest.json is missing, but this step was written with "
+                            "one")) << p.output;
+  EXPECT_TRUE(has(p.output, "resuming from " + step_dir(dir + "/run", 2) + " instead")) << p.output;
 }
 
 // `path` as JSON, with `edit` applied, written back.
@@ -251,7 +270,9 @@ TEST(BadInputE2E, ABadRngStateIsRefusedWithoutATorchStack) {
 
 TEST(BadInputE2E, AHugeBatchRunsOutOfMemoryWithTheStageAndTheFix) {
   const std::string dir = scratch_dir("huge-batch");
-  Proc p = run_hpcrl("run " + kSft + " --set stages[0].sft.batch=1000000000000 --out " + dir + "/run");
+  // run.check_memory: false, so that the allocation itself fails (the plan's check refuses it first otherwise).
+  Proc p = run_hpcrl("run " + kSft + " --set stages[0].sft.batch=1000000000000 --set run.check_memory=false --out " +
+                     dir + "/run");
   EXPECT_EQ(p.exit_code, 1) << p.output;
   EXPECT_TRUE(has(p.output, "stages[0].sft ran out of memory on rank 0 (std::bad_alloc): its batch "
                             "(stages[0].sft.batch = 1000000000000 sequences per step) needs more than this machine has"))

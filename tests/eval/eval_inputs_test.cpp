@@ -73,7 +73,7 @@ TEST(EvalData, BadSpecsNameTheFlagAndTheFix) {
   cli::JsonlFlags flags;
   flags.chat_template = "chatlm";
   EXPECT_EQ(error_of([&] { cli::load_eval_data(kSource + "/data/gsm8k/test.jsonl", flags, *tok); }),
-            "--chat-template 'chatlm': did you mean 'chatml'? (one of none, chatml, qwen3, llama3)");
+            "--chat-template 'chatlm': did you mean 'chatml'? (one of none, chatml, qwen3, llama3, model)");
 }
 
 TEST(EvalReward, VerifiableFlagsAndPipelineRewards) {

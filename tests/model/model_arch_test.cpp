@@ -153,6 +153,30 @@ TEST(ModelArch, MalformedValuesAreNamedWithTheKey) {
             std::string::npos);
 }
 
+// Each parses as a number but cannot run: before, rope_theta -1 passed validate and the run
+// died at step 0 with a NaN blamed on the learning rate.
+TEST(ModelArch, RopeThetaMustBePositiveAndFinite) {
+  EXPECT_NE(config_error(llama_with(R"(, "rope_theta": -1)")).find("rope_theta = -1 must be a positive finite number"),
+            std::string::npos);
+  EXPECT_NE(config_error(llama_with(R"(, "rope_theta": 0)")).find("rope_theta = 0 must be a positive"),
+            std::string::npos);
+}
+
+TEST(ModelArch, RmsNormEpsMustBeInZeroToOne) {
+  EXPECT_NE(config_error(llama_with(R"(, "rms_norm_eps": 0)")).find("rms_norm_eps = 0 must be a positive"),
+            std::string::npos);
+  EXPECT_NE(config_error(llama_with(R"(, "rms_norm_eps": 2)")).find("rms_norm_eps = 2 must be below 1"),
+            std::string::npos);
+  EXPECT_EQ(config_error(llama_with(R"(, "rms_norm_eps": 1e-5, "rope_theta": 500000)")), "");
+}
+
+TEST(ModelArch, NegativeSharedExpertSizeIsRefused) {
+  const std::string moe = R"({"model_type": "qwen2_moe", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_experts": 4, "moe_intermediate_size": 16,
+    "shared_expert_intermediate_size": -16})";
+  EXPECT_NE(config_error(moe).find("shared_expert_intermediate_size = -16 must be ≥ 0"), std::string::npos);
+}
+
 TEST(ModelArch, WholeNumbersWrittenAsFloatsAreReadAsIntegers) {
   // HF configs sometimes write 4096.0 for 4096; it is the same model.
   std::string path = write_temp("config.json", llama_with(R"(, "max_position_embeddings": 4096.0)"));

@@ -20,6 +20,7 @@
 
 #include "hpcrl/reward/command_reward.h"
 #include "hpcrl/util/error.h"
+#include "reward/command_reply.h"
 
 using namespace hpcrl;
 using namespace hpcrl::reward;
@@ -185,6 +186,14 @@ TEST(CommandReward, TimeoutIsPerAnswerAndStopsTheProgram) {
   EXPECT_EQ(r.pid(), -1);
 }
 
+// 1e10 s is past steady_clock's nanosecond range from now (int64: ~9.2e9 s): unclamped, the
+// deadline wrapped into the past and every sample timed out at once.
+TEST(CommandReward, ATimeoutBeyondTheClocksRangeMeansNever) {
+  CommandReward r = helper("exact", -1, 1e10);
+  Batch a(3, {true, false, true});
+  EXPECT_EQ(r.score(a.samples), (std::vector<double>{1, 0, 1}));
+}
+
 TEST(CommandReward, ProgramThatExitsAtOnceIsAnErrorNotSigpipe) {
   // 2000 × 8 KiB requests overflow the pipe, so writing after the exit hits EPIPE:
   // without the SIGPIPE guard this test process would die.
@@ -319,4 +328,34 @@ TEST(CommandReward, StderrFloodIsDrainedAndKeptBounded) {
   EXPECT_EQ(scores[1], 0.0);
   EXPECT_EQ(scores[2], 1.0);
   EXPECT_LT(grown, 16 * 1024) << "RSS grew by " << grown << " KiB while the program wrote 64 MiB to stderr";
+}
+
+// A score of ±1.7e308 is finite, but the group's statistics square it (inf, then NaN): before,
+// the run stopped later at a non-finite gradient blamed on the learning rate.
+TEST(CommandReply, AScoreBeyondOneE30IsRefusedNamingIt) {
+  double score = 0;
+  EXPECT_NE(reward::reply_problem(R"({"score": -1.7e308})", 0, score).find("has a score of -1.7e+308, beyond ±1e30"),
+            std::string::npos);
+  EXPECT_EQ(reward::reply_problem(R"({"score": 1e30})", 0, score), "");
+  EXPECT_EQ(score, 1e30);
+}
+
+// A `setsid` process is in a session and process group of its own, so the group kill misses
+// it; before, it outlived hpcrl. Re-parented to this process (a child subreaper) once the
+// program exits, it ends when the reward does.
+TEST(CommandReward, WhatTheProgramStartedInASessionOfItsOwnEndsWithIt) {
+  const std::string pidfile = testing::TempDir() + "/setsid.pid";
+  std::vector<std::string> argv{
+      "sh", "-c", "setsid sleep 300 & echo $! > '" + pidfile + "'; exec '" + HPCRL_REWARD_HELPER + "' exact"};
+  {
+    CommandReward r({"judge", argv, 10});
+    Batch a(1, {true});
+    EXPECT_EQ(r.score(a.samples), std::vector<double>{1});
+  }
+  int detached = 0;
+  std::ifstream(pidfile) >> detached;
+  ASSERT_GT(detached, 0);
+  for (int i = 0; i < 200 && process_runs(detached); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(process_runs(detached)) << "setsid sleep " << detached << " outlived the reward program";
+  ::kill(detached, SIGKILL);
 }

@@ -5,7 +5,7 @@
 // strings cut where the text first contains them, and bad input is rejected
 // with a message that says what to fix.
 //
-// Tolerances. DESIGN §8 asks for log-probs within 1e-5 in fp32. The random
+// Tolerances. docs/rollout.md's tolerance: log-probs within 1e-5 in fp32. The random
 // Qwen2-shaped model meets that. The trained stories260k model (logits up to
 // ~15) does not leave room for it: its own training forward moves a token's
 // log-prob by up to 1.3e-5 when the batch gains a longer padded row (measured:
@@ -36,7 +36,7 @@ namespace {
 using namespace hpcrl;
 using hpcrl::testing::same_generation;
 
-constexpr double kFp32 = 1e-5;         // DESIGN §8
+constexpr double kFp32 = 1e-5;         // docs/rollout.md
 constexpr double kFloat64 = 5e-6;      // float64 model (fp32 attention softmax inside, see above)
 constexpr double kStoriesFp32 = 3e-5;  // stories260k's fp32 noise floor, see above
 

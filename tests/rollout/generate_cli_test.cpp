@@ -1,4 +1,4 @@
-// `hpcrl generate` end to end: the output file holds one DESIGN §10 object per
+// `hpcrl generate` end to end: the output file holds one docs/rollout.md object per
 // sample, in (prompt, sample) order, whose text is the decoded ids and whose
 // log-probs are the model's; the same command under mpirun with the model
 // split (tp=2) or the prompts divided (sp=2 replicas) writes the same samples;

@@ -1,5 +1,5 @@
 // The rollout engine and weight sync across ranks (mpirun -np 2):
-//   - generation with the model split tp=2 equals tp=1 (DESIGN §8), for the
+//   - generation with the model split tp=2 equals tp=1 (docs/rollout.md), for the
 //     stories260k fixture (in float64) and a Qwen2-shaped model whose KV heads
 //     split (fp32);
 //   - an MoE model split ep=2, where the two ranks generate for different
@@ -42,7 +42,7 @@ rollout::SamplingParams params(double temperature, int64_t max_new, uint64_t see
   return p;
 }
 
-// Tolerances as in engine_test.cpp: DESIGN §8's 1e-5 in fp32 for the random
+// Tolerances as in engine_test.cpp: docs/rollout.md's 1e-5 in fp32 for the random
 // models; stories260k (fp32 noise floor above 1e-5, see there) in float64.
 constexpr double kFp32 = 1e-5, kFloat64 = 5e-6;
 

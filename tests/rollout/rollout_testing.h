@@ -1,7 +1,7 @@
 // Shared pieces of the rollout tests: small models (the stories260k fixture, a
 // random Qwen2-shaped model with QKV biases and GQA, a random MoE model), the
 // no-cache reference generator that recomputes the whole sequence with
-// DecoderModel::forward at every step, and the DESIGN §8 equality check.
+// DecoderModel::forward at every step, and the docs/rollout.md equality check.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -135,7 +135,7 @@ inline rollout::Sample reference_greedy(model::DecoderModel& m, const std::vecto
   return s;
 }
 
-// DESIGN §8: the same generation means log-probs within 1e-5 and identical
+// docs/rollout.md: the same generation means log-probs within 1e-5 and identical
 // tokens, except that at a near-tie (the two candidate tokens' logits, judged by
 // the tp = 1 reference model, within 1e-4) the two may part ways; nothing after
 // that point is compared.

@@ -100,4 +100,22 @@ TEST(Utf8, ByteCharactersAreGpt2s) {
 }
 
 }  // namespace
+
+// (a+)+$ on 40 "a"s and a "!" tries 2^40 ways before failing: PCRE2 stops at its match limit. Before,
+// that was a bare "check failed" naming neither the tokenizer file nor the pattern.
+TEST(PreTokenizerRegex, AMatchThatBacktracksTooFarNamesTheTokenizerAndThePattern) {
+  std::string error;
+  auto re = Regex::compile("(a+)+$", false, &error, "tok/tokenizer.json: pre_tokenizer.pattern.Regex");
+  ASSERT_TRUE(re) << error;
+  try {
+    re->find_all(std::string(40, 'a') + "!");
+    FAIL() << "expected the match limit";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("tok/tokenizer.json: pre_tokenizer.pattern.Regex: the pre-tokenizer regex failed on a text of "
+                     "41 bytes"), std::string::npos) << m;
+    EXPECT_NE(m.find("backtracks too far"), std::string::npos) << m;
+  }
+}
+
 }  // namespace hpcrl::io

@@ -1,4 +1,4 @@
-// metrics.jsonl: DESIGN §10 line shape, one complete line per step on disk as
+// metrics.jsonl: docs/tracing.md line shape, one complete line per step on disk as
 // soon as it is written, rank 0 only, and resume truncation that keeps exactly
 // the earlier steps.
 #include <gtest/gtest.h>

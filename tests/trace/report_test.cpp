@@ -87,8 +87,9 @@ size_t occurrences(const std::string& text, const std::string& needle) {
   return n;
 }
 
-const char* const kChartIds[] = {"observations", "stage-shares",    "iteration-time", "tokens-per-s", "timeline",
-                                 "comm-table",   "imbalance-table", "roles-table",    "bubble-table", "estimate-table"};
+const char* const kChartIds[] = {"learning-curves", "samples",         "config",      "observations", "stage-shares",
+                                 "iteration-time",  "tokens-per-s",    "timeline",    "comm-table",   "imbalance-table",
+                                 "roles-table",     "bubble-table",    "estimate-table"};
 
 }  // namespace
 

@@ -2,6 +2,8 @@
 // responses (teacher forcing) and accuracy of the model's own answers under the
 // stage's evaluation sampling (greedy by default), scored by the reward's
 // verifier. Examples are split over the role's dp ranks and the totals summed.
+// It says what it does: a line when it starts (prompts, samples, token cap) and a
+// progress line at most every 10 s, like training's.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include "hpcrl/algo/role.h"
 #include "hpcrl/io/dataset.h"
 #include "hpcrl/reward/verifiable.h"
+#include "hpcrl/trace/metrics.h"
 
 namespace hpcrl::algo {
 
@@ -23,7 +26,12 @@ struct EvalResult {
   double seconds = 0;
   // Per example in [0, examples): how many of its n samples were correct (pass@k, algo/pass_at_k.h).
   std::vector<int64_t> correct_per_example;
+  // The first kEvalSamplesKept generations of dp rank 0's examples, for eval_samples.jsonl.
+  std::vector<trace::SampleLine> samples;
 };
+
+// Generations an evaluation keeps for the report (eval_samples.jsonl).
+inline constexpr size_t kEvalSamplesKept = 4;
 
 struct EvalOptions {
   int64_t prompts = 0;   // 0 = the whole split
@@ -40,7 +48,8 @@ struct EvalOptions {
 };
 
 // Collective over the role's ranks (over the world with options.stops enabled,
-// which needs the role to span it).
+// which needs the role to span it). An allocation that fails inside becomes a
+// RuntimeError naming run.eval_sampling's sizes (not the training batch's).
 EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& prompts,
                     const reward::VerifiableReward& verifier, const EvalOptions& options);
 

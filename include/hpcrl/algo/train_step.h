@@ -70,6 +70,8 @@ class Trainer {
   void inject_nonfinite_for_test(const std::string& stage, int64_t step, int world_rank);
   // "the gradient of <name>" for the first parameter with a NaN/inf gradient on this rank.
   std::string nonfinite_tensor() const;
+  // The first of the role's parameters (this rank's part) holding a NaN or an inf; "" when none.
+  std::string nonfinite_weight() const;
 
   Role& role_;
   optim::ParamSet params_;

@@ -1,4 +1,4 @@
-// Layout arithmetic of one model role (DESIGN §4) that needs no communicator:
+// Layout arithmetic of one model role (docs/communication.md, Meshes) that needs no communicator:
 // does a {tp, sp, ep, pp} layout fit the role's ranks and its model, how many
 // ranks a pipeline needs, which ranks each role gets. `validate` reports these
 // problems with file positions; `dist` builds its meshes on the same rules.

@@ -1,4 +1,4 @@
-// The few model numbers that layout checks need (DESIGN §4), kept as a plain
+// The few model numbers that layout checks need (docs/communication.md), kept as a plain
 // struct in `config` so `dist` can validate a mesh without depending on `io`
 // or `model`. Zero means "unknown" (e.g. weights not available): that check is skipped.
 #pragma once

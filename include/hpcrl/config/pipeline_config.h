@@ -1,4 +1,4 @@
-// The typed pipeline: what a YAML file (DESIGN §2, docs/config.md) becomes after
+// The typed pipeline: what a YAML file (docs/config.md) becomes after
 // loading, overrides and validation. Everything later in the program reads
 // these structs and never the YAML: values are already range-checked, names
 // already resolved (every model/dataset/reward a stage names exists), defaults
@@ -23,9 +23,13 @@ namespace hpcrl::config {
 
 // --- run ---------------------------------------------------------------------
 
+// Held-out prompts an evaluation decodes unless run.eval_sampling.prompts says otherwise:
+// bounded, so a large eval split (GSM8K's 1,319) does not turn every evaluation into minutes.
+inline constexpr int64_t kDefaultEvalPrompts = 256;
+
 // Sampling settings of the periodic held-out evaluation (every stage).
 struct EvalSampling {
-  int64_t prompts = 0;           // held-out prompts per evaluation; 0 = the whole eval split
+  int64_t prompts = kDefaultEvalPrompts;  // held-out prompts per evaluation; 0 = the whole eval split
   int64_t n = 1;                 // samples per prompt (pass@1 averaged over n)
   double temperature = 0.0;      // 0 = greedy
   double top_p = 1.0;
@@ -44,6 +48,7 @@ struct RunConfig {
   bool eval_before_train = true; // evaluate before each stage's first step
   EvalSampling eval_sampling;
   double comm_timeout_s = 1800;  // communication watchdog: a call waiting longer ends the job; 0 = off
+  bool check_memory = true;      // refuse a CPU run whose planned peak exceeds the node's memory (runner/memory_check.h)
 };
 
 // --- models ------------------------------------------------------------------

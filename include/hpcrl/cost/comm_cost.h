@@ -1,7 +1,7 @@
 // Seconds of a collective from its bytes, its group and the link it crosses
 // (the α–β model: each of a ring's steps pays the link latency α and moves
 // its share of the bytes at bandwidth β). Groups follow the mesh order of
-// DESIGN §4 (tp innermost, then sp, dp, pp), so whether a group crosses nodes
+// docs/communication.md (tp innermost, then sp, dp, pp), so whether a group crosses nodes
 // follows from its size and stride.
 #pragma once
 

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hpcrl/config/pipeline_config.h"
+#include "hpcrl/cost/eval_work.h"
 #include "hpcrl/cost/hardware_profile.h"
 #include "hpcrl/cost/phase_cost.h"
 
@@ -58,6 +59,11 @@ struct StageEstimate {
   int64_t prompt = 0, response = 0, sequence = 0;  // the lengths used (means)
   int64_t row = 0;              // tokens per training row (padded to the batch's longest unless packed)
   EngineMode engine;            // the engine the rollout was costed for (Shapes)
+  // The stage's held-out evaluations (outside `seconds`): what they decode, and one
+  // evaluation's prefill and decode with every response at the token cap (an upper bound).
+  EvalWork eval;
+  RolloutCost eval_cost;
+  double eval_seconds() const { return eval_cost.prefill.seconds() + eval_cost.decode.seconds(); }
 };
 
 // Lengths a run measured (by stage index) fill in what `shapes` leaves at 0.

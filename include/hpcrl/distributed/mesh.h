@@ -1,6 +1,6 @@
 // The process mesh of one model role: a validated value type for the sizes
 // {tp, sp, ep, dp, pp} on the role's rank range, every rank group, and each
-// rank's coordinates (DESIGN §4, Megatron semantics).
+// rank's coordinates (docs/communication.md, Meshes; Megatron semantics).
 //
 // Dense layout, order "tp-sp-dp-pp" (tp fastest), for r = world rank - first:
 //   tp = r % TP, sp = (r / TP) % SP, dp = (r / (TP·SP)) % DP, pp = r / (TP·SP·DP)

@@ -2,7 +2,7 @@
 // rollout engine that generates) its mesh on its placement range, each rank's
 // node and local device, every group's members, warnings (tp/sp groups that
 // cross nodes), and a per-rank memory estimate when the architecture is known.
-// Pure computation: no MPI, no launcher. JSON shape: DESIGN §10, docs/communication.md.
+// Pure computation: no MPI, no launcher. JSON shape: docs/communication.md (`hpcrl plan`).
 #pragma once
 
 #include <algorithm>

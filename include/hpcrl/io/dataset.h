@@ -51,6 +51,10 @@ struct Dataset {
   const Example& operator[](size_t i) const { return examples[i]; }
 };
 
+// FNV-1a over every example's prompt, response and answer (each ended by a 0 byte): a resumed
+// run checks that its data is the data its checkpoint was taken on.
+uint64_t content_hash(const Dataset& ds);
+
 enum class LongResponsePolicy { kFilter, kTruncate };
 
 // "filter" | "truncate"; InputError naming `where` otherwise.

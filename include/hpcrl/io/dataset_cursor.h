@@ -27,22 +27,24 @@ struct DataCursor {
   uint64_t index = 0;  // position within the epoch order, in [0, size)
   uint64_t seed = 0;
   uint64_t size = 0;   // dataset size the cursor belongs to (checked on restore)
+  uint64_t content = 0;  // content_hash of that dataset (checked on restore; 0 = not recorded)
 
-  // {"epoch": e, "index": i, "seed": s, "size": n}
+  // {"epoch": e, "index": i, "seed": s, "size": n, "content": h} ("content" only when recorded)
   nlohmann::json to_json() const;
   // InputError naming `where` (e.g. the checkpoint file) on a missing or
   // non-integer field, or an index outside [0, size).
   static DataCursor from_json(const nlohmann::json& j, const std::string& where);
 
   bool operator==(const DataCursor& o) const {
-    return epoch == o.epoch && index == o.index && seed == o.seed && size == o.size;
+    return epoch == o.epoch && index == o.index && seed == o.seed && size == o.size && content == o.content;
   }
 };
 
 class DataSampler {
  public:
   // shuffle=false visits 0..size-1 in order every epoch (eval, debugging).
-  DataSampler(size_t dataset_size, uint64_t seed, bool shuffle = true);
+  // `content`: the dataset's content_hash, checked when a checkpoint's cursor is restored.
+  DataSampler(size_t dataset_size, uint64_t seed, bool shuffle = true, uint64_t content = 0);
 
   // The next `n` example indices of the global batch (n ≥ 1).
   std::vector<size_t> next_batch(size_t n);
@@ -52,7 +54,8 @@ class DataSampler {
 
   const DataCursor& cursor() const { return cursor_; }
   // Continues from `c` (its seed included). InputError if c.size differs from
-  // this dataset's size: the checkpoint belongs to other data.
+  // this dataset's size, or its content hash from this dataset's (both recorded):
+  // the checkpoint belongs to other data.
   void restore(const DataCursor& c, const std::string& where);
 
   // The visiting order of one epoch (a permutation of 0..size-1).

@@ -13,7 +13,7 @@
 // total of the last step, then the other steps' last digits in reverse.
 // The model does local work (add a handful of digits) instead of recalling a
 // whole sum — that is what makes the task a reasoning task and learnable by a
-// tiny model (DESIGN.md §9).
+// tiny model (docs/results.md).
 //
 // YAML: `synthetic: {task: arithmetic, digits: 2, terms: 2, ops: "+", train: 20000, eval: 500}`
 // (seed: the run seed unless given). Difficulty: digits per operand (exactly

@@ -42,10 +42,14 @@ namespace hpcrl::reward {
 class Subprocess;
 class StderrTail;
 
+// Timeouts above this many seconds (31.7 years) wait without a limit: a deadline of
+// now + 1e10 s would overflow the clock (docs/rewards.md).
+inline constexpr double kNeverSeconds = 1e9;
+
 struct CommandRewardConfig {
   std::string name;               // the YAML reward name ("judge"); messages say rewards.<name>
   std::vector<std::string> argv;  // program + arguments; argv[0] without '/' is looked up on PATH
-  double timeout_s = 30.0;        // > 0: longest wait for one answer
+  double timeout_s = 30.0;        // > 0: longest wait for one answer; above kNeverSeconds: no limit
 };
 
 // One sample to score; the views must outlive the score() call.

@@ -1,6 +1,6 @@
 // Builds every model role of a pipeline on this rank: its rank set (whole world
 // when colocated, its range when disaggregated), its mesh groups (dense order
-// tp-sp-dp-pp, experts tp-ep-edp-pp, DESIGN §4) as communicators, its model
+// tp-sp-dp-pp, experts tp-ep-edp-pp, docs/communication.md) as communicators, its model
 // shard (preset with seeded weights, an HF checkpoint directory, or an empty
 // shell for `init: {from: role}` that is filled when first used), and its
 // tokenizer. Shards are built and initialised on the host, then moved to

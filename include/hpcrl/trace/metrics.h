@@ -1,5 +1,5 @@
 // metrics.jsonl: one JSON object per stage step, the run's learning curve
-// (DESIGN §10): {"stage", "stage_index", "step", "time", ...metrics} with metric
+// (docs/tracing.md): {"stage", "stage_index", "step", "time", ...metrics} with metric
 // names such as "loss", "reward/mean", "eval/accuracy", "seconds/<span>".
 // Each line reaches the file in one write() as soon as it is written, so `tail -f`
 // and a crashed run both see every finished step. Only rank 0 touches the file.
@@ -19,6 +19,12 @@ class TensorBoardWriter;
 
 using Metrics = std::vector<std::pair<std::string, double>>;
 
+// One generation of an evaluation, as eval_samples.jsonl keeps it.
+struct SampleLine {
+  std::string prompt, response, answer;
+  double reward = 0;
+};
+
 class MetricsWriter {
  public:
   // Appends to `path` (created with its directory) when rank == 0; other ranks
@@ -35,12 +41,18 @@ class MetricsWriter {
   // repeat the four fixed keys (a RuntimeError: it is a caller bug).
   void write(const std::string& stage, int stage_index, int64_t step, const Metrics& metrics);
 
+  // A few generations of the evaluation at (stage_index, step), one line each in
+  // eval_samples.jsonl beside metrics.jsonl: {"stage": stage_index, "kind": stage,
+  // "step", "prompt", "response", "answer", "reward"} (docs/tracing.md).
+  void write_samples(const std::string& stage, int stage_index, int64_t step, const std::vector<SampleLine>& samples);
+
   // For resume from a checkpoint taken at (stage_index, step): keeps the lines of
   // earlier stages and of that stage up to and including `step`, drops the rest
   // (and a cut-off last line from a crash), rewriting the file atomically. A line
   // that is not a metrics object is an InputError naming path:line. The stage's
   // TensorBoard run then starts its new event file with a session START at
   // step + 1, so TensorBoard drops the points the dropped lines had written.
+  // eval_samples.jsonl loses its lines past the same point.
   void truncate_after(int stage_index, int64_t step);
 
   // Every later line is also written as TensorBoard scalars "<stage>/<metric>" at
@@ -57,6 +69,7 @@ class MetricsWriter {
 
   std::string path_;
   int fd_ = -1;
+  std::string samples_path_;  // eval_samples.jsonl beside path_
   std::string tensorboard_root_;                                   // "" = no mirror
   std::map<int, std::unique_ptr<TensorBoardWriter>> tensorboard_;  // by stage index
   std::map<int, int64_t> restart_step_;                            // by stage index, after truncate_after

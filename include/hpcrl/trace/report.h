@@ -1,6 +1,9 @@
 // `hpcrl report RUN_DIR`: one self-contained HTML page (inline SVG and CSS, no
-// script, no network) that shows where a run's time went, built from its rank
-// traces (through summarize(), summary.h) and metrics.jsonl:
+// script, no network) that shows what a run learned and where its time went.
+// The training half (report_curves.h): per stage, the learning curves from
+// metrics.jsonl, the last evaluation's sample generations, the resolved config.
+// The systems half, built from its rank traces (through summarize(), summary.h)
+// and metrics.jsonl:
 //   - observations first: sentences with their numbers and the span they come
 //     from, ranked by the seconds they concern, each only when its measured
 //     basis exists (the thresholds below);
@@ -25,6 +28,7 @@
 
 #include "hpcrl/trace/estimate_comparison.h"
 #include "hpcrl/trace/reader.h"
+#include "hpcrl/trace/report_curves.h"
 #include "hpcrl/trace/summary.h"
 
 namespace hpcrl::trace {
@@ -136,6 +140,9 @@ struct ReportData {
   int64_t metrics_lines = 0, metrics_skipped = 0;  // metrics.jsonl lines read; not JSON objects
   EstimateComparison estimate;                       // with --estimate PROFILE; empty otherwise
   std::vector<Observation> observations;
+  // The training half: runs[0] is this run; further runs (an overlay) add their
+  // curves, configs and samples, while every systems section stays runs[0]'s.
+  std::vector<RunResults> runs;
 };
 
 // Makes the predicted-beside-measured table from a run's traces (cost::compare_with_run behind it).
@@ -150,6 +157,12 @@ ReportData collect_report(const std::vector<TraceFile>& files, const std::string
 // With an `estimate`, the prediction beside each span and its observations too.
 ReportData collect_run_report(const std::string& run_dir, const Estimator& estimate = nullptr);
 
+// Several runs overlaid: collect_run_report of the first, and every further
+// run's metrics.jsonl, config and samples in `runs`, each labelled by its
+// directory's name (by the path as given where two names coincide).
+// InputError when a further run directory is missing or has no metrics.jsonl.
+ReportData collect_runs_report(const std::vector<std::string>& run_dirs, const Estimator& estimate = nullptr);
+
 // The observations the data supports, largest `seconds` first, at most kMaxObservations.
 std::vector<Observation> observe(const ReportData& data);
 
@@ -160,5 +173,9 @@ std::string render_report_html(const ReportData& data);
 // RUN_DIR/report.html). Returns the path written.
 std::string write_report(const std::string& run_dir, const std::string& out_path, ReportData* data = nullptr,
                          const Estimator& estimate = nullptr);
+// collect_runs_report + render, written atomically to `out_path` (default
+// report.html in the first run's directory). Returns the path written.
+std::string write_runs_report(const std::vector<std::string>& run_dirs, const std::string& out_path,
+                              ReportData* data = nullptr, const Estimator& estimate = nullptr);
 
 }  // namespace hpcrl::trace

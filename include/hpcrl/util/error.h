@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "hpcrl/util/strings.h"
+
 namespace hpcrl {
 
 // Exit codes shared by every command.
@@ -16,13 +18,14 @@ enum ExitCode : int { kExitOk = 0, kExitRuntime = 1, kExitBadInput = 2, kExitRes
 // A failure caused by what the user gave us. `what()` is the full message.
 class InputError : public std::runtime_error {
  public:
-  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+  // A NUL byte (from a YAML key, say) is kept visible as "\0": what() is a C string.
+  explicit InputError(const std::string& message) : std::runtime_error(str::show_nul(message)) {}
 };
 
 // An internal or environmental failure (a CHECK that fired, MPI failure, NaN loss).
 class RuntimeError : public std::runtime_error {
  public:
-  explicit RuntimeError(const std::string& message) : std::runtime_error(message) {}
+  explicit RuntimeError(const std::string& message) : std::runtime_error(str::show_nul(message)) {}
 };
 
 }  // namespace hpcrl

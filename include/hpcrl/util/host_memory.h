@@ -13,7 +13,7 @@ namespace hpcrl::host_memory {
 // page in again and the kernel zeroes each one. On the quickstart's GRPO
 // iterations (256 rows in one micro-batch) that churn took most of the actor
 // update: 5.1–5.2 s per iteration against 1.2 s with the memory kept, and the
-// whole quickstart 345 s against 157 s (README). The cost is that the process's
+// whole quickstart 345 s against 157 s (docs/results.md). The cost is that the process's
 // resident memory stays at its peak instead of shrinking between phases.
 //
 // Sets glibc's mmap threshold to its largest value (32 MiB on 64-bit hosts:

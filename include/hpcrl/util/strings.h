@@ -18,6 +18,9 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep);
 std::string trim(const std::string& s);
 bool starts_with(const std::string& s, const std::string& prefix);
 bool ends_with(const std::string& s, const std::string& suffix);
+// `s` with each NUL byte written as "\0", for a message printed as a C string (a NUL in a
+// YAML key or value would otherwise end the message there).
+std::string show_nul(const std::string& s);
 
 // Parses "1,2,3" into integers; InputError naming `what` on a bad element.
 std::vector<long long> parse_int_list(const std::string& s, const std::string& what);

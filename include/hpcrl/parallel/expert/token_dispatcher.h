@@ -1,5 +1,5 @@
 // Moves routed tokens to the ranks that hold their experts and back (expert
-// parallelism, DESIGN §4). Experts are sharded over the ep group: ep rank r
+// parallelism, docs/moe.md). Experts are sharded over the ep group: ep rank r
 // holds global experts [r·L, (r+1)·L) with L = num_experts / ep. Every ep rank
 // routes its own tokens; the exchange is
 //   1. plan():     all-to-all of per-expert row counts (equal splits, E ints),

@@ -14,8 +14,10 @@ packages=(
   libgtest-dev
   procps                        # pgrep: the preemption end-to-end test signals one rank
   python3 python3-protobuf      # tests/trace/read_tfevents.py: TensorBoard files read back independently
+  python3-jinja2                # tests/chat_template/render_reference.py: HF chat templates rendered by jinja2
   chromium                      # tests/trace/report_render_check.sh: `hpcrl report`'s page rendered headless
   slurmctld slurmd slurm-client munge  # tests/slurm/slurm_e2e.sh: the batch scripts under a one-node Slurm
+  iproute2                      # tests/slurm/two_node_slurm.sh: `ip` makes the veth pair between its two nodes
   clang-14 libclang-rt-14-dev libfuzzer-14-dev  # scripts/fuzz.sh: the parsers' libFuzzer targets (ASan + UBSan)
 )
 

@@ -25,6 +25,7 @@
 #include "hpcrl/config/render.h"
 #include "hpcrl/config/resume_diff.h"
 #include "hpcrl/distributed/bootstrap.h"
+#include "hpcrl/distributed/plan.h"
 #include "hpcrl/distributed/watchdog.h"
 #include "hpcrl/io/checkpoint_state.h"
 #include "hpcrl/io/tensor_store.h"
@@ -161,6 +162,9 @@ class PipelineRun {
   // weights); nullopt when it still has to run.
   std::optional<StageRow> completed_before(size_t index, const std::string& sdir, const std::string& latest);
   algo::StageEnv stage_env(size_t index, const std::string& sdir, const std::string& latest);
+  // Rank 0 of a job on several nodes: `hpcrl plan`'s warnings for groups that span nodes, at the
+  // launch's ranks per node.
+  void warn_groups_across_nodes() const;
   // Removes stage `index`'s checkpoints (rank 0) so that it runs from its start.
   void forget_stage(size_t index, const std::string& sdir);
   StartCommand start_command() const;
@@ -287,6 +291,7 @@ PipelineRun::PipelineRun(const RunOptions& options)
   spdlog::info("rank {} of {}: node {} of {}, local rank {} of {}, pid {}", w_.rank, w_.size, w_.node, w_.num_nodes,
                w_.local_rank, w_.local_size, static_cast<long>(::getpid()));
   spdlog::default_logger()->flush();  // in the rank's log file now, for whoever looks for this process
+  warn_groups_across_nodes();
   if (cfg_.trace.metrics) metrics_ = std::make_unique<trace::MetricsWriter>(dir_.metrics_path(), w_.rank);
   if (cfg_.trace.tensorboard)  // validation requires metrics: the scalars mirror metrics.jsonl's lines
     metrics_->mirror_to_tensorboard(dir_.root() + "/tensorboard");
@@ -379,6 +384,13 @@ std::optional<StageRow> PipelineRun::completed_before(size_t index, const std::s
   row.accuracy = done.eval_accuracy;
   row.skipped = true;
   return row;
+}
+
+void PipelineRun::warn_groups_across_nodes() const {
+  if (w_.rank != 0 || w_.num_nodes <= 1) return;
+  // The launch's own layout: local_size ranks a node, in blocks (as srun and mpirun place them by default).
+  for (const auto& w : dist::make_plan(cfg_, w_.size, w_.local_size).warnings)
+    if (w.find("span nodes") != std::string::npos) spdlog::warn("{}", w);
 }
 
 void PipelineRun::forget_stage(size_t index, const std::string& sdir) {

@@ -13,17 +13,26 @@ slurm_free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# munged with a key of its own and a socket of its own (DIR/munge/munge.socket), so
+# that nothing of the host's munge is used; slurm.conf names the socket in AuthInfo.
+#   slurm_munge_start DIR [LAUNCHER...]   (LAUNCHER: a command prefix munged runs under)
+slurm_munge_start() {
+  local dir=$1
+  shift
+  mkdir -p "$dir"/{munge,log}
+  chmod 700 "$dir/munge"
+  dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
+  chmod 400 "$dir/munge/munge.key"
+  "$@" munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
+    --pid-file="$dir/munge/munged.pid" --seed-file="$dir/munge/munged.seed" --log-file="$dir/log/munged.log"
+}
+
 slurm_start() {
   local dir=$1
   mkdir -p "$dir"/{munge,state,spool,log}
   SLURM_TEST_DIR=$(cd "$dir" && pwd)
   dir=$SLURM_TEST_DIR
-  chmod 700 "$dir/munge"
-  # munge: a key of our own and a socket of our own, so that nothing of the host's munge is used.
-  dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
-  chmod 400 "$dir/munge/munge.key"
-  munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
-    --pid-file="$dir/munge/munged.pid" --seed-file="$dir/munge/munged.seed" --log-file="$dir/log/munged.log"
+  slurm_munge_start "$dir"
   local cpus mem_mb ctld_port slurmd_port host
   cpus=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
   mem_mb=$(awk '/MemTotal/ {print int($2 / 1024 / 2)}' /proc/meminfo)

@@ -19,6 +19,8 @@ std::string PromptBuilder::prompt_text(const io::Example& ex) const {
       return (j.system_prompt.empty() ? "" : j.system_prompt + "\n") + ex.prompt;
     case config::ChatTemplate::qwen3:
       return io::ChatTemplate::named("qwen3").render(msgs, true, j.thinking);
+    case config::ChatTemplate::model:  // the tokenizer's own Jinja template; `thinking` is its enable_thinking
+      return io::ChatTemplate::model(tok_).render(msgs, true, j.thinking);
     default:
       return io::ChatTemplate::named(config::to_string(j.chat_template)).render(msgs, true);
   }

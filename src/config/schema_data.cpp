@@ -64,14 +64,15 @@ Codec<JsonlData> jsonl_codec() {
       field<S>("chat_template", [](auto& s) -> auto& { return s.chat_template; }, enumeration<ChatTemplate>()),
       field<S>("system_prompt", [](auto& s) -> auto& { return s.system_prompt; }, text(true)),
       only_if<S>(field<S>("thinking", [](auto& s) -> auto& { return s.thinking; }, boolean()),
-                 [](const S& s) { return s.chat_template == ChatTemplate::qwen3; }),
+                 [](const S& s) { return s.chat_template == ChatTemplate::qwen3 || s.chat_template == ChatTemplate::model; }),
       field<S>("max_prompt_len", [](auto& s) -> auto& { return s.max_prompt_len; }, integer(0)),
       field<S>("max_response_len", [](auto& s) -> auto& { return s.max_response_len; }, integer(0)),
       field<S>("long_response", [](auto& s) -> auto& { return s.long_response; }, enumeration<LongResponse>()),
   }};
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
-    if (n.find("thinking") && s.chat_template != ChatTemplate::qwen3)
-      error_at_key(reading, n, path, "thinking", "applies only to chat_template: qwen3", "remove it or use the qwen3 template");
+    if (n.find("thinking") && s.chat_template != ChatTemplate::qwen3 && s.chat_template != ChatTemplate::model)
+      error_at_key(reading, n, path, "thinking", "applies only to chat_template: qwen3 or model (as enable_thinking)",
+                   "remove it or use the qwen3 or model template");
   };
   auto inner = structure<S>(std::move(spec));
   // Shorthand: `jsonl: path/to/file.jsonl`.

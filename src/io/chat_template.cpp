@@ -1,8 +1,13 @@
-// Fixed chat-template renderers (see chat_template.h). Each renderer follows
-// the Jinja template it replaces line by line, so the comments cite it; the
-// tests compare against what HF renders for the fixture tokenizers.
+// Chat templates (see chat_template.h): the model's own Jinja template, and
+// fixed renderers that each follow the Jinja template they replace line by
+// line, so the comments cite it; the tests compare against what HF renders
+// for the fixture tokenizers.
 #include "hpcrl/io/chat_template.h"
 
+#include <map>
+#include <mutex>
+
+#include "hpcrl/io/jinja.h"
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/util/error.h"
 #include "hpcrl/util/strings.h"
@@ -84,6 +89,9 @@ std::string literal_default_system(const std::string& jinja) {
 std::vector<std::string> chat_template_names() { return {"none", "chatml", "qwen3", "llama3"}; }
 
 ChatTemplate ChatTemplate::named(const std::string& name) {
+  if (name == "model")
+    throw InputError("chat template 'model' is the tokenizer's own and is resolved with the tokenizer "
+                     "(ChatTemplate::model); by name, pick one of: " + str::join(chat_template_names(), ", "));
   auto names = chat_template_names();
   for (const auto& n : names)
     if (n == name) return ChatTemplate(name);
@@ -112,17 +120,77 @@ std::optional<ChatTemplate> ChatTemplate::detect(const std::string& jinja) {
   return std::nullopt;
 }
 
-ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tok) {
-  std::string jinja = tok.chat_template_jinja();
-  auto t = detect(jinja);
-  if (t) return *t;
-  throw InputError("tokenizer " + tok.source() +
-                   (jinja.empty() ? " declares no chat_template" : "'s chat_template is not one hpcrl reproduces") +
-                   "; name one of: " + str::join(chat_template_names(), ", "));
+namespace {
+// Compiled templates by text: prompts are rendered one by one, the template is parsed once.
+std::shared_ptr<const jinja::Template> compiled(const std::string& text, const std::string& source) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const jinja::Template>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(text);
+  if (it != cache.end()) return it->second;
+  auto t = std::make_shared<const jinja::Template>(jinja::Template::compile(text, source));
+  if (cache.size() < 16) cache.emplace(text, t);
+  return t;
+}
+
+std::string special_token(const Tokenizer& tok, int32_t id) { return id >= 0 ? tok.id_to_token(id) : ""; }
+}  // namespace
+
+ChatTemplate ChatTemplate::jinja(const std::string& text, const std::string& source, std::string bos_token,
+                                 std::string eos_token) {
+  ChatTemplate t("model");
+  t.jinja_ = compiled(text, source);
+  t.bos_token_ = std::move(bos_token);
+  t.eos_token_ = std::move(eos_token);
+  return t;
+}
+
+ChatTemplate ChatTemplate::model(const Tokenizer& tok) {
+  std::string text = tok.chat_template_jinja();
+  if (text.empty())
+    throw InputError("tokenizer " + tok.source() + " declares no chat_template (tokenizer_config.json), so " +
+                     "chat_template: model has nothing to render; name one of: " +
+                     str::join(chat_template_names(), ", "));
+  return jinja(text, tok.source() + " chat_template", special_token(tok, tok.bos_id()),
+               special_token(tok, tok.eos_id()));
+}
+
+ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tok) { return model(tok); }
+
+std::string ChatTemplate::render_json(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                                      const nlohmann::ordered_json& variables) const {
+  if (!messages.is_array()) throw InputError("chat messages must be a JSON list of {role, content} objects");
+  if (!variables.is_object()) throw InputError("chat template variables must be a JSON object");
+  if (!jinja_) {
+    if (variables.contains("tools") && !variables["tools"].is_null())
+      throw InputError("the fixed " + name_ + " chat template does not render tools; use chat_template: model");
+    std::vector<ChatMessage> plain;
+    for (size_t i = 0; i < messages.size(); ++i) {
+      const auto& m = messages[i];
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+          !m["content"].is_string())
+        throw InputError("chat message " + std::to_string(i) + " needs string \"role\" and \"content\" for the " +
+                         name_ + " template");
+      plain.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+    }
+    bool thinking = !variables.contains("enable_thinking") || variables["enable_thinking"] != false;
+    return render(plain, add_generation_prompt, thinking);
+  }
+  nlohmann::ordered_json ctx = variables;
+  ctx["messages"] = messages;
+  ctx["add_generation_prompt"] = add_generation_prompt;
+  if (!bos_token_.empty() && !ctx.contains("bos_token")) ctx["bos_token"] = bos_token_;
+  if (!eos_token_.empty() && !ctx.contains("eos_token")) ctx["eos_token"] = eos_token_;
+  return jinja_->render(ctx);
 }
 
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                  bool enable_thinking) const {
+  if (jinja_) {
+    auto list = nlohmann::ordered_json::array();
+    for (const auto& m : messages) list.push_back({{"role", m.role}, {"content", m.content}});
+    return render_json(list, add_generation_prompt, {{"enable_thinking", enable_thinking}});
+  }
   if (name_ == "chatml") return render_chatml(messages, add_generation_prompt);
   if (name_ == "qwen3") return render_qwen3(messages, add_generation_prompt, enable_thinking);
   if (name_ == "llama3") return render_llama3(messages, add_generation_prompt);

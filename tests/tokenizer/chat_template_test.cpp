@@ -13,9 +13,9 @@ namespace {
 const std::vector<ChatMessage> kSystemUser = {{"system", "You are a helpful assistant."}, {"user", "Hello"}};
 
 TEST(ChatTemplate, DetectsFixtureTemplates) {
-  EXPECT_EQ(ChatTemplate::for_tokenizer(testing::fixture_tokenizer("qwen3")).name(), "qwen3");
-  EXPECT_EQ(ChatTemplate::for_tokenizer(testing::fixture_tokenizer("llama3")).name(), "llama3");
-  EXPECT_EQ(ChatTemplate::for_tokenizer(ByteTokenizer()).name(), "chatml");
+  EXPECT_EQ(ChatTemplate::detect(testing::fixture_tokenizer("qwen3").chat_template_jinja())->name(), "qwen3");
+  EXPECT_EQ(ChatTemplate::detect(testing::fixture_tokenizer("llama3").chat_template_jinja())->name(), "llama3");
+  EXPECT_EQ(ChatTemplate::detect(ByteTokenizer().chat_template_jinja())->name(), "chatml");
 }
 
 TEST(ChatTemplate, Qwen3NoThinkingSystemUser) {

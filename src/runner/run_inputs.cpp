@@ -167,7 +167,9 @@ bool tokenizer_available(const std::string& spec) {
 // A token id at or past the model's vocab_size would index past the embedding (a LibTorch
 // "index out of range" mid-run): the tokenizer must not have more ids than the model has rows.
 void check_tokenizer_fits(const config::PipelineConfig& cfg, const config::ModelConfig& mc, const io::Tokenizer& tok) {
-  if (!mc.arch || tok.vocab_size() <= mc.arch->vocab_size) return;
+  // A value-head role (critic, reward model) reads the policy's token ids: the reward and
+  // critic checks compare its vocabulary with the policy's instead.
+  if (!mc.arch || mc.head != config::Head::lm || tok.vocab_size() <= mc.arch->vocab_size) return;
   const config::SourcePos at = cfg.pos("models." + mc.name);
   throw InputError((at.line > 0 ? at.str() + ": " : std::string()) + "models." + mc.name + ": its tokenizer (" +
                    (mc.tokenizer.empty() ? std::string("byte") : mc.tokenizer) + ") has " +

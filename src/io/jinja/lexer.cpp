@@ -5,6 +5,8 @@
 // (not `{%+`).
 #include "io/jinja/lexer.h"
 
+#include "io/tokenizer_bytes.h"
+
 #include <cctype>
 #include <algorithm>
 #include <cstdint>
@@ -185,23 +187,6 @@ void Lexer::expression_token() {
   error(std::string("unexpected character '") + c + "'", line, col);
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 // A quoted string with Python's escapes (Jinja decodes them as unicode-escape).
 void Lexer::string_token() {
@@ -224,7 +209,7 @@ void Lexer::string_token() {
       if (i + n > src_.size()) error("truncated \\x/\\u escape in string", line, col);
       uint32_t cp = static_cast<uint32_t>(std::stoul(src_.substr(i, n), nullptr, 16));
       i += n;
-      append_utf8(out, cp);
+      bytes::utf8_append(out, static_cast<int32_t>(cp));
     };
     switch (e) {
       case 'n': out += '\n'; break;

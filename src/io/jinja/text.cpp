@@ -2,19 +2,17 @@
 #include "io/jinja/text.h"
 
 #include "io/jinja/failure.h"
+#include "io/tokenizer_bytes.h"
 
 namespace hpcrl::io::jinja::text {
 
 std::u32string decode(const std::string& s) {
   std::u32string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-    char32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    out.push_back(cp);
-    i += n;
+  for (size_t i = 0; i < s.size();) {  // the text is valid UTF-8 (JSON strings, checked data)
+    int32_t cp = 0;
+    i += bytes::utf8_next(s, i, &cp);
+    out.push_back(static_cast<char32_t>(cp));
   }
   return out;
 }
@@ -22,23 +20,7 @@ std::u32string decode(const std::string& s) {
 std::string encode(const std::u32string& s) {
   std::string out;
   out.reserve(s.size());
-  for (char32_t cp : s) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
+  for (char32_t cp : s) bytes::utf8_append(out, static_cast<int32_t>(cp));
   return out;
 }
 

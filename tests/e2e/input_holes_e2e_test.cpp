@@ -145,3 +145,16 @@ TEST(InputHolesE2E, ANulByteInAKeyIsShownAndDoesNotCutTheMessage) {
   EXPECT_TRUE(has(p.output, "unknown key 'se\\0ed'; did you mean 'seed'?")) << p.output;
   EXPECT_TRUE(has(p.output, "1 error in " + dir + "/p.yaml")) << p.output;
 }
+
+// Before, 10^8 synthetic rows (the documented maximum) under a memory limit ended in a bare
+// std::bad_alloc. The plan does not count the data, so the allocation itself fails: the
+// message says what was being built.
+TEST(InputHolesE2E, AnOutOfMemoryWhileTheDataLoadsSaysWhatWasBeingBuilt) {
+  const std::string dir = scratch_dir("oom-data");
+  Proc p = run_shell("ulimit -v 3000000; " + std::string(HPCRL_BINARY) + " run " + kSft +
+                     " --set data.arith.synthetic.train=100000000 --out " + dir + "/run 2>&1");
+  EXPECT_EQ(p.exit_code, 1) << p.output;
+  EXPECT_TRUE(has(p.output, "ran out of memory while reading the data (the data: section) on rank 0 (std::bad_alloc)"))
+      << p.output;
+  EXPECT_FALSE(fs::exists(dir + "/run")) << "nothing is created before the inputs have loaded";
+}

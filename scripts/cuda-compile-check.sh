@@ -7,15 +7,13 @@
 #   scripts/cuda-compile-check.sh [-jN] [FILE...]     (FILE...: just these, instead of every file with CUDA code)
 # Needs:
 #   HPCRL_TORCH_CUDA_HEADERS  a CUDA LibTorch's headers: its folder (holding include/) or a .tar.xz of
-#                             include/ (default: ../shared/toolchains/libtorch-2.11.0-cu130-headers.tar.xz
-#                             beside the repository, when it is there)
+#                             include/ (no default: a clone carries none; CI's .ci/run passes its copy)
 #   CUDA_HOME                 the CUDA toolkit (default /usr/local/cuda): cuda_runtime.h, nccl.h
 #                             (or NCCL_INCLUDE_DIR), nvcc for .cu files
 # Missing either: under CI=true a failure (exit 1); elsewhere it says it skipped (exit 0).
 # Exit 1 when a file does not compile (its errors are printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 jobs=2
 only=()
 for a in "$@"; do
@@ -26,8 +24,6 @@ for a in "$@"; do
   esac
 done
 headers=${HPCRL_TORCH_CUDA_HEADERS:-}
-default_headers=$root/../shared/toolchains/libtorch-2.11.0-cu130-headers.tar.xz
-[ -z "$headers" ] && [ -f "$default_headers" ] && headers=$(readlink -f "$default_headers")
 cuda=${CUDA_HOME:-/usr/local/cuda}
 nccl_inc=${NCCL_INCLUDE_DIR:-$cuda/include}
 

@@ -21,38 +21,43 @@ const std::string kSft = kConfig + " --set 'stages=[{sft: {model: policy, data: 
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// A safetensors file opened for editing in place: its JSON header and where tensor `name`'s
+// entry starts in it (npos when the header does not name it).
+struct SafetensorsEdit {
+  std::fstream file;
+  std::string header;
+  size_t entry = std::string::npos;
+  SafetensorsEdit(const std::string& path, const std::string& name)
+      : file(path, std::ios::in | std::ios::out | std::ios::binary) {
+    uint64_t n = 0;
+    file.read(reinterpret_cast<char*>(&n), 8);
+    header.assign(n, '\0');
+    file.read(header.data(), static_cast<std::streamsize>(n));
+    entry = header.find("\"" + name + "\"");
+  }
+};
+
 // Rewrites the dtype of tensor `name` in a safetensors file's JSON header, e.g. "F32" -> "I32"
 // (same width, so the header keeps its length and the bytes stay where they are).
 void relabel_dtype(const std::string& path, const std::string& name, const std::string& from, const std::string& to) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  uint64_t n = 0;
-  f.read(reinterpret_cast<char*>(&n), 8);
-  std::string header(n, '\0');
-  f.read(header.data(), static_cast<std::streamsize>(n));
-  const size_t at = header.find("\"" + name + "\"");
-  ASSERT_NE(at, std::string::npos) << name;
-  const size_t dtype = header.find("\"" + from + "\"", at);
+  SafetensorsEdit st(path, name);
+  ASSERT_NE(st.entry, std::string::npos) << name;
+  const size_t dtype = st.header.find("\"" + from + "\"", st.entry);
   ASSERT_NE(dtype, std::string::npos);
-  header.replace(dtype + 1, from.size(), to);
-  f.seekp(8);
-  f.write(header.data(), static_cast<std::streamsize>(n));
+  st.header.replace(dtype + 1, from.size(), to);
+  st.file.seekp(8);
+  st.file.write(st.header.data(), static_cast<std::streamsize>(st.header.size()));
 }
 
 // Writes a float NaN over the first element of tensor `name` in a safetensors file.
 void poison_first_element(const std::string& path, const std::string& name) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  uint64_t n = 0;
-  f.read(reinterpret_cast<char*>(&n), 8);
-  std::string header(n, '\0');
-  f.read(header.data(), static_cast<std::streamsize>(n));
-  const size_t at = header.find("\"" + name + "\"");
-  ASSERT_NE(at, std::string::npos) << name;
-  const size_t offsets = header.find("data_offsets", at);
-  const size_t open = header.find('[', offsets);
-  const uint64_t begin = std::stoull(header.substr(open + 1));
+  SafetensorsEdit st(path, name);
+  ASSERT_NE(st.entry, std::string::npos) << name;
+  const size_t open = st.header.find('[', st.header.find("data_offsets", st.entry));
+  const uint64_t begin = std::stoull(st.header.substr(open + 1));
   const uint32_t nan_bits = 0x7fc00000;
-  f.seekp(static_cast<std::streamoff>(8 + n + begin));
-  f.write(reinterpret_cast<const char*>(&nan_bits), 4);
+  st.file.seekp(static_cast<std::streamoff>(8 + st.header.size() + begin));
+  st.file.write(reinterpret_cast<const char*>(&nan_bits), 4);
 }
 }  // namespace
 

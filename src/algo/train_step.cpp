@@ -13,7 +13,8 @@
 #include <limits>
 
 #include "hpcrl/model/pipeline_stage.h"
-#include "hpcrl/optim/grad_clip.h"
+#include "hpcrl/optim/adamw.h"
+#include "hpcrl/optim/sharded_adamw.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/strings.h"
@@ -24,11 +25,9 @@ namespace {
 const char* const kTiedEmbedding = "model.embed_tokens.weight";
 }  // namespace
 
-Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps, double lr_override)
-    : role_(role),
-      params_(role.param_set()),
-      grad_clip_(hp.grad_clip),
-      max_skips_(hp.on_nonfinite == config::OnNonFinite::skip_step ? hp.max_consecutive_skips : 0) {
+namespace {
+
+optim::AdamWOptions adamw_options(const Role& role, const config::TrainHparams& hp, double lr_override) {
   const auto& oc = role.config->optim;
   optim::AdamWOptions o;
   o.lr = lr_override > 0 ? lr_override : hp.lr;
@@ -36,39 +35,56 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
   o.beta2 = oc.beta2;
   o.eps = oc.eps;
   o.weight_decay = hp.weight_decay;
+  return o;
+}
+
+// optim.zero 1, 2 or 3: the same groups and the same 1/ep on expert gradients
+// as plain AdamW's, as reduce-scatters (checkpoint keys "zero1.*", "zero2.*").
+std::vector<optim::ShardGroup> zero_groups(Role& role, int zero) {
   // Expert weights differ across the ep group: their gradients (already summed
   // over ep by the token exchange) are reduced only over edp replicas.
   optim::ParamSet dense, experts;
-  for (const auto& p : params_) (p.sharding == optim::Sharding::kExpert ? experts : dense).push_back(p);
-  expert_params_ = experts;
+  for (const auto& p : role.param_set()) (p.sharding == optim::Sharding::kExpert ? experts : dense).push_back(p);
+  const std::string prefix = "zero" + std::to_string(zero);
+  // Replica keys: the dense group spans the dp·sp ranks of one (tp, pp) slot, an expert group its ep rank's.
+  const int64_t tp = role.ctx.tp_rank(), pp = role.ctx.pp_rank(), ep = role.ctx.ep_rank();
+  std::vector<optim::ShardGroup> groups{{prefix + ".dense", dense, role.ctx.grad, 1.0, {}, {}, {tp, pp}}};
+  if (!experts.empty())
+    groups.push_back({prefix + ".experts", experts, role.edp, double(role.ctx.ep_size()), {}, {}, {tp, pp, ep}});
+  if (zero == 3)
+    for (auto& g : groups)
+      for (const auto& p : g.params) g.units.push_back(model::parameter_unit_of(p.name));
+  if (zero >= 2 && model::trains_tied_pipeline_embedding(*role.model)) {
+    std::vector<bool>& alone = groups.front().alone;
+    alone.assign(dense.size(), false);
+    bool found = false;
+    for (size_t k = 0; k < dense.size(); ++k)
+      if (dense[k].name == kTiedEmbedding) alone[k] = found = true;
+    HPCRL_CHECK(found, "role '" << role.name << "': the tied embedding " << kTiedEmbedding
+                                << " is not among its trained parameters");
+  }
+  return groups;
+}
+
+}  // namespace
+
+Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps, double lr_override)
+    : role_(role),
+      grad_clip_(hp.grad_clip),
+      max_skips_(hp.on_nonfinite == config::OnNonFinite::skip_step ? hp.max_consecutive_skips : 0) {
+  const auto& oc = role.config->optim;
+  const optim::AdamWOptions o = adamw_options(role, hp, lr_override);
   if (oc.zero > 0) {
-    // Same groups and the same 1/ep on expert gradients, as reduce-scatters (checkpoint keys "zero1.*", "zero2.*").
-    const std::string prefix = "zero" + std::to_string(oc.zero);
-    // Replica keys: the dense group spans the dp·sp ranks of one (tp, pp) slot, an expert group its ep rank's.
-    const int64_t tp = role.ctx.tp_rank(), pp = role.ctx.pp_rank(), ep = role.ctx.ep_rank();
-    std::vector<optim::ShardGroup> groups{{prefix + ".dense", dense, role.ctx.grad, 1.0, {}, {}, {tp, pp}}};
-    if (!experts.empty())
-      groups.push_back({prefix + ".experts", experts, role.edp, double(role.ctx.ep_size()), {}, {}, {tp, pp, ep}});
-    if (oc.zero == 3)
-      for (auto& g : groups)
-        for (const auto& p : g.params) g.units.push_back(model::parameter_unit_of(p.name));
-    if (oc.zero >= 2 && model::trains_tied_pipeline_embedding(*role.model)) {
-      std::vector<bool>& alone = groups.front().alone;
-      alone.assign(dense.size(), false);
-      for (size_t k = 0; k < dense.size(); ++k)
-        if (dense[k].name == kTiedEmbedding) alone[k] = true, tied_ = k;
-      HPCRL_CHECK(tied_ != SIZE_MAX, "role '" << role.name << "': the tied embedding " << kTiedEmbedding
-                                              << " is not among its trained parameters");
-    }
-    sharded_ = std::make_unique<optim::ShardedAdamW>(std::move(groups), o, int(oc.zero), oc.bucket_bytes());
-    if (oc.zero == 3) zero3_ = Zero3Units::install(*role.model, *sharded_, role.ctx.grad);
-    sync_ = std::make_unique<optim::GradSync>(dense, nullptr);
-    expert_sync_ = std::make_unique<optim::GradSync>(experts, nullptr);
+    std::vector<optim::ShardGroup> groups = zero_groups(role, int(oc.zero));
+    sums_tied_shards_ = !groups.front().alone.empty();
+    auto sharded = std::make_unique<optim::ShardedAdamW>(std::move(groups), o, int(oc.zero), oc.bucket_bytes());
+    if (oc.zero == 3) zero3_ = Zero3Units::install(*role.model, *sharded, role.ctx.grad);
+    optimizer_ = std::move(sharded);
   } else {
-    optimizer_ = std::make_unique<optim::AdamW>(params_, o);
-    optimizer_->set_replica({role.ctx.tp_rank(), role.ctx.pp_rank(), role.ctx.ep_rank()});
-    sync_ = std::make_unique<optim::GradSync>(dense, role.ctx.grad, oc.bucket_bytes());
-    expert_sync_ = std::make_unique<optim::GradSync>(experts, role.edp, oc.bucket_bytes());
+    optim::GradientGroups groups{role.ctx.grad, role.edp, double(role.ctx.ep_size()), size_t(oc.bucket_bytes())};
+    auto adamw = std::make_unique<optim::AdamW>(role.param_set(), o, std::move(groups));
+    adamw->set_replica({role.ctx.tp_rank(), role.ctx.pp_rank(), role.ctx.ep_rank()});
+    optimizer_ = std::move(adamw);
   }
   schedule_.kind = config::to_string(hp.schedule);
   schedule_.lr = o.lr;
@@ -83,50 +99,28 @@ Trainer::~Trainer() {
     role_.model->set_parameter_units(nullptr);
     return;
   }
-  sharded_->drop_state();
   zero3_->uninstall();
 }
 
 double Trainer::finish_step(const std::string& stage, int64_t step, int world_rank) {
-  if (sharded_) return finish_sharded_step(stage, step, world_rank);
   {
     trace::ScopedSpan span(stage + "/grad_sync");
-    sync_->finish();
-    expert_sync_->finish();
-    // Averaged over edp so far; the dense parameters' denominator is dp·sp = ep·edp.
-    if (role_.ctx.ep_size() > 1) {
-      torch::NoGradGuard no_grad;
-      for (auto& p : expert_params_)
-        if (p.tensor.grad().defined()) p.tensor.mutable_grad().div_(double(role_.ctx.ep_size()));
-    }
-  }
-  trace::ScopedSpan span(stage + "/optimizer");
-  inject_nonfinite_for_test(stage, step, world_rank);
-  double norm = optim::clip_grad_norm(params_, grad_clip_, role_.ctx);
-  if (accept_norm(norm, stage, step, world_rank)) optimizer_->step(schedule_.at(step));
-  optimizer_->zero_grad();
-  return norm;
-}
-
-double Trainer::finish_sharded_step(const std::string& stage, int64_t step, int world_rank) {
-  {
-    trace::ScopedSpan span(stage + "/grad_sync");
-    sharded_->reduce_gradients();
+    optimizer_->reduce_gradients();
     sum_tied_gradient_shards();
   }
   trace::ScopedSpan span(stage + "/optimizer");
   inject_nonfinite_for_test(stage, step, world_rank);
-  double norm = sharded_->clip_grad_norm(grad_clip_, role_.ctx);
-  if (accept_norm(norm, stage, step, world_rank)) sharded_->step(schedule_.at(step));
-  sharded_->zero_grad();
+  double norm = optimizer_->clip_grad_norm(grad_clip_, role_.ctx);
+  if (accept_norm(norm, stage, step, world_rank)) optimizer_->step(schedule_.at(step));
+  optimizer_->zero_grad();
   if (zero3_) zero3_->release_frozen();
   return norm;
 }
 
 void Trainer::sum_tied_gradient_shards() {
-  if (tied_ == SIZE_MAX) return;
+  if (!sums_tied_shards_) return;
   torch::NoGradGuard no_grad;
-  at::Tensor shard = sharded_->gradient_shard_of(0, tied_);
+  at::Tensor shard = optimizer_->reduced_gradient(kTiedEmbedding);
   model::add_tied_peer(*role_.model, shard);
 }
 
@@ -180,22 +174,14 @@ std::string Trainer::nonfinite_weight() const {
 }
 
 std::string Trainer::nonfinite_tensor() const {
-  torch::NoGradGuard no_grad;
-  if (sharded_) {  // the parameters' gradients are released: look at this rank's reduced shard
-    const std::string found = sharded_->first_nonfinite_gradient();
-    if (!found.empty()) return "first non-finite: " + found + " (this rank's shard)";
-    return "this rank's gradient shard is finite: the non-finite values are on another rank of the role";
-  }
-  for (const auto& p : params_) {
-    const at::Tensor& g = p.tensor.grad();
-    if (g.defined() && !at::isfinite(g).all().item<bool>()) return "first non-finite: the gradient of " + p.name;
-  }
+  const std::string found = optimizer_->first_nonfinite_gradient();
+  if (!found.empty()) return "first non-finite: " + found;
   return "this rank's gradients are finite: the non-finite values are on another rank of the role";
 }
 
 void Trainer::inject_nonfinite_for_test(const std::string& stage, int64_t step, int world_rank) {
   static const char* spec = std::getenv("HPCRL_TEST_NONFINITE_GRAD");
-  if (!spec || params_.empty()) return;
+  if (!spec) return;
   // STAGE:STEP[,STEP...][@RANK]
   const std::string s = spec;
   const size_t colon = s.find(':'), at = s.find('@');
@@ -205,17 +191,10 @@ void Trainer::inject_nonfinite_for_test(const std::string& stage, int64_t step, 
   bool due = false;
   for (const auto& t : str::split(steps, ',')) due |= !t.empty() && std::stoll(t) == step;
   if (!due) return;
+  // Into the first buffer the norm and the update read (a gradient, or a reduced shard).
   torch::NoGradGuard no_grad;
-  if (sharded_) {  // into the reduced shard, which is what the norm and the update read
-    at::Tensor shard = sharded_->gradient_shard(0);
-    if (shard.defined() && shard.numel() > 0) shard[0] = std::numeric_limits<float>::quiet_NaN();
-    return;
-  }
-  for (auto& p : params_)
-    if (p.tensor.grad().defined()) {
-      p.tensor.mutable_grad().view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
-      return;
-    }
+  const std::vector<at::Tensor> grads = optimizer_->reduced_gradients();
+  if (!grads.empty()) grads.front().view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
 }
 
 }  // namespace hpcrl::algo

@@ -62,6 +62,7 @@ void Zero3Units::release_frozen() {
 
 void Zero3Units::uninstall() {
   HPCRL_CHECK(holds_ == 0, "ZeRO-3: the parameters are uninstalled inside a WholeParameters scope");
+  optimizer_.drop_state();
   for (size_t g = 0; g < optimizer_.num_groups(); ++g) {
     optimizer_.reducer(g).on_bucket_complete(nullptr);
     if (auto* params = optimizer_.sharded_parameters(g)) params->unshard();

@@ -8,13 +8,19 @@
 
 #include <cmath>
 
+#include "hpcrl/optim/grad_clip.h"
 #include "hpcrl/parallel/host_threads.h"
 #include "hpcrl/util/check.h"
 #include "optim/adamw_fused.h"
 
 namespace hpcrl::optim {
 
-AdamW::AdamW(ParamSet params, AdamWOptions options) : params_(std::move(params)), options_(options) {
+AdamW::AdamW(ParamSet params, AdamWOptions options, GradientGroups groups)
+    : params_(std::move(params)), options_(options), expert_divisor_(groups.expert_divisor) {
+  ParamSet dense;
+  for (const auto& p : params_) (p.sharding == Sharding::kExpert ? expert_params_ : dense).push_back(p);
+  dense_sync_ = std::make_unique<GradSync>(dense, groups.dense, groups.bucket_bytes);
+  expert_sync_ = std::make_unique<GradSync>(expert_params_, groups.experts, groups.bucket_bytes);
   slots_.reserve(params_.size());
   for (const auto& p : params_) {
     Slot s;
@@ -84,6 +90,49 @@ void adamw_update(at::Tensor& w, const at::Tensor& g, at::Tensor& exp_avg, at::T
   // Written through raw pointers: count it as the in-place op it is, so a graph that saved the
   // old weights refuses to run backward instead of reading the new ones.
   for (at::Tensor* t : {&w, &exp_avg, &exp_avg_sq}) t->unsafeGetTensorImpl()->bump_version();
+}
+
+AdamW::~AdamW() = default;
+
+void AdamW::begin_micro_batch(bool last) {
+  dense_sync_->prepare(last);
+  expert_sync_->prepare(last);
+}
+
+void AdamW::reduce_gradients() {
+  dense_sync_->finish();
+  expert_sync_->finish();
+  if (expert_divisor_ == 1.0) return;
+  torch::NoGradGuard no_grad;
+  for (auto& p : expert_params_)
+    if (p.tensor.grad().defined()) p.tensor.mutable_grad().div_(expert_divisor_);
+}
+
+at::Tensor AdamW::reduced_gradient(const std::string& name) const {
+  for (const auto& p : params_)
+    if (p.name == name) return p.tensor.grad();
+  HPCRL_CHECK(false, "AdamW: no parameter " << name);
+  return {};
+}
+
+std::vector<at::Tensor> AdamW::reduced_gradients() const {
+  std::vector<at::Tensor> grads;
+  for (const auto& p : params_)
+    if (p.tensor.grad().defined()) grads.push_back(p.tensor.grad());
+  return grads;
+}
+
+double AdamW::clip_grad_norm(double max_norm, const parallel::ParallelContext& ctx) {
+  return optim::clip_grad_norm(params_, max_norm, ctx);
+}
+
+std::string AdamW::first_nonfinite_gradient() const {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params_) {
+    const at::Tensor& g = p.tensor.grad();
+    if (g.defined() && !at::isfinite(g).all().item<bool>()) return "the gradient of " + p.name;
+  }
+  return "";
 }
 
 void AdamW::step(double lr) {

@@ -66,7 +66,7 @@ void ShardedAdamW::setup(Group& g, int64_t bucket_bytes) {
   if (stage_ == 3) g.sharded = std::make_unique<ShardedParameters>(ps, l, g.spec.group);
 }
 
-void ShardedAdamW::begin_micro_batch() {
+void ShardedAdamW::begin_micro_batch(bool /*last*/) {
   if (stage_ >= 2)
     for (auto& g : groups_) g.reducer->begin_micro_batch();
 }
@@ -189,21 +189,29 @@ std::string ShardedAdamW::first_nonfinite_gradient() const {
     if (!g.grad.defined()) continue;
     for (const auto& s : layout(i).segments)
       if (!at::isfinite(g.grad.slice(0, s.shard_offset, s.shard_offset + s.length)).all().item<bool>())
-        return "the gradient of " + g.spec.params[s.param].name;
+        return "the gradient of " + g.spec.params[s.param].name + " (this rank's shard)";
   }
   return "";
 }
 
-at::Tensor ShardedAdamW::gradient_shard(size_t group) const { return groups_.at(group).grad; }
+std::vector<at::Tensor> ShardedAdamW::reduced_gradients() const {
+  std::vector<at::Tensor> shards;
+  for (const auto& g : groups_)
+    if (g.grad.defined() && g.grad.numel() > 0) shards.push_back(g.grad);
+  return shards;
+}
 
-at::Tensor ShardedAdamW::gradient_shard_of(size_t group, size_t param) const {
-  const Group& g = groups_.at(group);
-  HPCRL_CHECK(g.grad.defined(), "ZeRO group '" << g.spec.name << "': no reduced gradient before reduce_gradients()");
-  for (const auto& bucket : g.reducer->layout().buckets)
-    if (bucket.params.size() == 1 && bucket.params.front() == param)
-      return g.grad.slice(0, bucket.shard_offset, bucket.shard_offset + bucket.shard);
-  HPCRL_CHECK(false, "ZeRO group '" << g.spec.name << "': parameter " << g.spec.params.at(param).name
-                                    << " has no bucket of its own");
+at::Tensor ShardedAdamW::reduced_gradient(const std::string& name) const {
+  for (const Group& g : groups_)
+    for (size_t k = 0; k < g.spec.params.size(); ++k) {
+      if (g.spec.params[k].name != name) continue;
+      HPCRL_CHECK(g.grad.defined(), "ZeRO group '" << g.spec.name << "': no reduced gradient before reduce_gradients()");
+      for (const auto& bucket : g.reducer->layout().buckets)
+        if (bucket.params.size() == 1 && bucket.params.front() == k)
+          return g.grad.slice(0, bucket.shard_offset, bucket.shard_offset + bucket.shard);
+      HPCRL_CHECK(false, "ZeRO group '" << g.spec.name << "': parameter " << name << " has no bucket of its own");
+    }
+  HPCRL_CHECK(false, "ShardedAdamW: no parameter " << name);
   return {};
 }
 

@@ -87,7 +87,7 @@ std::vector<double> train_sharded(N& net, optim::ShardedAdamW& opt, int rank, in
   std::vector<double> norms;
   for (int s = first_step; s < first_step + steps; ++s) {
     for (int m = 0; m < micro_batches; ++m) {
-      opt.begin_micro_batch();
+      opt.begin_micro_batch(m + 1 == micro_batches);
       net.loss(batch_of(rank, micro_batches * s + m)).backward();
       if (opt.stage() == 2)
         for (const auto& t : net.tensors()) EXPECT_FALSE(t.grad().defined()) << "ZeRO-2 keeps no full gradient";
@@ -250,7 +250,7 @@ TEST(Zero2, GradientBytesPerRankShrinkByDpAndNoFullGradientIsKept) {
   optim::ShardedAdamW zero({{"zero2.dense", ps, world}}, kOpts, 2, /*bucket_bytes=*/1024);
   ASSERT_EQ(zero.layout(0).buckets.size(), 64u);
   for (int m = 0; m < 2; ++m) {
-    zero.begin_micro_batch();
+    zero.begin_micro_batch(m == 1);
     at::Tensor x = batch_of(int(world->rank()), m).narrow(1, 0, 1).expand({5, 16}).contiguous();  // [5, 16]
     for (const auto& w : weights) x = x.matmul(w).tanh();
     x.pow(2).mean().backward();
@@ -390,7 +390,7 @@ void expect_expert_group_matches_plain_path(int stage) {
     ref.step(kOpts.lr);
     ref.zero_grad();
 
-    zero.begin_micro_batch();
+    zero.begin_micro_batch(/*last=*/true);
     sharded.loss(x).backward();
     zero.reduce_gradients();
     double nb = zero.clip_grad_norm(0.5, ctx);

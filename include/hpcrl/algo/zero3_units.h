@@ -43,8 +43,9 @@ class Zero3Units : public model::ParameterUnits, public std::enable_shared_from_
   // same units; frozen experts under ep > 1 stay whole.
   static std::shared_ptr<Zero3Units> install(model::DecoderModel& model, optim::ShardedAdamW& optimizer,
                                              const dist::CommPtr& frozen_group);
-  // Gathers every unit for good and removes itself from the model: its
-  // parameters are whole tensors again (the end of a training stage). Collective.
+  // Frees the optimizer's moments and masters (drop_state), gathers every unit
+  // for good and removes itself from the model: its parameters are whole
+  // tensors again (the end of a training stage). Collective.
   void uninstall();
 
   void before_forward(int64_t unit) override;

@@ -6,13 +6,17 @@
 #include <ATen/ATen.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "hpcrl/distributed/communicator.h"
+#include "hpcrl/optim/grad_sync.h"
 #include "hpcrl/optim/optimizer.h"
 #include "hpcrl/optim/param_set.h"
 
 namespace hpcrl::optim {
+
 
 struct AdamWOptions {
   double lr = 1e-3;
@@ -33,15 +37,35 @@ void adamw_update(at::Tensor& w, const at::Tensor& g, at::Tensor& exp_avg, at::T
 void adamw_update_with_ops(at::Tensor& w, const at::Tensor& g, at::Tensor& exp_avg, at::Tensor& exp_avg_sq,
                            double lr, int64_t step, const AdamWOptions& o);
 
+// Where plain AdamW averages the gradients (GradSync: bucketed all-reduces that
+// overlap the last micro-batch's backward): the dense parameters over `dense`
+// (the dp·sp group), expert parameters over `experts` (their edp replicas), then
+// divided by `expert_divisor` (ep: the token exchange already summed them over
+// ep, and the dense denominator dp·sp is ep·edp). Null groups: no communication.
+struct GradientGroups {
+  dist::CommPtr dense, experts;
+  double expert_divisor = 1;
+  size_t bucket_bytes = 8u << 20;
+};
+
+// Full state for every parameter on every rank of its group.
 class AdamW : public Optimizer {
  public:
-  AdamW(ParamSet params, AdamWOptions options);
+  AdamW(ParamSet params, AdamWOptions options, GradientGroups groups = {});
+  ~AdamW() override;
 
+  void begin_micro_batch(bool last) override;
+  bool reduces_during_backward() const override { return false; }
+  void reduce_gradients() override;
+  at::Tensor reduced_gradient(const std::string& name) const override;
+  std::vector<at::Tensor> reduced_gradients() const override;
+  double clip_grad_norm(double max_norm, const parallel::ParallelContext& ctx) override;
   // One update with learning rate `lr` (the schedule's value for this step).
   // Parameters without a gradient are skipped. bf16/f16 parameters keep an fp32
   // master copy; the update happens on the master and is copied back.
-  void step(double lr);
-  void zero_grad();
+  void step(double lr) override;
+  void zero_grad() override;
+  std::string first_nonfinite_gradient() const override;
 
   int64_t steps() const override { return step_; }
   const ParamSet& params() const { return params_; }
@@ -65,6 +89,9 @@ class AdamW : public Optimizer {
   };
   ParamSet params_;
   AdamWOptions options_;
+  ParamSet expert_params_;  // the kExpert ones of params_
+  double expert_divisor_;
+  std::unique_ptr<GradSync> dense_sync_, expert_sync_;
   std::vector<int64_t> replica_;
   std::vector<Slot> slots_;
   int64_t step_ = 0;

@@ -66,32 +66,33 @@ class ShardedAdamW : public Optimizer {
                int64_t bucket_bytes = kZero2BucketBytes);
 
   int stage() const { return stage_; }
-  // Before each micro-batch's backward (ZeRO-2 sends what the last one left).
-  void begin_micro_batch();
+  // ZeRO-2/3: before each micro-batch's backward, the buckets the last one left are sent.
+  void begin_micro_batch(bool last) override;
+  bool reduces_during_backward() const override { return stage_ >= 2; }
   // After the backward of the last micro-batch: this rank's shard of the
   // gradients averaged over each group (and divided by its grad_divisor);
   // the parameters' own gradients are released.
-  void reduce_gradients();
+  void reduce_gradients() override;
+  // This rank's part of the reduced gradient of `name`, which must have a
+  // bucket of its own (ShardGroup::alone): the same elements on every rank set
+  // whose layout has that parameter alone.
+  at::Tensor reduced_gradient(const std::string& name) const override;
+  // Each group's reduced shard (empty shards left out).
+  std::vector<at::Tensor> reduced_gradients() const override;
   // Global gradient norm of the reduced gradients (before clipping), and the
   // shards scaled by clip_coefficient(norm, max_norm) (max_norm ≤ 0: none).
-  double clip_grad_norm(double max_norm, const parallel::ParallelContext& ctx);
+  double clip_grad_norm(double max_norm, const parallel::ParallelContext& ctx) override;
   // AdamW on the owned shard with learning rate `lr`, then all-gather of the
   // parameters. Requires reduce_gradients() since the last step.
-  void step(double lr);
+  void step(double lr) override;
   // Releases the parameters' gradients and the reduced shards.
-  void zero_grad();
+  void zero_grad() override;
   // Frees the moments and masters for good (the optimizer is going; ZeRO-3
   // then gathers the whole parameters, which should not sit beside them).
   void drop_state();
-  // "the gradient of NAME" for the first parameter whose reduced elements on
-  // this rank are not finite, or "" (after reduce_gradients()).
-  std::string first_nonfinite_gradient() const;
-  // The reduced gradient shard of group `group` (after reduce_gradients(); a test hook writes NaN into it).
-  at::Tensor gradient_shard(size_t group) const;
-  // This rank's part of the reduced gradient of parameter `param` of group
-  // `group`, which must have a bucket of its own (ShardGroup::alone): the same
-  // elements on every rank set whose layout has that parameter alone.
-  at::Tensor gradient_shard_of(size_t group, size_t param) const;
+  // "the gradient of NAME (this rank's shard)" for the first parameter whose
+  // reduced elements on this rank are not finite, or "" (after reduce_gradients()).
+  std::string first_nonfinite_gradient() const override;
   // Most gradient bytes the groups' reducers held at once (GradReduceScatter::peak_bytes, summed).
   int64_t peak_gradient_bytes() const;
 

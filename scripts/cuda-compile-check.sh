@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles every source and header that has CUDA code (an HPCRL_TORCH_CUDA block, NCCL, a CUDA
-# device or a CUDA header of LibTorch; every .cu file with nvcc) against a CUDA LibTorch's headers,
+# device or a CUDA header of LibTorch; every .cu file with nvcc) or a LibTorch 2.x block against a CUDA LibTorch's headers,
 # with HPCRL_TORCH_CUDA=1 and HPCRL_WITH_NCCL=1, on a machine without a GPU or a CUDA LibTorch:
 # syntax and types only (g++ -fsyntax-only; nvcc -c into a scratch folder), nothing links. A CPU
 # build never compiles these blocks, so this is what keeps them compiling between GPU runs.
@@ -70,8 +70,9 @@ if command -v mpicxx >/dev/null; then
   for d in $(mpicxx --showme:incdirs); do flags+=(-isystem "$d"); done
 fi
 
-# The files with CUDA code: a HPCRL_TORCH_CUDA block, NCCL, a CUDA device or stream, a CUDA header.
-pattern='HPCRL_TORCH_CUDA\b|HPCRL_WITH_NCCL|kCUDA|c10::cuda|at::cuda|torch::cuda|cuda_runtime|<nccl\.h>|#[[:space:]]*include[[:space:]]*<(c10|ATen|torch)/[^>]*cuda'
+# The files with CUDA code: a HPCRL_TORCH_CUDA block, NCCL, a CUDA device or stream, a CUDA header;
+# and those with a LibTorch 2.x block (TORCH_VERSION_MAJOR/MINOR), which the CPU build's 1.13 never compiles.
+pattern='TORCH_VERSION_M(AJOR|INOR)|HPCRL_TORCH_CUDA\b|HPCRL_WITH_NCCL|kCUDA|c10::cuda|at::cuda|torch::cuda|cuda_runtime|<nccl\.h>|#[[:space:]]*include[[:space:]]*<(c10|ATen|torch)/[^>]*cuda'
 mapfile -t files < <(grep -rlE "$pattern" --include='*.cpp' --include='*.h' src include tests benchmarks | sort)
 mapfile -t cu_files < <(find src include tests benchmarks -name '*.cu' | sort)
 # A header is compiled through a listed source that includes it; on its own only when none does.

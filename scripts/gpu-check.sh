@@ -10,6 +10,7 @@
 #   summarize        hpcrl trace summarize (--estimate with the calibrated profile), Markdown and JSON
 #   report           hpcrl report
 #   bench            build/benchmarks/rollout/bench_decode --device cuda
+#   bench-optimizer  build/benchmarks/train/bench_optimizer_step --device cuda (per-tensor, multi-tensor, fused AdamW)
 # Results go to one folder (default: $OUT, else .gpu-check/): log.txt (every step's output with
 # timestamps), summary.txt (each step's status and seconds) and each step's files. Steps that would
 # start with fewer seconds left than they need (of --deadline, default 300) are skipped, and say so.
@@ -246,7 +247,7 @@ step_configure() {
 build_targets() {  # the targets this check runs, of those the configured tree has
   local all t out=""
   all=$(ninja -C "$B" -t targets all 2>/dev/null | sed 's/:.*//')
-  for t in hpcrl test_e2e test_dist_nccl bench_decode; do
+  for t in hpcrl test_e2e test_dist_nccl bench_decode bench_optimizer_step; do
     grep -qx "$t" <<< "$all" && out+=" $t"
   done
   echo "$out"
@@ -367,6 +368,15 @@ step_bench() {
   return $rc
 }
 
+step_bench_optimizer() {
+  local bench=$B/benchmarks/train/bench_optimizer_step
+  [ -x "$bench" ] || { echo "bench_optimizer_step was not built"; exit 1; }
+  cd "$ROOT" && OMP_NUM_THREADS=1 "$bench" --device "$DEV" --rounds 20 > "$RES/bench-optimizer.txt" 2>&1
+  local rc=$?
+  cat "$RES/bench-optimizer.txt"
+  return $rc
+}
+
 step_suite() {  # everything else under this LibTorch (only with --suite)
   cmake --build "$B" -j"$JOBS" -- -k 0 > "$RES/build-all.log" 2>&1 ||
     { grep -m 40 -E "error|undefined reference" "$RES/build-all.log"; exit 1; }
@@ -376,7 +386,7 @@ step_suite() {  # everything else under this LibTorch (only with --suite)
   tail -n 15 "$RES/suite.txt"
   return $rc
 }
-export -f step_summarize step_report step_bench step_suite
+export -f step_summarize step_report step_bench step_bench_optimizer step_suite
 
 # python3's torch: its CMake prefix, version, GPU, and the NCCL of its wheel (one interpreter start).
 probe_python() {
@@ -424,6 +434,7 @@ step quickstart      150   90 0 step_quickstart
 step summarize        30    5 0 step_summarize
 step report           30    5 0 step_report
 step bench            90   30 0 step_bench
+step bench-optimizer  30   10 0 step_bench_optimizer
 [ $SUITE = 1 ] && step suite 3000 600 1 step_suite
 log "done in $(( $(date +%s) - T0 ))s"
 printf '%-16s %-56s %s\n' total "" "$(( $(date +%s) - T0 ))" >> "$WORK/steps"

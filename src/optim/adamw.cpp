@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "hpcrl/optim/adamw_multi_tensor.h"
 #include "hpcrl/optim/grad_clip.h"
 #include "hpcrl/parallel/host_threads.h"
 #include "hpcrl/util/check.h"
@@ -22,6 +23,7 @@ AdamW::AdamW(ParamSet params, AdamWOptions options, GradientGroups groups)
   dense_sync_ = std::make_unique<GradSync>(dense, groups.dense, groups.bucket_bytes);
   expert_sync_ = std::make_unique<GradSync>(expert_params_, groups.experts, groups.bucket_bytes);
   slots_.reserve(params_.size());
+  std::vector<at::Tensor> weights;
   for (const auto& p : params_) {
     Slot s;
     auto opts = p.tensor.options().dtype(at::kFloat);
@@ -29,8 +31,10 @@ AdamW::AdamW(ParamSet params, AdamWOptions options, GradientGroups groups)
     s.exp_avg_sq = at::zeros(p.tensor.sizes(), opts);
     if (p.tensor.scalar_type() != at::kFloat && p.tensor.scalar_type() != at::kDouble)
       s.master = p.tensor.detach().to(at::kFloat).clone();
+    weights.push_back(s.master.defined() ? s.master : p.tensor);
     slots_.push_back(std::move(s));
   }
+  kernel_ = adamw_kernel_for(weights);
 }
 
 void adamw_update_with_ops(at::Tensor& w, const at::Tensor& g, at::Tensor& exp_avg, at::Tensor& exp_avg_sq,
@@ -138,22 +142,27 @@ std::string AdamW::first_nonfinite_gradient() const {
 void AdamW::step(double lr) {
   torch::NoGradGuard no_grad;
   ++step_;
+  std::vector<at::Tensor> w, g, m, v;
+  std::vector<size_t> with_master;  // bf16/f16 parameters: updated on their fp32 master, copied back
   for (size_t i = 0; i < params_.size(); ++i) {
-    at::Tensor p = params_[i].tensor;
-    at::Tensor g = p.grad();
-    if (!g.defined()) continue;
+    at::Tensor grad = params_[i].tensor.grad();
+    if (!grad.defined()) continue;
     Slot& s = slots_[i];
-    at::Tensor w = s.master.defined() ? s.master : p;
-    adamw_update(w, g, s.exp_avg, s.exp_avg_sq, lr, step_, options_);
-    if (s.master.defined()) p.copy_(s.master);
+    w.push_back(s.master.defined() ? s.master : params_[i].tensor);
+    g.push_back(grad);
+    m.push_back(s.exp_avg);
+    v.push_back(s.exp_avg_sq);
+    if (s.master.defined()) with_master.push_back(i);
   }
+  adamw_update_all(kernel_, w, g, m, v, lr, step_, options_);
+  for (size_t i : with_master) params_[i].tensor.copy_(slots_[i].master);
 }
 
 void AdamW::zero_grad() {
-  for (auto& p : params_) {
-    at::Tensor g = p.tensor.mutable_grad();
-    if (g.defined()) g.zero_();
-  }
+  std::vector<at::Tensor> grads;
+  for (auto& p : params_)
+    if (p.tensor.grad().defined()) grads.push_back(p.tensor.mutable_grad());
+  if (!grads.empty()) at::_foreach_zero_(grads);
 }
 
 std::map<std::string, at::Tensor> AdamW::state() const {

@@ -12,7 +12,7 @@ if ! ls "$bundle"/*.deb > /dev/null 2>&1; then
   bundle=$build/gpu-bundle
   ls "$bundle"/*.deb > /dev/null 2>&1 || bash scripts/gpu-bundle.sh "$bundle" || rm -rf "$bundle"
 fi
-for exe in hpcrl benchmarks/rollout/bench_decode; do
+for exe in hpcrl benchmarks/rollout/bench_decode benchmarks/train/bench_optimizer_step; do
   [ -x "$build/$exe" ] || { echo "FAIL: $build/$exe is not built"; exit 1; }
 done
 rm -rf "$out"
@@ -36,12 +36,13 @@ expect configure "skipped (--no-build: the binaries of $build)"
 expect build "skipped (--no-build: the binaries of $build)"
 expect test-gpu "skipped (rehearsal)"
 expect test-device-e2e "skipped (rehearsal)"
-for s in calibrate quickstart summarize report bench; do expect "$s" passed; done
+for s in calibrate quickstart summarize report bench bench-optimizer; do expect "$s" passed; done
 grep -q '^name: cpu-calibrated' "$out/calibrated.yaml" 2>/dev/null && grep -q 'peak_flops' "$out/calibrated.yaml" ||
   { echo "FAIL: calibrated.yaml is not a cpu-calibrated profile"; fail=1; }
 grep -q '"case":"quickstart tiny' "$out/bench.txt" || { echo "FAIL: bench.txt has no quickstart case"; fail=1; }
 grep -q '"case":"qwen2.5-0.5b-shaped, batch 1","dtype":"bfloat16"' "$out/bench.txt" ||
   { echo "FAIL: bench.txt has no bf16 Qwen case"; fail=1; }
+grep -q '^  multi-tensor ' "$out/bench-optimizer.txt" || { echo "FAIL: bench-optimizer.txt has no multi-tensor row"; fail=1; }
 grep -q '<html' "$out/report.html" || { echo "FAIL: report.html is not a page"; fail=1; }
 [ -s "$out/trace-summary.md" ] && [ -s "$out/quickstart-metrics.jsonl" ] ||
   { echo "FAIL: trace-summary.md or quickstart-metrics.jsonl missing"; fail=1; }

@@ -17,6 +17,9 @@
 
 namespace hpcrl::optim {
 
+// How an update runs over a parameter set (adamw_multi_tensor.h): one tensor at
+// a time, LibTorch's _foreach ops over all of them, or its fused kernel.
+enum class AdamWKernel { kPerTensor, kMultiTensor, kFused };
 
 struct AdamWOptions {
   double lr = 1e-3;
@@ -70,6 +73,9 @@ class AdamW : public Optimizer {
   int64_t steps() const override { return step_; }
   const ParamSet& params() const { return params_; }
   AdamWOptions& options() { return options_; }
+  AdamWKernel kernel() const { return kernel_; }
+  // Tests and benchmarks: the same update through another kernel.
+  void set_kernel(AdamWKernel kernel) { kernel_ = kernel; }
 
   // Which model shard the parameters are (tp, pp, ep coordinates): every
   // data-parallel replica holds the same state, so a resume at another dp size
@@ -89,6 +95,7 @@ class AdamW : public Optimizer {
   };
   ParamSet params_;
   AdamWOptions options_;
+  AdamWKernel kernel_;      // decided once, from where the weights live (adamw_multi_tensor.h)
   ParamSet expert_params_;  // the kExpert ones of params_
   double expert_divisor_;
   std::unique_ptr<GradSync> dense_sync_, expert_sync_;

@@ -66,6 +66,15 @@ std::vector<optim::ShardGroup> zero_groups(Role& role, int zero) {
   return groups;
 }
 
+optim::LrDecay lr_decay(config::LrSchedule schedule) {
+  switch (schedule) {
+    case config::LrSchedule::constant: return optim::LrDecay::kConstant;
+    case config::LrSchedule::linear: return optim::LrDecay::kLinear;
+    case config::LrSchedule::cosine: return optim::LrDecay::kCosine;
+  }
+  return optim::LrDecay::kConstant;
+}
+
 }  // namespace
 
 Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps, double lr_override)
@@ -86,7 +95,7 @@ Trainer::Trainer(Role& role, const config::TrainHparams& hp, int64_t total_steps
     adamw->set_replica({role.ctx.tp_rank(), role.ctx.pp_rank(), role.ctx.ep_rank()});
     optimizer_ = std::move(adamw);
   }
-  schedule_.kind = config::to_string(hp.schedule);
+  schedule_.kind = lr_decay(hp.schedule);
   schedule_.lr = o.lr;
   schedule_.warmup_steps = hp.warmup;
   schedule_.total_steps = total_steps;

@@ -2,12 +2,13 @@
 // to min_lr_ratio·lr at `total_steps`.
 #pragma once
 
-#include <string>
-
 namespace hpcrl::optim {
 
+// After the warm-up: the rate stays, or falls linearly or along a half cosine.
+enum class LrDecay { kConstant, kLinear, kCosine };
+
 struct LrSchedule {
-  std::string kind = "cosine";  // constant | linear | cosine
+  LrDecay kind = LrDecay::kCosine;
   double lr = 1e-3;
   long warmup_steps = 0;
   long total_steps = 1;

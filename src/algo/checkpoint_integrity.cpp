@@ -48,7 +48,7 @@ std::vector<io::FileCheck> check_shared(const std::string& dir, const io::Manife
     f[i][1] = static_cast<int64_t>(c.bytes);
     f[i][2] = c.crc32c;
   }
-  if (world->size() > 1) world->all_reduce(found, dist::ReduceOp::kSum);  // each row has one owner
+  world->all_reduce(found, dist::ReduceOp::kSum);  // each row has one owner
   std::vector<io::FileCheck> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     out[i].kind = static_cast<io::FileCheck::Kind>(f[i][0]);
@@ -156,7 +156,7 @@ void write_checkpoint_manifest(const std::string& step_dir, const dist::CommPtr&
     f[i][0] = static_cast<int64_t>(d.bytes);
     f[i][1] = d.crc32c;
   }
-  if (world->size() > 1) world->all_reduce(found, dist::ReduceOp::kSum);
+  world->all_reduce(found, dist::ReduceOp::kSum);
   if (world->rank() != 0) return;
   for (int64_t i = 0; i < n; ++i) {
     manifest[static_cast<size_t>(i)].bytes = static_cast<uint64_t>(f[i][0]);

@@ -33,7 +33,7 @@ std::pair<double, int64_t> batch_nll(Role& role, const std::vector<std::vector<i
   }
   // [nll, tokens] of this sp rank's chunk; the sequence's totals are the sum over sp.
   at::Tensor sums = at::stack({-(logprobs * b.loss_mask).sum(), b.loss_mask.sum()}).to(at::kDouble);
-  if (sp > 1) role.ctx.sp->all_reduce(sums);
+  dist::all_reduce(role.ctx.sp, sums);
   sums = sums.cpu();
   return {sums[0].item<double>(), static_cast<int64_t>(sums[1].item<double>())};
 }

@@ -140,7 +140,7 @@ at::Tensor forward_per_token(Role& role, const TokenBatch& b, MicroBatchOptions 
   for (const MicroBatch& mb : plan_micro_batches(b, micro)) {
     TokenBatch sb = sequence_shard(mb.tokens, role.ctx.sp_rank(), sp);
     at::Tensor out = head(forward_tokens(*role.model, sb).hidden, sb);  // [R, L/sp, ...]
-    if (sp > 1) out = role.ctx.sp->all_gather(out.contiguous(), 1);
+    out = dist::all_gather(role.ctx.sp, out, 1);
     parts.push_back(mb.scatter(out, b.ids.size(1)));
   }
   return at::cat(parts, 0);  // [B, T, ...]

@@ -94,7 +94,7 @@ at::Tensor pipeline_logprobs(Role& role, const at::Tensor& ids, const at::Tensor
 
 void check_same_rows(const dist::CommPtr& world, const Role& owner, const Role& runner, const std::string& where) {
   at::Tensor mine = at::tensor({int64_t(owner.ctx.dp_rank()), int64_t(runner.ctx.dp_rank())}, at::kLong);
-  at::Tensor all = world && world->size() > 1 ? world->all_gather(mine) : mine;  // [2 · world]
+  at::Tensor all = dist::all_gather(world, mine);  // [2 · world]
   auto acc = all.accessor<int64_t, 1>();
   std::map<int64_t, int64_t> first;  // runner dp rank → the first world rank holding it
   for (int64_t r = 0; r < all.size(0) / 2; ++r) {

@@ -97,7 +97,7 @@ std::vector<double> last_token_values(Role& rm, const std::vector<SampleIds>& sa
     at::Tensor inside = pos.ge(0).logical_and(pos.lt(chunk));
     at::Tensor picked = v.gather(1, pos.clamp(0, chunk - 1).unsqueeze(1)).squeeze(1);    // [b]
     picked = at::where(inside, picked, at::zeros_like(picked)).contiguous();
-    if (sp > 1) rm.ctx.sp->all_reduce(picked);
+    dist::all_reduce(rm.ctx.sp, picked);
     at::Tensor host = picked.to(at::kCPU, at::kDouble);
     auto acc = host.accessor<double, 1>();
     for (int64_t k = m; k < e; ++k) out[order[k]] = acc[k - m];
@@ -162,7 +162,7 @@ void RewardModel::check_beside(StageEnv& env, const Role& generator, const std::
   // Where each rank stands: [holds the reward model, its dp coordinate, the generator's (-1 outside it)].
   at::Tensor mine = at::tensor({int64_t(role_.member()), int64_t(role_.ctx.dp_rank()),
                                 int64_t(generator.member() ? generator.ctx.dp_rank() : -1)}, at::kLong);
-  at::Tensor all = env.world->size() > 1 ? env.world->all_gather(mine, 0) : mine;
+  at::Tensor all = env.world->all_gather(mine, 0);
   auto a = all.accessor<int64_t, 1>();
   for (int r = 0; r < env.world->size(); ++r)
     HPCRL_CHECK_INPUT(a[3 * r] == 1 || a[3 * r + 2] < 0,

@@ -7,7 +7,7 @@ namespace hpcrl::algo {
 
 at::Tensor sum_over_dp(const Role& role, const at::Tensor& local) {
   at::Tensor t = local.clone();
-  if (role.ctx.dp_size() > 1) role.ctx.dp->all_reduce(t);
+  dist::all_reduce(role.ctx.dp, t);
   return t;
 }
 
@@ -17,7 +17,7 @@ double sum_over_dp(const Role& role, double local) {
 
 void sum_step_values(const Role& role, at::Tensor& values) {
   share_from_last_stage(role, values);
-  if (role.ctx.grad && role.ctx.grad->size() > 1) role.ctx.grad->all_reduce(values);
+  dist::all_reduce(role.ctx.grad, values);
 }
 
 }  // namespace hpcrl::algo

@@ -29,7 +29,7 @@ at::Tensor forward_logprobs(Role& role, const TokenBatch& b, const MicroBatchOpt
     TokenBatch sb = sequence_shard(b, role.ctx.sp_rank(), sp);
     at::Tensor lp = pipeline_logprobs(role, sb.ids, sb.targets, micro.max_rows > 0 ? micro.max_rows : B,
                                       temperature);  // [B, T/sp]
-    if (sp > 1) lp = role.ctx.sp->all_gather(lp.contiguous(), 1);
+    lp = dist::all_gather(role.ctx.sp, lp, 1);
     return lp * b.loss_mask;
   }
   if (B == 0) return b.loss_mask.clone();

@@ -231,7 +231,7 @@ SampleChannel::SampleChannel(const Role& generator, const Role& trainer, dist::C
 void SampleChannel::send(const SampleMessage& msg) {
   // Every replica's kept group count, so each leader knows where its groups fall globally.
   at::Tensor mine = at::full({1}, int64_t(msg.round.kept.size()) / group_, at::kLong);
-  at::Tensor all = generator_.ctx.dp_size() > 1 ? generator_.ctx.dp->all_gather(mine, 0) : mine;
+  at::Tensor all = dist::all_gather(generator_.ctx.dp, mine, 0);
   const int me = world_->rank();
   const dist::MeshCoord pos = generator_.mesh.coord(me);
   if (pos.tp != 0 || pos.sp != 0) return;  // the replica's other ranks hold the same samples

@@ -17,7 +17,7 @@ at::Tensor sequence_log_ratio(const at::Tensor& log_ratio, const at::Tensor& mas
   // Sums in double: a long response's ratio is a small difference of many terms.
   at::Tensor sums = at::zeros({n_rows}, m.options());
   sums.index_add_(0, idx, (log_ratio.detach().to(at::kDouble) * m).reshape({-1}));
-  if (sp && sp->size() > 1) sp->all_reduce(sums);
+  dist::all_reduce(sp, sums);
   at::Tensor mean = sums / row_tokens.to(sums.options()).clamp_min(1.0);
   return (mean.index_select(0, idx).view(log_ratio.sizes()) * m).to(log_ratio.scalar_type());
 }

@@ -16,7 +16,7 @@ namespace {
 // the world, so ranks outside the evaluated role stop at the same step.
 bool reached_target(const StageEnv& env, const StageLoop& loop, const StageResult& result) {
   at::Tensor hit = at::full({1}, result.eval_accuracy >= loop.stop_at_accuracy ? 1 : 0, at::kInt);
-  if (env.world && env.world->size() > 1) env.world->all_reduce(hit, dist::ReduceOp::kMax);
+  dist::all_reduce(env.world, hit, dist::ReduceOp::kMax);
   return hit.item<int>() != 0;
 }
 

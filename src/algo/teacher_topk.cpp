@@ -16,9 +16,9 @@ TopK vocab_parallel_topk(Role& role, const at::Tensor& hidden, int64_t k, double
   const auto& tp = role.ctx.tp;
   // log Σ exp over the whole vocabulary from each shard's max and sum.
   at::Tensor mx = std::get<0>(local.max(-1, true));
-  if (tp && tp->size() > 1) tp->all_reduce(mx, dist::ReduceOp::kMax);
+  dist::all_reduce(tp, mx, dist::ReduceOp::kMax);
   at::Tensor sum = (local - mx).exp().sum(-1, true);
-  if (tp && tp->size() > 1) tp->all_reduce(sum);
+  dist::all_reduce(tp, sum);
   at::Tensor lse = mx + sum.log();  // [B, T, 1]
 
   const int64_t kk = std::min<int64_t>(k, local.size(-1));
@@ -57,7 +57,7 @@ TopK teacher_topk(Role& teacher, const TokenBatch& batch, int64_t k, double temp
     both = pipeline_forward_only(
         teacher, sb.ids, rows, [&](const at::Tensor& hidden, const at::Tensor&) { return joined(hidden); },
         {sb.ids.size(1), 2 * width}, at::kDouble);
-    if (sp > 1) both = teacher.ctx.sp->all_gather(both.contiguous(), 1);
+    both = dist::all_gather(teacher.ctx.sp, both, 1);
   } else {
     both = forward_per_token(teacher, batch, micro,
                              [&](const at::Tensor& hidden, const TokenBatch&) { return joined(hidden); });

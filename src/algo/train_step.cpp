@@ -137,7 +137,7 @@ bool Trainer::accept_norm(double norm, const std::string& stage, int64_t step, i
   // Agreed over the gradient group, so its ranks skip or stop together even when
   // only one of them saw the NaN (a test hook's, or one that the sync did not spread).
   at::Tensor finite = at::full({1}, std::isfinite(norm) ? 1 : 0, at::kInt);
-  if (role_.ctx.grad && role_.ctx.grad->size() > 1) role_.ctx.grad->all_reduce(finite, dist::ReduceOp::kMin);
+  dist::all_reduce(role_.ctx.grad, finite, dist::ReduceOp::kMin);
   if (finite.item<int>() != 0) {
     skipped_in_a_row_ = 0;
     return true;

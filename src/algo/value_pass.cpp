@@ -20,7 +20,7 @@ at::Tensor forward_values(Role& role, const TokenBatch& b, const MicroBatchOptio
     TokenBatch sb = sequence_shard(b, role.ctx.sp_rank(), sp);
     auto head = [&](const at::Tensor& hidden, const at::Tensor&) { return role.model->values(hidden); };
     at::Tensor v = pipeline_forward_only(role, sb.ids, micro, head, {sb.ids.size(1)}, at::kFloat);  // [B, T/sp]
-    return sp > 1 ? role.ctx.sp->all_gather(v.contiguous(), 1) : v;
+    return dist::all_gather(role.ctx.sp, v, 1);
   }
   auto head = [&](const at::Tensor& hidden, const TokenBatch&) { return role.model->values(hidden); };  // fp32
   return forward_per_token(role, b, options, head);  // [B, T]

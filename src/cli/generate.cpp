@@ -92,7 +92,6 @@ std::string sample_line(const rollout::PromptRequest& req, int64_t prompt_index,
 // Every rank's `text`, concatenated in world-rank order, on every rank.
 std::string gather_text(const std::string& text) {
   dist::CommPtr world = dist::world_comm();
-  if (world->size() == 1) return text;
   at::Tensor len = world->all_gather(at::tensor({static_cast<int64_t>(text.size())}, at::kLong));
   const int64_t longest = len.max().item<int64_t>();
   at::Tensor mine = at::zeros({longest}, at::kByte);

@@ -1,10 +1,10 @@
-// Argument checks, tensor layout and tracing shared by the MPI and NCCL
-// transports (see group_communicator.h). Collectives change no shapes in place;
-// outputs are allocated here, on the input's device, contiguous.
+// Tensor layout and tracing shared by the MPI and NCCL transports (see
+// group_communicator.h); the collectives' argument checks and their one-rank
+// results are Communicator's (communicator.cpp). Collectives change no shapes
+// in place; outputs are allocated here, on the input's device, contiguous.
 #include "distributed/group_communicator.h"
 
 #include <atomic>
-#include <numeric>
 
 #include "hpcrl/distributed/watchdog.h"
 #include "hpcrl/trace/trace.h"
@@ -63,13 +63,6 @@ class TracedWork : public Work {
   std::atomic<bool> recorded_{false};
 };
 
-int64_t wrap_dim(int64_t dim, const at::Tensor& t, const char* op) {
-  HPCRL_CHECK(t.dim() >= 1, op << " needs a tensor with at least one dimension (got a scalar)");
-  int64_t d = dim < 0 ? dim + t.dim() : dim;
-  HPCRL_CHECK(d >= 0 && d < t.dim(), op << ": dim " << dim << " is out of range for shape " << t.sizes());
-  return d;
-}
-
 void check_async_tensor(const at::Tensor& t, const char* op) {
   HPCRL_CHECK(t.is_contiguous(), op << " needs a contiguous tensor (shape " << t.sizes() << ", strides "
                                     << t.strides() << "); pass t.contiguous() and keep it until wait()");
@@ -108,7 +101,7 @@ void GroupCommunicator::check_peer(int peer, int tag, const char* op) const {
   HPCRL_CHECK(tag >= 0 && tag <= 32767, op << ": tag " << tag << " must be in [0, 32767] (MPI's guaranteed range)");
 }
 
-void GroupCommunicator::all_reduce(at::Tensor& t, ReduceOp op) {
+void GroupCommunicator::do_all_reduce(at::Tensor& t, ReduceOp op) {
   Backend& b = backend_for(t);
   b.drain();
   traced("all_reduce", name_, world_ranks_, t.nbytes(), [&] {
@@ -122,8 +115,7 @@ void GroupCommunicator::all_reduce(at::Tensor& t, ReduceOp op) {
   });
 }
 
-at::Tensor GroupCommunicator::all_gather(const at::Tensor& t, int64_t dim) {
-  int64_t d = wrap_dim(dim, t, "all_gather");
+at::Tensor GroupCommunicator::do_all_gather(const at::Tensor& t, int64_t d) {
   Backend& b = backend_for(t);
   b.drain();
   at::Tensor in = t.contiguous();
@@ -137,11 +129,7 @@ at::Tensor GroupCommunicator::all_gather(const at::Tensor& t, int64_t dim) {
   return d == 0 ? out.view(shape) : out.movedim(0, d).reshape(shape);
 }
 
-at::Tensor GroupCommunicator::reduce_scatter(const at::Tensor& t, ReduceOp op, int64_t dim) {
-  int64_t d = wrap_dim(dim, t, "reduce_scatter");
-  HPCRL_CHECK(t.size(d) % size() == 0, "reduce_scatter on group '" << name_ << "': dim " << d << " of shape "
-                                                                   << t.sizes() << " is not divisible by the group size "
-                                                                   << size());
+at::Tensor GroupCommunicator::do_reduce_scatter(const at::Tensor& t, ReduceOp op, int64_t d) {
   Backend& b = backend_for(t);
   b.drain();
   at::Tensor in = d == 0 ? t.contiguous() : t.movedim(d, 0).contiguous();  // [t_d, ...rest]
@@ -152,37 +140,21 @@ at::Tensor GroupCommunicator::reduce_scatter(const at::Tensor& t, ReduceOp op, i
   return d == 0 ? out : out.movedim(0, d).contiguous();
 }
 
-void GroupCommunicator::check_into(const at::Tensor& out, const at::Tensor& t, int64_t out_elems,
-                                   const char* op) const {
-  HPCRL_CHECK(out.is_contiguous() && out.numel() == out_elems && out.scalar_type() == t.scalar_type() &&
-                  out.device() == t.device(),
-              op << " on group '" << name_ << "': out must be a contiguous " << t.scalar_type() << " tensor of "
-                 << out_elems << " elements on " << t.device() << " (got " << out.scalar_type() << " "
-                 << out.sizes() << " on " << out.device() << (out.is_contiguous() ? "" : ", not contiguous") << ")");
-}
-
-void GroupCommunicator::all_gather_into(at::Tensor& out, const at::Tensor& t) {
-  check_into(out, t, t.numel() * size(), "all_gather_into");
+void GroupCommunicator::do_all_gather_into(at::Tensor& out, const at::Tensor& t) {
   Backend& b = backend_for(t);
   b.drain();
   at::Tensor in = t.contiguous();
   traced("all_gather", name_, world_ranks_, out.nbytes(), [&] { b.all_gather(in, out); });
 }
 
-void GroupCommunicator::reduce_scatter_into(at::Tensor& out, const at::Tensor& t, ReduceOp op) {
-  HPCRL_CHECK(t.numel() % size() == 0, "reduce_scatter_into on group '" << name_ << "': " << t.numel()
-                                                                        << " elements are not divisible by the group size "
-                                                                        << size());
-  check_into(out, t, t.numel() / size(), "reduce_scatter_into");
+void GroupCommunicator::do_reduce_scatter_into(at::Tensor& out, const at::Tensor& t, ReduceOp op) {
   Backend& b = backend_for(t);
   b.drain();
   at::Tensor in = t.contiguous();
   traced("reduce_scatter", name_, world_ranks_, in.nbytes(), [&] { b.reduce_scatter(in, out, op); });
 }
 
-void GroupCommunicator::broadcast(at::Tensor& t, int root) {
-  HPCRL_CHECK(root >= 0 && root < size(), "broadcast on group '" << name_ << "': root " << root
-                                                                 << " is not a rank of the group (size " << size() << ")");
+void GroupCommunicator::do_broadcast(at::Tensor& t, int root) {
   Backend& b = backend_for(t);
   b.drain();
   traced("broadcast", name_, world_ranks_, t.nbytes(), [&] {
@@ -196,30 +168,8 @@ void GroupCommunicator::broadcast(at::Tensor& t, int root) {
   });
 }
 
-at::Tensor GroupCommunicator::all_to_all(const at::Tensor& t) {
-  HPCRL_CHECK(t.dim() >= 1 && t.size(0) % size() == 0,
-              "all_to_all on group '" << name_ << "': dim 0 of shape " << t.sizes()
-                                      << " must be divisible by the group size " << size());
-  std::vector<int64_t> rows(size(), t.size(0) / size());
-  return exchange(t, rows, rows);
-}
-
-at::Tensor GroupCommunicator::all_to_all(const at::Tensor& t, const std::vector<int64_t>& send_counts,
-                                         const std::vector<int64_t>& recv_counts) {
-  HPCRL_CHECK(t.dim() >= 1, "all_to_all needs a tensor with at least one dimension (got a scalar)");
-  HPCRL_CHECK(static_cast<int>(send_counts.size()) == size() && static_cast<int>(recv_counts.size()) == size(),
-              "all_to_all on group '" << name_ << "': " << send_counts.size() << " send counts and "
-                                      << recv_counts.size() << " recv counts for a group of " << size());
-  for (int i = 0; i < size(); ++i)
-    HPCRL_CHECK(send_counts[i] >= 0 && recv_counts[i] >= 0, "all_to_all: negative split count for rank " << i);
-  int64_t total = std::accumulate(send_counts.begin(), send_counts.end(), int64_t{0});
-  HPCRL_CHECK(total == t.size(0), "all_to_all on group '" << name_ << "': send counts sum to " << total
-                                                          << " rows but the tensor has " << t.size(0));
-  return exchange(t, send_counts, recv_counts);
-}
-
-at::Tensor GroupCommunicator::exchange(const at::Tensor& t, const std::vector<int64_t>& send_rows,
-                                       const std::vector<int64_t>& recv_rows) {
+at::Tensor GroupCommunicator::do_all_to_all(const at::Tensor& t, const std::vector<int64_t>& send_rows,
+                                            const std::vector<int64_t>& recv_rows) {
   Backend& b = backend_for(t);
   b.drain();
   int64_t row_elems = 1;
@@ -260,7 +210,7 @@ void GroupCommunicator::recv(at::Tensor& t, int peer, int tag) {
   });
 }
 
-void GroupCommunicator::barrier() {
+void GroupCommunicator::do_barrier() {
   mpi_.drain();
   traced("barrier", name_, world_ranks_, 0, [&] { mpi_.barrier(); });
 }
@@ -272,35 +222,23 @@ WorkPtr GroupCommunicator::queued(const char* op, Backend& b, int64_t bytes, std
   }, in_use);
 }
 
-WorkPtr GroupCommunicator::all_reduce_async(at::Tensor t, ReduceOp op) {
-  check_async_tensor(t, "all_reduce_async");
+WorkPtr GroupCommunicator::do_all_reduce_async(at::Tensor t, ReduceOp op) {
   Backend& b = backend_for(t);
   return queued("all_reduce", b, t.nbytes(), [&b, t, op]() mutable { b.all_reduce(t, op); }, {t});
 }
 
-WorkPtr GroupCommunicator::reduce_scatter_async(at::Tensor out, at::Tensor t, ReduceOp op) {
-  check_async_tensor(t, "reduce_scatter_async");
-  HPCRL_CHECK(t.numel() % size() == 0, "reduce_scatter_async on group '" << name_ << "': " << t.numel()
-                                       << " elements are not divisible by the group size " << size());
-  check_into(out, t, t.numel() / size(), "reduce_scatter_async");
+WorkPtr GroupCommunicator::do_reduce_scatter_async(at::Tensor out, at::Tensor t, ReduceOp op) {
   Backend& b = backend_for(t);
   return queued("reduce_scatter", b, t.nbytes(), [&b, out, t, op]() mutable { b.reduce_scatter(t, out, op); },
                 {out, t});
 }
 
-WorkPtr GroupCommunicator::all_gather_async(at::Tensor out, at::Tensor t) {
-  check_async_tensor(t, "all_gather_async");
-  check_async_tensor(out, "all_gather_async");
-  check_into(out, t, t.numel() * size(), "all_gather_async");
+WorkPtr GroupCommunicator::do_all_gather_async(at::Tensor out, at::Tensor t) {
   Backend& b = backend_for(t);
   return queued("all_gather", b, out.nbytes(), [&b, out, t]() mutable { b.all_gather(t, out); }, {out, t});
 }
 
-WorkPtr GroupCommunicator::broadcast_async(at::Tensor t, int root) {
-  check_async_tensor(t, "broadcast_async");
-  HPCRL_CHECK(root >= 0 && root < size(), "broadcast_async on group '" << name_ << "': root " << root
-                                                                       << " is not a rank of the group (size " << size()
-                                                                       << ")");
+WorkPtr GroupCommunicator::do_broadcast_async(at::Tensor t, int root) {
   Backend& b = backend_for(t);
   return queued("broadcast", b, t.nbytes(), [&b, t, root]() mutable { b.broadcast(t, root); }, {t});
 }

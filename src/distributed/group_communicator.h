@@ -1,7 +1,8 @@
-// The one Communicator implementation: a facade over one rank group that picks
+// The Communicator of every MPI rank group: a facade over the group that picks
 // the transport by the tensor's device (CPU -> MPI, CUDA -> NCCL, created on
-// first use), checks shapes and arguments once for both, lays tensors out as
-// the flat buffers backends expect, and records every call in the trace.
+// first use), lays tensors out as the flat buffers backends expect, and records
+// every call in the trace. Argument checks and groups of one rank are
+// Communicator's (communicator.cpp): the do_* methods here see two or more ranks.
 #pragma once
 
 #include <mpi.h>
@@ -28,35 +29,33 @@ class GroupCommunicator : public Communicator {
   const std::string& name() const override { return name_; }
   const std::vector<int>& world_ranks() const override { return world_ranks_; }
 
-  void all_reduce(at::Tensor& t, ReduceOp op) override;
-  at::Tensor all_gather(const at::Tensor& t, int64_t dim) override;
-  at::Tensor reduce_scatter(const at::Tensor& t, ReduceOp op, int64_t dim) override;
-  void all_gather_into(at::Tensor& out, const at::Tensor& t) override;
-  void reduce_scatter_into(at::Tensor& out, const at::Tensor& t, ReduceOp op) override;
-  void broadcast(at::Tensor& t, int root) override;
-  at::Tensor all_to_all(const at::Tensor& t) override;
-  at::Tensor all_to_all(const at::Tensor& t, const std::vector<int64_t>& send_counts,
-                        const std::vector<int64_t>& recv_counts) override;
   void send(const at::Tensor& t, int peer, int tag) override;
   void recv(at::Tensor& t, int peer, int tag) override;
-  void barrier() override;
-
-  WorkPtr all_reduce_async(at::Tensor t, ReduceOp op) override;
-  WorkPtr reduce_scatter_async(at::Tensor out, at::Tensor t, ReduceOp op) override;
-  WorkPtr all_gather_async(at::Tensor out, at::Tensor t) override;
-  WorkPtr broadcast_async(at::Tensor t, int root) override;
   WorkPtr send_async(at::Tensor t, int peer, int tag) override;
   WorkPtr recv_async(at::Tensor t, int peer, int tag) override;
+
+ protected:
+  // Two or more ranks, arguments checked (Communicator's public calls).
+  void do_all_reduce(at::Tensor& t, ReduceOp op) override;
+  at::Tensor do_all_gather(const at::Tensor& t, int64_t dim) override;
+  at::Tensor do_reduce_scatter(const at::Tensor& t, ReduceOp op, int64_t dim) override;
+  void do_all_gather_into(at::Tensor& out, const at::Tensor& t) override;
+  void do_reduce_scatter_into(at::Tensor& out, const at::Tensor& t, ReduceOp op) override;
+  void do_broadcast(at::Tensor& t, int root) override;
+  at::Tensor do_all_to_all(const at::Tensor& t, const std::vector<int64_t>& send_rows,
+                           const std::vector<int64_t>& recv_rows) override;
+  void do_barrier() override;
+  WorkPtr do_all_reduce_async(at::Tensor t, ReduceOp op) override;
+  WorkPtr do_reduce_scatter_async(at::Tensor out, at::Tensor t, ReduceOp op) override;
+  WorkPtr do_all_gather_async(at::Tensor out, at::Tensor t) override;
+  WorkPtr do_broadcast_async(at::Tensor t, int root) override;
 
  private:
   Backend& backend_for(const at::Tensor& t);
   // `call` (one of b's collectives) on b's asynchronous queue, traced as `op` over `bytes`.
   WorkPtr queued(const char* op, Backend& b, int64_t bytes, std::function<void()> call,
                  const std::vector<at::Tensor>& in_use);
-  at::Tensor exchange(const at::Tensor& t, const std::vector<int64_t>& send_rows,
-                      const std::vector<int64_t>& recv_rows);
   void check_peer(int peer, int tag, const char* op) const;
-  void check_into(const at::Tensor& out, const at::Tensor& t, int64_t out_elems, const char* op) const;
 
   std::string name_;
   std::vector<int> world_ranks_;

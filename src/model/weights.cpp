@@ -220,7 +220,7 @@ void gather_experts(DecoderModel& m, io::NamedTensors& out) {
                                                     .detach()
                                                     .clone()
                                               : at::empty_like(p.value());
-        if (ctx.ep_size() > 1) ctx.ep->broadcast(t, owner);
+        dist::broadcast(ctx.ep, t, owner);
         out.emplace_back(prefix + std::to_string(e) + "." + p.key(), t);
       }
     }

@@ -72,10 +72,10 @@ double grad_norm_from_parts(const at::Tensor& squared_sums, const parallel::Para
   const at::Tensor& sq = squared_sums;
   at::Tensor tp_part = sq.slice(0, 1, 2).clone();
   at::Tensor ep_part = sq.slice(0, 2, 3).clone();
-  if (ctx.tp && ctx.tp->size() > 1) ctx.tp->all_reduce(tp_part);
-  if (ctx.ep && ctx.ep->size() > 1) ctx.ep->all_reduce(ep_part);
+  dist::all_reduce(ctx.tp, tp_part);
+  dist::all_reduce(ctx.ep, ep_part);
   at::Tensor total = sq.slice(0, 0, 1) + tp_part + ep_part;
-  if (ctx.pp && ctx.pp->size() > 1) ctx.pp->all_reduce(total);
+  dist::all_reduce(ctx.pp, total);
   return std::sqrt(total.item<double>());
 }
 

@@ -93,7 +93,7 @@ double ShardedAdamW::clip_grad_norm(double max_norm, const parallel::ParallelCon
                       .item<double>();
       local[static_cast<int>(p.sharding)] += sq / double(p.replicas);
     }
-    if (g.spec.group && g.spec.group->size() > 1) g.spec.group->all_reduce(local);  // disjoint shards
+    dist::all_reduce(g.spec.group, local);  // disjoint shards
     parts += local;
   }
   const double norm = grad_norm_from_parts(parts, ctx);

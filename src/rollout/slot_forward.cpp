@@ -73,7 +73,7 @@ at::Tensor SlotForward::run_layers(at::Tensor x, const at::Tensor& positions, co
 at::Tensor SlotForward::full_logits(const at::Tensor& hidden) {
   const auto& tp = model_.parallel_context().tp;
   at::Tensor local = proj_.local_logits(parallel::tensor::copy_to_tp(hidden, tp));  // [N, V/tp]
-  if (tp && tp->size() > 1) local = tp->all_gather(local.contiguous(), 1);
+  local = dist::all_gather(tp, local, 1);
   return local.to(at::promote_types(local.scalar_type(), at::kFloat));  // float64 models keep their precision
 }
 

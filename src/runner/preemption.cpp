@@ -83,7 +83,7 @@ double seconds_since_stop_signal() {
 
 bool stop_requested(const dist::CommPtr& world) {
   at::Tensor flag = at::full({1}, stop_signalled() ? 1 : 0, at::kInt);
-  if (world && world->size() > 1) world->all_reduce(flag, dist::ReduceOp::kMax);
+  dist::all_reduce(world, flag, dist::ReduceOp::kMax);
   return flag.item<int>() != 0;
 }
 

@@ -1,6 +1,9 @@
 // The communicators a model replica's layers need, handed to every parallel
-// layer at construction. A null communicator means that dimension has size 1
-// (the layer then does no communication), so the same code runs on one rank.
+// layer at construction. A null communicator means that dimension has size 1,
+// so the same code runs on one rank: layers test for null to choose their
+// one-rank code path, and a collective on a possibly-null group goes through
+// dist::all_reduce(ctx.tp, t) and its siblings (communicator.h), which give the
+// one-rank result for null, as Communicator itself does for a group of one.
 #pragma once
 
 #include "hpcrl/distributed/mesh_comms.h"
@@ -27,8 +30,7 @@ struct ParallelContext {
   int dp_rank() const { return dp ? dp->rank() : 0; }
 
   // What a member rank's layers use of its mesh's communicators. Groups of one
-  // rank stay null: a collective over one rank could only copy, and on GPUs
-  // each live group would make an NCCL communicator at its first use.
+  // rank stay null, so a layer's `if (tp)` picks the one-rank path for them too.
   static ParallelContext of(const dist::MeshComms& comms) {
     return ParallelContext{dist::multi_rank(comms.tp), dist::multi_rank(comms.sp), dist::multi_rank(comms.ep),
                            dist::multi_rank(comms.dp), dist::multi_rank(comms.dp_sp), dist::multi_rank(comms.pp)};

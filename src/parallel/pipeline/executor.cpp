@@ -132,7 +132,7 @@ PipelineStats run_pipeline(const dist::CommPtr& pp, const PipelineStep& step, co
 
   // Every rank reports the step's loss: the sum of all stages' loss terms.
   at::Tensor total = loss_sum.defined() ? loss_sum.to(at::kCPU).reshape({1}) : at::zeros({1}, at::kDouble);
-  if (P > 1) pp->all_reduce(total);
+  dist::all_reduce(pp, total);
   stats.loss = total.item<double>();
   return stats;
 }

@@ -10,7 +10,6 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "hpcrl/util/check.h"
-#include "parallel/comm_capsule.h"
 
 namespace hpcrl::parallel::tensor {
 namespace {
@@ -22,15 +21,14 @@ class VocabParallelLogProbs : public torch::autograd::Function<VocabParallelLogP
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& local_logits, const at::Tensor& targets,
                                const dist::CommPtr& comm, int64_t vocab_start, bool with_entropy) {
-    const bool parallel = detail::active(comm);
     const int64_t local_vocab = local_logits.size(-1);
     at::Tensor z = local_logits.to(at::kFloat);  // [B, T, Vl]
 
     at::Tensor max = std::get<0>(z.max(-1)).contiguous();  // [B, T]
-    if (parallel) comm->all_reduce(max, dist::ReduceOp::kMax);
+    dist::all_reduce(comm, max, dist::ReduceOp::kMax);
     at::Tensor shifted = z - max.unsqueeze(-1);
     at::Tensor sum_exp = shifted.exp().sum(-1).contiguous();  // [B, T]
-    if (parallel) comm->all_reduce(sum_exp, dist::ReduceOp::kSum);
+    dist::all_reduce(comm, sum_exp, dist::ReduceOp::kSum);
     at::Tensor logp = shifted - sum_exp.log().unsqueeze(-1);  // [B, T, Vl] log-softmax over the full vocabulary
 
     at::Tensor in_range = (targets >= vocab_start) & (targets < vocab_start + local_vocab);  // [B, T]
@@ -39,7 +37,7 @@ class VocabParallelLogProbs : public torch::autograd::Function<VocabParallelLogP
     // Both sums over the vocabulary travel in one all-reduce.
     at::Tensor sums = with_entropy ? at::stack({target_logp, (logp.exp() * logp).sum(-1)}) : target_logp.unsqueeze(0);
     sums = sums.contiguous();
-    if (parallel) comm->all_reduce(sums, dist::ReduceOp::kSum);
+    dist::all_reduce(comm, sums, dist::ReduceOp::kSum);
     at::Tensor logprobs = sums[0];
     at::Tensor entropy = with_entropy ? -sums[1] : at::zeros_like(logprobs);
 

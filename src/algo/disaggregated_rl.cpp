@@ -223,7 +223,7 @@ void DisaggregatedRun::update(int64_t it) {
   m.seconds_by_span.emplace_back("wait_samples", state_.waited_samples);
   m.seconds_by_span.emplace_back("weight_sync", state_.synced);
   m.seconds_by_span.emplace_back("wait_weights", msg.wait_weights_seconds);
-  Experience exp = stage_.experience_of(msg.round.kept, m);
+  Experience exp = stage_.experience_of(msg.round.kept, it, staleness, m);
   training_.train(exp, m, it);
   state_.version = it + 1;
   state_.consumed = msg.cursor;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hpcrl/algo/logprob_mismatch.h"
 #include "hpcrl/algo/micro_batches.h"
 #include "hpcrl/algo/policy_stage.h"
 #include "hpcrl/algo/remote_reference.h"
@@ -45,7 +46,7 @@ Experience PolicyStage::collect(int64_t iteration, RlMetrics& m) {
   RolloutRound round = produce(iteration);
   if (resharded()) round.kept = redeal_->redeal(round.kept);  // into the training layout's dp shares
   add_rollout_metrics(round, m);
-  return experience_of(round.kept, m);
+  return experience_of(round.kept, iteration, /*staleness=*/0, m);
 }
 
 RolloutRound PolicyStage::produce(int64_t iteration) {
@@ -65,7 +66,7 @@ RolloutRound PolicyStage::produce(int64_t iteration) {
   if (resharded()) released_.release(*generator_.model);  // the update and the log-probs use that memory
   // Metrics over every sample drawn (before dynamic-sampling filtering).
   at::Tensor maxlen = at::full({1}, max_response_len, at::kDouble);
-  if (generator_.ctx.dp_size() > 1) generator_.ctx.dp->all_reduce(maxlen, dist::ReduceOp::kMax);
+  dist::all_reduce(generator_.ctx.dp, maxlen, dist::ReduceOp::kMax);
   round.totals = unpack<RolloutSums>(sum_over_dp(generator_, pack(sums)));
   round.max_response_len = maxlen.item<double>();
   round.kept_groups = kept_groups;
@@ -180,7 +181,7 @@ RolloutSamples PolicyStage::score(const std::vector<size_t>& rows, const std::ve
   return out;
 }
 
-Experience PolicyStage::experience_of(RolloutSamples& kept, RlMetrics& m) {
+Experience PolicyStage::experience_of(RolloutSamples& kept, int64_t iteration, int64_t staleness, RlMetrics& m) {
   Experience e;
   const int32_t pad = std::max(0, policy_.tokenizer->pad_id());
   if (kept.size() == 0) {
@@ -193,25 +194,47 @@ Experience PolicyStage::experience_of(RolloutSamples& kept, RlMetrics& m) {
     if (remote_reference_) remote_reference_->logprobs(RolloutSamples(), e.batch);  // the reference still answers
     e.old_logp = e.batch.loss_mask.clone();
     e.scores = at::zeros({0}, e.batch.loss_mask.options());
+    // No tokens here, but the dp group reduces the figures together.
+    if (measures_mismatch(iteration, staleness)) add_mismatch_metrics(e.old_logp, e.old_logp, e.batch, m);
     return e;
   }
   e.scores = at::tensor(std::vector<float>(kept.scores.begin(), kept.scores.end())).to(policy_.device());
   e.truncated = kept.truncated;
   const MicroBatchOptions micro = micro_batch_options(cfg_.train, policy_.ctx.sp_size());
   const double temperature = sampling_temperature(cfg_);
+  const at::Tensor engine_logp = scatter_response_values(e.batch, kept.logprobs);
   if (cfg_.recompute_old_logprobs)  // also whenever decoupled(), which requires it
     timed("old_logprob", m, [&] { e.old_logp = forward_logprobs(policy_, e.batch, micro, temperature); });
   else
-    e.old_logp = scatter_response_values(e.batch, kept.logprobs);
+    e.old_logp = engine_logp;
   if (cfg_.decoupled()) {
-    e.behaviour_logp = scatter_response_values(e.batch, kept.logprobs).to(e.old_logp.device());
+    e.behaviour_logp = engine_logp.to(e.old_logp.device());
     add_offpolicy_metrics(e, m);
+  }
+  if (measures_mismatch(iteration, staleness)) {
+    at::Tensor trainer_logp = e.old_logp;  // the old-log-prob pass, where it ran
+    if (!cfg_.recompute_old_logprobs)
+      timed("mismatch_logprob", m, [&] { trainer_logp = forward_logprobs(policy_, e.batch, micro, temperature); });
+    add_mismatch_metrics(trainer_logp, engine_logp, e.batch, m);
   }
   if (remote_reference_)
     timed("ref_logprob", m, [&] { e.ref_logp = remote_reference_->logprobs(kept, e.batch); });
   else if (reference_)
     timed("ref_logprob", m, [&] { e.ref_logp = forward_logprobs(*reference_, e.batch, micro, temperature); });
   return e;
+}
+
+bool PolicyStage::measures_mismatch(int64_t iteration, int64_t staleness) const {
+  if (staleness != 0) return false;  // the engine sampled with older weights: a policy lag, not a kernel mismatch
+  return cfg_.recompute_old_logprobs || mismatch_pass_due(iteration, cfg_.logprob_mismatch_every);
+}
+
+void PolicyStage::add_mismatch_metrics(const at::Tensor& trainer_logp, const at::Tensor& engine_logp,
+                                       const TokenBatch& batch, RlMetrics& m) {
+  double abs_max = 0;
+  const MismatchSums local =
+      mismatch_sums(trainer_logp, engine_logp.to(trainer_logp.device()), batch.loss_mask, abs_max);
+  for (const auto& kv : mismatch_metrics(reduce_mismatch(local, abs_max, policy_.ctx.dp))) m.extra.push_back(kv);
 }
 
 void PolicyStage::add_offpolicy_metrics(const Experience& e, RlMetrics& m) {
@@ -222,7 +245,7 @@ void PolicyStage::add_offpolicy_metrics(const Experience& e, RlMetrics& m) {
   const std::vector<double> local{raw.sum().item<double>(), capped, kl.sum().item<double>(), mask.sum().item<double>()};
   const at::Tensor tot = sum_over_dp(policy_, at::tensor(local, at::kDouble));
   at::Tensor w_max = at::full({1}, raw.numel() ? raw.max().item<double>() : 0.0, at::kDouble);
-  if (policy_.ctx.dp_size() > 1) policy_.ctx.dp->all_reduce(w_max, dist::ReduceOp::kMax);
+  dist::all_reduce(policy_.ctx.dp, w_max, dist::ReduceOp::kMax);
   const double tokens = std::max(1.0, tot[3].item<double>());
   m.extra.emplace_back("offpolicy/iw_mean", tot[0].item<double>() / tokens);
   m.extra.emplace_back("offpolicy/iw_max", w_max.item<double>());

@@ -164,6 +164,8 @@ std::vector<Field<S>> rl_fields() {
   f.push_back(field<S>("recompute_old_logprobs", [](auto& s) -> auto& { return s.recompute_old_logprobs; }, boolean()));
   f.push_back(field<S>("async", [](auto& s) -> auto& { return s.async; }, async_codec()));
   f.push_back(field<S>("tis_cap", [](auto& s) -> auto& { return s.tis_cap; }, number(0, HUGE_VAL)));
+  f.push_back(field<S>("logprob_mismatch_every", [](auto& s) -> auto& { return s.logprob_mismatch_every; },
+                       integer(0)));
   f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
   f.push_back(stop_at_accuracy_field<S>());
   return f;

@@ -125,8 +125,10 @@ class PolicyStage {
   Experience collect(int64_t iteration, RlMetrics& m);
   // The generating half of collect(): rollouts and rewards on the generator's ranks.
   RolloutRound produce(int64_t iteration);
-  // The training half: kept samples as a batch with old (and behaviour) and reference log-probs.
-  Experience experience_of(RolloutSamples& kept, RlMetrics& m);
+  // The training half: kept samples as a batch with old (and behaviour) and reference log-probs,
+  // and the train/inference mismatch when measured. `staleness`: weight updates the trainer has
+  // made since the engine sampled them (no mismatch is measured on stale samples).
+  Experience experience_of(RolloutSamples& kept, int64_t iteration, int64_t staleness, RlMetrics& m);
   // Clipped-surrogate updates: cfg.epochs passes over minibatches_per_epoch() mini-batches.
   void update(const Experience& exp, Trainer& trainer, const PolicyLossConfig& pl, int64_t iteration,
               RlMetrics& m);
@@ -153,6 +155,12 @@ class PolicyStage {
                        RolloutSums& sums, double& max_response_len);
   // importance-weight and behaviour-vs-old KL metrics of a decoupled experience.
   void add_offpolicy_metrics(const Experience& e, RlMetrics& m);
+  // Whether iteration `iteration` measures the train/inference mismatch (logprob_mismatch.h):
+  // every iteration with an old-log-prob pass, else every logprob_mismatch_every-th; never on stale samples.
+  bool measures_mismatch(int64_t iteration, int64_t staleness) const;
+  // The mismatch metrics of the batch's response tokens, reduced over the policy's dp group.
+  void add_mismatch_metrics(const at::Tensor& trainer_logp, const at::Tensor& engine_logp, const TokenBatch& batch,
+                            RlMetrics& m);
   // One optimizer step of the actor on experience rows [lo, hi); adds to `sums`.
   double actor_step(const Experience& exp, const at::Tensor& mask, int64_t lo, int64_t hi, Trainer& trainer,
                     const PolicyLossConfig& pl, int64_t step, ActorUpdateSums& sums);

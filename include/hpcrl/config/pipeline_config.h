@@ -256,6 +256,9 @@ struct RlStage {
   bool recompute_old_logprobs = false; // recompute instead of reusing the rollout's
   AsyncConfig async;                   // needs generation on its own ranks when max_staleness > 0
   double tis_cap = 0;                  // truncated importance weight min(π_old/π_behaviour, C); 0 = off
+  // Iterations between trainer forwards that measure the train/inference log-prob
+  // mismatch when no old-log-prob pass runs (with one, every iteration); 0 = never.
+  int64_t logprob_mismatch_every = 10;
   int64_t eval_every = 0;              // resolved from run.eval_every when not given
   double stop_at_accuracy = 0;        // end at the first periodic eval reaching it (0 = off)
   // The decoupled objective (behaviour weights in the loss, old log-probs

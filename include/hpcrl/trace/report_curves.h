@@ -68,6 +68,8 @@ inline constexpr CurveMetric kCurveMetrics[] = {
     {"eval/loss", "held-out loss", ""},
     {"grad_norm", "gradient norm", ""},
     {"critic/loss", "critic loss", ""},
+    {"mismatch/logprob_abs_mean", "train/inference log-prob mismatch (mean |Δ|)", ""},
+    {"mismatch/kl", "train/inference KL (k3)", ""},
 };
 
 struct CurvePoint {

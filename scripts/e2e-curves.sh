@@ -3,7 +3,7 @@
 # behaviour bit for bit (a refactor of the step machinery must).
 #   scripts/e2e-curves.sh record OUT_DIR [BUILD_DIR]
 #     runs BUILD_DIR/tests/e2e/test_e2e (default build/) with a private TMPDIR and
-#     writes each run's metrics.jsonl, without its wall-clock fields, to
+#     writes each run's metrics.jsonl, without its wall-clock fields and memory readings, to
 #     OUT_DIR/<test scratch dir>/<run>.jsonl (the scratch dir's pid suffix dropped).
 #   scripts/e2e-curves.sh compare BEFORE_DIR AFTER_DIR
 #     exit 0 when both hold the same files with the same lines; otherwise each
@@ -31,7 +31,10 @@ record() {
   python3 - "$scratch" "$out" <<'EOF'
 import json, os, re, sys
 scratch, out = sys.argv[1], sys.argv[2]
-wall_clock = lambda k: k in ("time", "tokens_per_s") or k.startswith("seconds/")
+# Wall-clock fields and the machine's memory readings (peak RSS, the allocator's peaks) differ
+# between any two runs; a line left with nothing but where it belongs (a stage's memory line) goes too.
+wall_clock = lambda k: k in ("time", "tokens_per_s") or k.startswith("seconds/") or k.startswith("memory/")
+placement = {"stage", "stage_index", "step"}
 n = 0
 for root, _, files in os.walk(scratch):
     if "metrics.jsonl" not in files:
@@ -46,6 +49,8 @@ for root, _, files in os.walk(scratch):
                 continue
             try:
                 j = {k: v for k, v in json.loads(line).items() if not wall_clock(k)}
+                if set(j) <= placement:
+                    continue
                 g.write(json.dumps(j, sort_keys=True) + "\n")
             except ValueError:  # a test's own bytes (the run directory it must not overwrite)
                 g.write(json.dumps({"text": line.rstrip("\n")}) + "\n")

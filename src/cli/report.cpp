@@ -7,18 +7,22 @@
 // atomically to RUN_DIR/report.html or FILE. Further run directories overlay
 // their learning curves, samples and configs on the first run's page.
 // The observations are printed too, so a terminal session sees the findings
-// without opening the page. No trace files is an InputError (exit 2).
+// without opening the page. No trace files is an InputError (exit 2). The
+// peak-memory table gets `hpcrl plan`'s per-rank estimate beside each rank.
 #include "hpcrl/trace/report.h"
 
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/memory_plan.h"
 #include "hpcrl/cost/run_comparison.h"
+#include "hpcrl/util/fs.h"
 
 namespace {
 
@@ -38,7 +42,11 @@ int report(const ReportArgs& args) {
       return hpcrl::cost::compare_with_run(args.run_dirs.front(), files, hw);
     };
   }
-  std::string path = write_runs_report(args.run_dirs, args.out, &data, estimate);
+  data = collect_runs_report(args.run_dirs, estimate);
+  hpcrl::cli::add_plan_memory(data.memory, args.run_dirs.front());
+  const std::string path =
+      args.out.empty() ? (std::filesystem::path(args.run_dirs.front()) / "report.html").string() : args.out;
+  hpcrl::fs::write_file_atomic(path, render_report_html(data));
   for (const auto& f : data.summary.files)
     if (f.skipped)
       spdlog::warn("{}: the last event was cut off mid-write (crashed run?); skipped {} event", f.path, f.skipped);

@@ -5,7 +5,9 @@
 // stdout (notes go to stderr). With a hardware profile, the cost model's
 // prediction beside each span (the table of `hpcrl report --estimate`): a section
 // after the table, or the document's "estimate" member. A crashed run's traces
-// are read up to their last complete event.
+// are read up to their last complete event. When metrics.jsonl holds peak memory
+// (trace/memory_peaks.h), a section with each rank's peaks per stage beside
+// `hpcrl plan`'s per-rank estimate follows, or the document's "memory" member.
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -15,9 +17,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/memory_plan.h"
 #include "hpcrl/cost/run_comparison.h"
 #include "hpcrl/trace/estimate_comparison.h"
+#include "hpcrl/trace/memory_peaks.h"
 #include "hpcrl/trace/summary.h"
+#include "hpcrl/util/fs.h"
 
 namespace {
 
@@ -26,6 +31,17 @@ struct SummarizeArgs {
   bool json = false;
   std::string estimate;  // a hardware profile
 };
+
+// RUN_DIR/metrics.jsonl's peak memory with the plan beside it (empty without the file).
+hpcrl::trace::MemoryPeaks run_memory_peaks(const std::string& run_dir) {
+  const std::string path = (std::filesystem::path(run_dir) / "metrics.jsonl").string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return {};
+  auto peaks = hpcrl::trace::memory_peaks_from_metrics(
+      hpcrl::trace::parse_metrics_lines(hpcrl::fs::read_file(path, "metrics file")));
+  hpcrl::cli::add_plan_memory(peaks, run_dir);
+  return peaks;
+}
 
 int summarize(const SummarizeArgs& args) {
   using namespace hpcrl::trace;
@@ -41,13 +57,16 @@ int summarize(const SummarizeArgs& args) {
   std::string trace_dir = (std::filesystem::path(args.run_dir) / "trace").string();
   write_summary(s, trace_dir);
   spdlog::info("wrote {}/summary.md and {}/summary.csv", trace_dir, trace_dir);
+  const MemoryPeaks memory = run_memory_peaks(args.run_dir);
   std::string out;
   if (args.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(format_json(s));
     if (!args.estimate.empty()) j["estimate"] = nlohmann::ordered_json::parse(comparison_json(comparison));
+    if (!memory.empty()) j["memory"] = nlohmann::ordered_json::parse(memory_peaks_json(memory));
     out = j.dump(2) + "\n";
   } else {
-    out = format_markdown(s) + (args.estimate.empty() ? "" : comparison_markdown(comparison));
+    out = format_markdown(s) + (args.estimate.empty() ? "" : comparison_markdown(comparison)) +
+          (memory.empty() ? "" : memory_peaks_markdown(memory));
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;

@@ -33,6 +33,8 @@
 #include "hpcrl/runner/memory_check.h"
 #include "hpcrl/runner/preemption.h"
 #include "hpcrl/runner/role_builder.h"
+#include "hpcrl/runner/span_device_timing.h"
+#include "hpcrl/runner/stage_memory.h"
 #include "hpcrl/runner/run_inputs.h"
 #include "hpcrl/trace/metrics.h"
 #include "hpcrl/trace/summary.h"
@@ -66,7 +68,7 @@ struct StageRow {
 algo::StopLatency worst_stop_latency(const dist::CommPtr& world) {
   algo::StopLatency l = algo::stop_latency();
   at::Tensor t = at::tensor({l.longest_gap_s, l.longest_checkpoint_s}, at::kDouble);
-  if (world->size() > 1) world->all_reduce(t, dist::ReduceOp::kMax);
+  world->all_reduce(t, dist::ReduceOp::kMax);
   l.longest_gap_s = t[0].item<double>();
   l.longest_checkpoint_s = t[1].item<double>();
   return l;
@@ -179,6 +181,7 @@ class PipelineRun {
   std::unique_ptr<Roles> roles_;
   RunDirectory dir_;
   std::unique_ptr<trace::MetricsWriter> metrics_;
+  std::unique_ptr<SpanDeviceTiming> span_timing_;  // run.device cuda: spans timed on the GPU
 };
 
 config::PipelineConfig load_config(const std::string& path, const std::vector<std::string>& overrides, int world) {
@@ -280,6 +283,7 @@ PipelineRun::PipelineRun(const RunOptions& options)
     options.comm = cfg_.trace.comm;
     options.append = dir_.resumed();
     trace::start(dir_.trace_dir(), w_.rank, options);
+    span_timing_ = std::make_unique<SpanDeviceTiming>(cfg_.run.device == config::Device::cuda);
   }
   install_stop_handlers(w_.rank);
   algo::set_stop_lead(options.stop_lead_s);
@@ -333,7 +337,11 @@ int PipelineRun::run() {
     algo::StageEnv env = stage_env(i, sdir, latest);
     spdlog::info("stage {} ({}) starts", i, config::to_string(stage.kind));
     StageRow row{stage_dir_name(int(i), stage), 0, stage.configured_steps()};
+    reset_stage_memory_peaks(cfg_.run.device == config::Device::cuda);
     const algo::StageResult result = run_stage(env, row.seconds);
+    // Collective; not for a stopped stage (agreed by every rank), so that a resumed run's
+    // metrics.jsonl has the lines of an uninterrupted one: its resumed job writes them.
+    if (!result.stopped) write_stage_memory_peaks(env, result.steps_done);
     row.accuracy = result.eval_accuracy;
     row.steps = result.steps_done;
     if (result.stopped) {

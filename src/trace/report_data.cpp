@@ -266,6 +266,7 @@ ReportData collect_report(const std::vector<TraceFile>& files, const std::string
   d.runs.resize(1);  // this run's training half; collect_run_report adds its config and samples
   d.runs[0].label = run_dir.empty() ? std::string("run") : directory_name(run_dir);
   d.runs[0].metrics = parse_metrics_lines(metrics_jsonl);
+  d.memory = memory_peaks_from_metrics(d.runs[0].metrics);
   return d;
 }
 

@@ -216,6 +216,7 @@ std::string render_report_html(const ReportData& d) {
   imbalance_table(os, d);
   roles_and_bubble(os, d);
   os << estimate_section_html(d);
+  os << memory_peaks_html(d.memory);
   os << "<p class=\"note\">Written by <code>hpcrl report</code> from trace/rank-*.json, metrics.jsonl, "
         "eval_samples.jsonl and config.resolved.yaml; "
         "docs/tracing.md defines every number.</p>\n</body>\n</html>\n";

@@ -73,6 +73,7 @@ struct Writer {
   std::atomic<bool> timer_installed{false};
   DeviceTimer::Marker anchor = 0;
   double anchor_us = 0;
+  int paused = 0;  // pause_device_timer() calls not yet resumed
   std::vector<PendingSpan> pending;
   bool atexit_registered = false;
 };
@@ -277,7 +278,7 @@ void resolve_pending(Writer& w, bool wait) {
 
 void maybe_flush(Writer& w, double now, bool force) {
   if (w.fd < 0) return;
-  if (w.timer) resolve_pending(w, false);
+  if (w.timer && w.paused == 0) resolve_pending(w, false);
   if (w.buffer.empty()) return;
   if (force || w.buffered_events >= w.options.flush_events ||
       now - w.last_write_us >= w.options.flush_interval_s * 1e6)
@@ -431,6 +432,25 @@ void set_device_timer(DeviceTimer* timer) {
   w.timer_installed.store(timer != nullptr, std::memory_order_relaxed);
 }
 
+void pause_device_timer() {
+  Writer& w = writer();
+  std::lock_guard<std::mutex> lock(w.mu);
+  ++w.paused;
+}
+
+void resume_device_timer() {
+  Writer& w = writer();
+  std::lock_guard<std::mutex> lock(w.mu);
+  HPCRL_CHECK(w.paused > 0, "trace::resume_device_timer() without a pause_device_timer() before it");
+  --w.paused;
+}
+
+bool device_timer_paused() {
+  Writer& w = writer();
+  std::lock_guard<std::mutex> lock(w.mu);
+  return w.paused > 0;
+}
+
 void complete(const std::string& name, double start_us, double dur_us, int lane, const Args& args) {
   if (!enabled()) return;
   Writer& w = writer();
@@ -459,7 +479,7 @@ void ScopedSpan::begin(std::string name, Args args, int lane, double start_us) {
   // A TimedSpan (start_us given) stays host-timed: its metric reads the host clock.
   if (start_us < 0 && lane != kCommLane && w.timer_installed.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lock(w.mu);
-    if (w.timer) {
+    if (w.timer && w.paused == 0) {
       o.device_start = w.timer->record();
       o.device_gen = w.timer_generation;
     }
@@ -478,7 +498,10 @@ void ScopedSpan::end() {
     if (same_timer) w.timer->release(o.device_start);
     return;
   }
-  if (same_timer) {
+  if (same_timer && w.paused > 0) {  // no end marker now: the span keeps its host times
+    w.timer->release(o.device_start);
+    append_complete(w, o.name, o.lane, o.start_us, end_us - o.start_us, o.args);
+  } else if (same_timer) {
     w.pending.push_back({std::move(o.name), std::move(o.args), o.lane, o.device_start, w.timer->record()});
   } else if (o.device_gen == 0) {
     append_complete(w, o.name, o.lane, o.start_us, end_us - o.start_us, o.args);

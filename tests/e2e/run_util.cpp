@@ -95,7 +95,8 @@ std::pair<std::vector<nlohmann::json>, std::vector<nlohmann::json>> run_twice(
 nlohmann::json without_timing(nlohmann::json j) {
   for (auto it = j.begin(); it != j.end();) {
     const std::string& k = it.key();
-    if (k == "time" || k == "tokens_per_s" || k.rfind("seconds/", 0) == 0) it = j.erase(it);
+    if (k == "time" || k == "tokens_per_s" || k.rfind("seconds/", 0) == 0 || k.rfind("memory/", 0) == 0)
+      it = j.erase(it);
     else ++it;
   }
   return j;

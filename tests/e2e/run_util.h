@@ -29,7 +29,7 @@ int spawn_hpcrl(const std::string& args, int np, const std::string& log_path, co
 int wait_exit(int pid);
 
 std::vector<nlohmann::json> read_metrics(const std::string& path);
-// A metrics line without its wall-clock fields (they differ between any two runs).
+// A metrics line without its wall-clock fields and peak memory (they differ between any two runs).
 nlohmann::json without_timing(nlohmann::json j);
 // The lines of one stage that carry `key`, in file order.
 std::vector<nlohmann::json> lines_with(const std::vector<nlohmann::json>& m, const std::string& stage,

@@ -20,18 +20,9 @@ struct Result {
 };
 
 Result run_hpcrl(const std::string& args, const TempDir& scratch) {
-  std::string err_path = scratch.str() + "/stderr.txt";
-  std::string cmd = std::string(HPCRL_BINARY) + " " + args + " 2>" + err_path;
-  Result r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = read_text(err_path);
-  return r;
+  const std::string err_path = scratch.str() + "/stderr.txt";
+  const Shell s = shell(std::string(HPCRL_BINARY) + " " + args + " 2>" + err_path);
+  return {s.code, s.out, read_text(err_path)};
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "hpcrl/trace/device_timer.h"
 #include "hpcrl/trace/reader.h"
 #include "hpcrl/trace/trace.h"
+#include "hpcrl/util/error.h"
 #include "trace_test_support.h"
 
 using namespace hpcrl;
@@ -150,4 +151,81 @@ TEST(TimedSpan, StaysHostTimedUnderADeviceTimerAndIsWrittenAtOnce) {
   EXPECT_LT(rollout->dur_us, 1e5);            // host time, far from the device's 500 ms
   trace::set_device_timer(nullptr);
   trace::stop();
+}
+
+namespace {
+// FakeDevice that counts every call the trace makes on it.
+struct CountingDevice : FakeDevice {
+  int calls = 0;
+  Marker record() override { return ++calls, FakeDevice::record(); }
+  bool ready(Marker m) override { return ++calls, FakeDevice::ready(m); }
+  void synchronize(Marker m) override { ++calls, FakeDevice::synchronize(m); }
+  double elapsed_ms(Marker a, Marker b) override { return ++calls, FakeDevice::elapsed_ms(a, b); }
+};
+}  // namespace
+
+TEST(DeviceTimerPause, MakesNoDeviceCallAndWritesHostTimes) {
+  // A CUDA graph capture must not see an event recorded, queried or waited for.
+  TempDir dir("device_pause");
+  CountingDevice device;
+  trace::start(dir.str(), 0);
+  trace::set_device_timer(&device);
+  device.clock_ms = 1;
+  auto* open = new trace::ScopedSpan("outer");  // device-timed: a start marker
+  int calls_before = device.calls;
+  {
+    trace::DeviceTimerPause capture;
+    EXPECT_TRUE(trace::device_timer_paused());
+    { trace::ScopedSpan inner("captured"); device.clock_ms = 500; }  // the device would say 499 ms
+    delete open;     // ends inside the pause: its host times
+    trace::flush();  // would query pending spans if there were a timer to ask
+    EXPECT_EQ(device.calls, calls_before) << "the trace called the device timer during the pause";
+  }
+  EXPECT_FALSE(trace::device_timer_paused());
+  trace::set_device_timer(nullptr);
+  EXPECT_TRUE(device.live.empty()) << "the outer span's start marker was not released";
+  trace::stop();
+  auto events = nlohmann::json::parse(read_text(dir.str() + "/rank-00000.json"));
+  for (const char* name : {"outer", "captured"}) {
+    const auto* e = find_x(events, name);
+    ASSERT_NE(e, nullptr) << name;
+    EXPECT_LT((*e)["dur"].get<double>(), 1e5) << name << ": host time, not the device's ~500 ms";
+  }
+}
+
+TEST(DeviceTimerPause, PendingSpanWaitsUnqueriedUntilResume) {
+  TempDir dir("device_pause_pending");
+  CountingDevice device;
+  trace::start(dir.str(), 0);
+  trace::set_device_timer(&device);
+  device.clock_ms = 2;
+  { trace::ScopedSpan s("before"); device.clock_ms = 9; }  // pending: the device has not got there
+  device.completed_ms = 9;
+  const std::string path = trace::file_path();
+  {
+    trace::DeviceTimerPause capture;
+    const int calls = device.calls;
+    trace::flush();
+    EXPECT_EQ(device.calls, calls);
+    for (const auto& e : trace::parse_trace(read_text(path), path).events) EXPECT_NE(e.name, "before");
+  }
+  trace::flush();  // resumed: the finished span is written from the device's clock
+  const trace::Event* before = nullptr;
+  auto events = trace::parse_trace(read_text(path), path).events;
+  for (const auto& e : events)
+    if (e.ph == "X" && e.name == "before") before = &e;
+  ASSERT_NE(before, nullptr);
+  EXPECT_DOUBLE_EQ(before->dur_us, 7000.0);  // device 2 ms -> 9 ms
+  trace::set_device_timer(nullptr);
+  trace::stop();
+}
+
+TEST(DeviceTimerPause, NestsAndRefusesAResumeWithoutAPause) {
+  trace::pause_device_timer();
+  trace::pause_device_timer();
+  trace::resume_device_timer();
+  EXPECT_TRUE(trace::device_timer_paused()) << "one of two pauses is still held";
+  trace::resume_device_timer();
+  EXPECT_FALSE(trace::device_timer_paused());
+  EXPECT_THROW(trace::resume_device_timer(), hpcrl::RuntimeError);
 }

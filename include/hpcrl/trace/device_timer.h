@@ -42,6 +42,30 @@ class DeviceTimer {
 // writes it. Thread-safe.
 void set_device_timer(DeviceTimer* timer);
 
+// While a CUDA graph is captured, the timer must leave the device alone: an event
+// recorded on the capturing stream would become a node of the graph, and a query
+// or wait during a capture invalidates it. Between pause_device_timer() and the
+// matching resume_device_timer() the trace makes no DeviceTimer call at all:
+//   - a span that begins is host-timed (no marker);
+//   - a device-timed span that ends is written with its host start and end (its
+//     start marker released, no end marker recorded);
+//   - spans that ended before the pause wait, unqueried, until the resume.
+// Pauses nest (a count) and apply to every thread; resume without a pause is a
+// RuntimeError (a caller bug). set_device_timer() and trace::stop() wait on
+// markers, so neither belongs inside a capture. Graph-capture code holds a
+// DeviceTimerPause across the capture.
+void pause_device_timer();
+void resume_device_timer();
+bool device_timer_paused();
+
+class DeviceTimerPause {
+ public:
+  DeviceTimerPause() { pause_device_timer(); }
+  ~DeviceTimerPause() { resume_device_timer(); }
+  DeviceTimerPause(const DeviceTimerPause&) = delete;
+  DeviceTimerPause& operator=(const DeviceTimerPause&) = delete;
+};
+
 #ifdef HPCRL_TORCH_CUDA
 // CUDA events on the stream returned by `current_stream` (a cudaStream_t; the
 // torch-aware caller passes c10::cuda::getCurrentCUDAStream()). Without one the

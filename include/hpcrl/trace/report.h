@@ -13,7 +13,8 @@
 //   - tables: communication by collective, rank imbalance per span, roles of a
 //     disaggregated stage, the pipeline bubble;
 //   - with a hardware profile (--estimate), the cost model's prediction beside
-//     each span, MFU of training spans and decode's share of the memory bandwidth.
+//     each span, MFU of training spans and decode's share of the memory bandwidth;
+//   - each rank's peak memory per stage from metrics.jsonl (memory_peaks.h).
 // collect_report() gathers the numbers, observe() words them, render_report_html()
 // draws the page; write_report() does all three for a run directory.
 #pragma once
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "hpcrl/trace/estimate_comparison.h"
+#include "hpcrl/trace/memory_peaks.h"
 #include "hpcrl/trace/reader.h"
 #include "hpcrl/trace/report_curves.h"
 #include "hpcrl/trace/summary.h"
@@ -139,6 +141,7 @@ struct ReportData {
   std::vector<CommPlacement> comm_parents;
   int64_t metrics_lines = 0, metrics_skipped = 0;  // metrics.jsonl lines read; not JSON objects
   EstimateComparison estimate;                       // with --estimate PROFILE; empty otherwise
+  MemoryPeaks memory;  // metrics.jsonl's peak memory per stage and rank (plan_bytes filled by the CLI)
   std::vector<Observation> observations;
   // The training half: runs[0] is this run; further runs (an overlay) add their
   // curves, configs and samples, while every systems section stays runs[0]'s.

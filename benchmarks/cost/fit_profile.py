@@ -8,7 +8,8 @@
 per-op overhead with micro-benchmarks; a model's layers reach different rates
 (other shapes, allocator state, the autograd engine). This scales the three --
 matmul FLOP/s (compute.efficiency, or the by_width rates above 1), the
-element-wise bandwidth and kernel_overhead_s -- by the factors that make
+element-wise bandwidth and kernel_overhead_s (with eager_op_s and train_op_s where
+the profile has them) -- by the factors that make
 `hpcrl trace summarize RUN --json --estimate PROFILE` predict the given runs'
 spans best: minimum sum of log(predicted / measured)^2 over every row that was
 both measured and modelled (the step rows and their spans; RUN@STAGE: only that
@@ -48,6 +49,10 @@ def scaled(text, factors, name):
         text = text[:block.start(1)] + new + text[block.end(1):]
     text = re.sub(r"(elementwise_bandwidth: )" + NUM, lambda m: m.group(1) + f"{elem * f1:.6g}", text, count=1)
     text = re.sub(r"(kernel_overhead_s: )" + NUM, lambda m: m.group(1) + f"{over * f2:.6g}", text, count=1)
+    # The measured per-op costs the estimate charges in its place, where the profile has them: the same factor.
+    for key in ("eager_op_s", "train_op_s"):
+        text = re.sub(r"^(" + key + r": )" + NUM, lambda m: m.group(1) + f"{float(m.group(2)) * f2:.6g}", text,
+                      count=1, flags=re.M)
     text = re.sub(r"^name: .*$", f"name: {name}", text, count=1, flags=re.M)
     return text
 

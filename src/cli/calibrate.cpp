@@ -7,7 +7,14 @@
 //   memory      a 256 MB tensor copy (bytes read + written per second), efficiency 1;
 //               element-wise: adds into fresh outputs of 1, 4 and 16 MB (the sizes of
 //               a layer's activations), allocation included;
-//   overhead    seconds per small op (a 4-element add), the per-launch cost;
+//   overhead    seconds per small op (a 4-element in-place add), the per-launch cost;
+//   eager_op_s  what an op costs end to end as the model issues it: a chain of small out-of-place ops
+//               (calibrate_ops.h: scale, add, norm, SiLU, softmax on [8, 64]) timed op by op with one
+//               sync at the end, per op; the estimate charges this per op where the profile has it;
+//   train_op_s  the chain recorded for autograd and its backward, per op as the estimate counts a
+//               training pass's ops (calibrate_ops.h);
+//   graph_kernel_overhead_s  (CUDA builds and --device cuda only) the same chain captured once as a CUDA
+//               graph and replayed, per kernel; on a CPU it is not measured and not written;
 //   links       which ranks are timed is cost::plan_link_measures' plan: all-reduces over
 //               each node's ranks (intra_node) and over one rank per node (inter_node),
 //               latency from 8 bytes, bandwidth from one 8 MiB gradient bucket (ring:
@@ -26,9 +33,11 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <tuple>
 
+#include "cli/calibrate_ops.h"
 #include "cli/command.h"
 #include "hpcrl/config/pipeline_config.h"
 #include "hpcrl/cost/hardware_profile.h"
@@ -214,6 +223,19 @@ int run_calibrate(const CalibrateArgs& a) {
   p.async_launch = a.device == "cuda";
   p.memory_capacity = a.memory_capacity > 0 ? a.memory_capacity : physical_memory();
   p.kernel_overhead_s = op_overhead(o);
+  const cli::BestSeconds timer = [](const std::function<void()>& fn) { return best_seconds(fn, 0.3); };
+  p.eager_op_s = cli::eager_op_seconds(o, timer);
+  p.train_op_s = cli::train_op_seconds(o, timer);
+  std::string graph_note = "graph_kernel_overhead_s: not measured (a CPU has no CUDA graphs): plan --estimate "
+                           "--decode-graphs refuses this profile.\n";
+  if (a.device == "cuda") {
+#ifdef HPCRL_TORCH_CUDA
+    p.graph_kernel_overhead_s = cli::graph_replay_op_seconds(o, timer);
+    graph_note = "graph_kernel_overhead_s: the same chain captured once as a CUDA graph and replayed, per kernel.\n";
+#else
+    graph_note = "graph_kernel_overhead_s: not measured (this hpcrl was built without CUDA LibTorch).\n";
+#endif
+  }
   const MeasuredLinks links = measure_links(o);
   p.gpus_per_node = links.gpus_per_node;
   p.intra_node = links.measured ? links.intra : cost::Link{p.memory_bandwidth, p.kernel_overhead_s};
@@ -225,7 +247,12 @@ int run_calibrate(const CalibrateArgs& a) {
                         std::to_string(at::get_num_threads()) + ".\n"
                         "compute: matmuls [1024, w] x [w, 3w] per width w (by_width); peak = the fastest.\n"
                         "memory: a 256 MB copy; elementwise_bandwidth: adds into fresh 1-16 MB outputs;\n"
-                        "kernel_overhead_s: one 4-element add.\n";
+                        "kernel_overhead_s: one 4-element in-place add;\n"
+                        "eager_op_s: a chain of 10 small out-of-place ops ([8, 64]: scale, add, RMS norm, SiLU, softmax) "
+                        "issued op by op, one sync at the end, per op; the estimate charges it per op;\n"
+                        "train_op_s: the same chain recorded for autograd plus its backward, one sync at the end, per "
+                        "op of a training pass as the estimate counts them (a forward op + 1.5 backward ops).\n" +
+                        graph_note;
   comment += links.measured ? "intra_node: all-reduce over each node's ranks (8 B latency, 8 MiB bandwidth: a gradient bucket); p2p_: a "
                               "ping-pong between rank 0 and the next rank on its node (half the round trip).\n"
                             : "intra_node: NOT measured (one rank on node 0; run under mpirun -np 2): the copy bandwidth "
@@ -244,7 +271,7 @@ int run_calibrate(const CalibrateArgs& a) {
 
 hpcrl::cli::Registration reg{"calibrate", 27, [](CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
-  auto* sub = app.add_subcommand("calibrate", "Measure this machine (matmul FLOP/s, memory bandwidth, op overhead, "
+  auto* sub = app.add_subcommand("calibrate", "Measure this machine (matmul FLOP/s, memory bandwidth, per-op costs, "
                                               "all-reduce and point-to-point over the launched ranks) into a hardware profile");
   sub->add_option("--device", args->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   sub->add_option("--dtype", args->dtype, "Matmul dtype (the run's)")

@@ -83,7 +83,10 @@ std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::
 std::string estimate_text(const std::vector<StageEstimate>& est, const HardwareProfile& hw) {
   std::ostringstream o;
   o << "estimate on " << hw.name << " (" << hw.path << "): " << fmt("%.3g", hw.flops()) << " FLOP/s, "
-    << fmt("%.3g", hw.bandwidth()) << " B/s achievable; seconds per rank of each role\n";
+    << fmt("%.3g", hw.bandwidth()) << " B/s achievable, " << fmt("%.3g", hw.op_seconds()) << " s per op ("
+    << (hw.eager_op_s > 0 ? "eager_op_s, measured end to end" : "kernel_overhead_s") << "), "
+    << fmt("%.3g", hw.train_op_seconds()) << " s per training op ("
+    << (hw.train_op_s > 0 ? "train_op_s" : "as other ops") << "); seconds per rank of each role\n";
   for (const auto& e : est) {
     o << "\n" << e.stage << ": " << fmt("%.4g", e.seconds) << " s per " << e.unit << " × " << e.steps << " = "
       << fmt("%.4g", e.seconds * e.steps) << " s  [" << e.composition << "]\n";
@@ -144,6 +147,9 @@ nlohmann::json estimate_json(const std::vector<StageEstimate>& est, const Hardwa
   }
   return {{"profile", {{"name", hw.name}, {"path", hw.path}, {"flops", hw.flops()}, {"bandwidth", hw.bandwidth()},
                        {"elementwise_bandwidth", hw.elementwise_bandwidth()}, {"kernel_overhead_s", hw.kernel_overhead_s},
+                       {"eager_op_s", hw.eager_op_s > 0 ? nlohmann::json(hw.eager_op_s) : nlohmann::json()},
+                       {"op_s", hw.op_seconds()},
+                       {"train_op_s", hw.train_op_s > 0 ? nlohmann::json(hw.train_op_s) : nlohmann::json()},
                        {"kernel_launch", hw.async_launch ? "asynchronous" : "synchronous"},
                        {"memory_capacity", hw.memory_capacity}}},
           {"stages", stages}};

@@ -66,6 +66,19 @@ double number_or_nan(const std::string& text) {
   }
 }
 
+// The largest per-op cost a profile may give (eager_op_s, train_op_s, graph_kernel_overhead_s): 10 ms. A
+// value beyond it is a whole step's time or a unit slip (milliseconds written as seconds), not one op's cost.
+constexpr double kMaxPerOpSeconds = 1e-2;
+
+// `key` of `root` as seconds per op: positive and at most kMaxPerOpSeconds.
+double per_op_seconds(const YAML::Node& root, const std::string& key, const std::string& path) {
+  const double v = positive(root, key, path);
+  if (v > kMaxPerOpSeconds)
+    throw InputError(path + ":" + std::to_string(root[key].Mark().line + 1) + ": `" + key + "` is seconds per op, at "
+                     "most 0.01 (10 ms), not " + root[key].Scalar() + "; rerun `hpcrl calibrate` or give it in seconds");
+  return v;
+}
+
 YAML::Node section(const YAML::Node& root, const std::string& key, const std::string& path) {
   const YAML::Node n = root[key];
   if (!n || !n.IsMap()) throw InputError(path + ": missing mapping `" + key + "`");
@@ -126,8 +139,8 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& p
   }
   if (!root.IsMap()) throw InputError(path + ": a hardware profile is a YAML mapping (see profiles/h100-sxm.yaml)");
   reject_unknown_keys(root,
-                      {"name", "compute", "memory", "kernel_overhead_s", "graph_kernel_overhead_s", "kernel_launch",
-                       "gpus_per_node", "intra_node", "inter_node"},
+                      {"name", "compute", "memory", "kernel_overhead_s", "eager_op_s", "train_op_s",
+                       "graph_kernel_overhead_s", "kernel_launch", "gpus_per_node", "intra_node", "inter_node"},
                       path, "", " in a hardware profile; the keys are ");
   HardwareProfile p;
   p.path = path;
@@ -157,7 +170,9 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& p
   p.memory_capacity = positive(memory, "capacity", path, "memory");
   if (memory["elementwise_bandwidth"]) p.elementwise_bandwidth_peak = positive(memory, "elementwise_bandwidth", path, "memory");
   p.kernel_overhead_s = positive(root, "kernel_overhead_s", path);
-  if (root["graph_kernel_overhead_s"]) p.graph_kernel_overhead_s = positive(root, "graph_kernel_overhead_s", path);
+  if (root["eager_op_s"]) p.eager_op_s = per_op_seconds(root, "eager_op_s", path);
+  if (root["train_op_s"]) p.train_op_s = per_op_seconds(root, "train_op_s", path);
+  if (root["graph_kernel_overhead_s"]) p.graph_kernel_overhead_s = per_op_seconds(root, "graph_kernel_overhead_s", path);
   if (const YAML::Node launch = root["kernel_launch"]) {
     const std::string v = launch.IsScalar() ? launch.Scalar() : "";
     if (v != "asynchronous" && v != "synchronous")
@@ -223,6 +238,8 @@ std::string profile_yaml(const HardwareProfile& p, const std::string& comment) {
   if (p.elementwise_bandwidth_peak > 0) o << ", elementwise_bandwidth: " << p.elementwise_bandwidth_peak;
   o << "}\n"
     << "kernel_overhead_s: " << p.kernel_overhead_s << "\n";
+  if (p.eager_op_s > 0) o << "eager_op_s: " << p.eager_op_s << "\n";
+  if (p.train_op_s > 0) o << "train_op_s: " << p.train_op_s << "\n";
   if (p.graph_kernel_overhead_s > 0) o << "graph_kernel_overhead_s: " << p.graph_kernel_overhead_s << "\n";
   o
     << "kernel_launch: " << (p.async_launch ? "asynchronous" : "synchronous") << "\n"

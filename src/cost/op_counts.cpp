@@ -55,9 +55,14 @@ OpWork decode_step_ops(const ModelArch& a, const Layout& l, double batch, double
   return w;
 }
 
-OpWork optimizer_ops(double parameters, double tensors, bool fused) {
-  if (fused) return {parameters * kAdamFusedBytesPerParameter, tensors * kFusedOptimizerOpsPerTensor};
-  return {parameters * kAdamBytesPerParameter, tensors * kOptimizerOpsPerTensor};
+OpWork optimizer_ops(double parameters, double tensors, OptimizerKernel kernel) {
+  switch (kernel) {
+    case OptimizerKernel::kCpuPass:
+      return {parameters * kAdamFusedBytesPerParameter, tensors * kFusedOptimizerOpsPerTensor};
+    case OptimizerKernel::kTensorOps: return {parameters * kAdamBytesPerParameter, tensors * kOptimizerOpsPerTensor};
+    case OptimizerKernel::kMultiTensor: return {parameters * kAdamFusedBytesPerParameter, kMultiTensorOptimizerOps};
+  }
+  return {};
 }
 
 }  // namespace hpcrl::cost

@@ -52,7 +52,7 @@ void PhaseCost::add_work(double piece_flops, double piece_bytes, const HardwareP
                          const OpWork& piece_ops) {
   const double compute = piece_flops / hw.flops_at(width), memory = piece_bytes / hw.bandwidth();
   const double elementwise = piece_ops.bytes / hw.elementwise_bandwidth();
-  const double launches = piece_ops.ops * hw.kernel_overhead_s;
+  const double launches = piece_ops.ops * hw.op_seconds();  // measured end to end where the profile has it
   flops += piece_flops;
   bytes += piece_bytes;
   elementwise_bytes += piece_ops.bytes;
@@ -117,6 +117,9 @@ PhaseCost training_pass(const ModelArch& a, const Layout& l, const HardwareProfi
   if (local == 0 || tokens == 0) return c;
   const int64_t rows = micro > 0 ? std::min(micro, local) : local, n_micro = micro_batch_count(sequences, l, micro);
   const double shard = double(l.model_ranks()), passes = checkpointing ? 4 : 3;
+  // Its ops are recorded for autograd and have a backward: each costs the profile's training op.
+  HardwareProfile train_hw = hw;
+  train_hw.eager_op_s = hw.train_op_seconds();
   for (int64_t m = 0; m < n_micro; ++m) {
     const int64_t b = std::min(rows, local - m * rows);
     const OpWork layers = layers_forward_ops(a, l, double(b), double(tokens), double(tokens), bytes_per_value);
@@ -127,7 +130,7 @@ PhaseCost training_pass(const ModelArch& a, const Layout& l, const HardwareProfi
     ops.ops += kOpsPerMicroBatch;
     // The weights are read by the forward and twice by the backward, and the gradients written.
     c.add_work(training_flops(a, b * tokens, tokens, checkpointing) / shard,
-               (passes + 1) * weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), hw, double(a.hidden_size),
+               (passes + 1) * weight_bytes(a, bytes_per_value) / double(l.tp * l.pp), train_hw, double(a.hidden_size),
                ops);
     add_layer_comm(c, a, l, hw, double(b * tokens) / double(l.sp), checkpointing ? 4 : 3, bytes_per_value);
   }
@@ -175,8 +178,12 @@ PhaseCost optimizer_step(const ModelArch& a, const Layout& l, const HardwareProf
   const bool sharded = zero >= 1;
   const double owned = sharded ? params / double(l.dp()) : params;
   const double tensors = double(a.num_layers * kTensorsPerLayer) / double(l.pp) + 3;
-  // A synchronous-launch profile is a CPU, where adamw_update runs its fused pass.
-  c.add_work(owned * 12.0, 0, hw, double(a.hidden_size), optimizer_ops(owned, tensors, !hw.async_launch));  // ~12 FLOPs an element
+  // A synchronous-launch profile is a CPU, where adamw_update runs its fused pass; on a GPU plain
+  // AdamW updates the whole set at once, ZeRO its flat shards with a norm per parameter segment.
+  const OptimizerKernel kernel = !hw.async_launch ? OptimizerKernel::kCpuPass
+                                 : sharded        ? OptimizerKernel::kTensorOps
+                                                  : OptimizerKernel::kMultiTensor;
+  c.add_work(owned * 12.0, 0, hw, double(a.hidden_size), optimizer_ops(owned, tensors, kernel));  // ~12 FLOPs an element
   if (sharded && zero < 3 && l.dp() > 1) {  // the updated shards are gathered back (ZeRO-3: by the next forward)
     const Link& link = hw.link(crosses_nodes(l.dp(), l.tp * l.sp, hw.gpus_per_node));
     c.comm_s = all_gather_seconds(params * 4, l.dp(), link);
@@ -220,7 +227,7 @@ RolloutCost rollout(const ModelArch& a, const Layout& l, const HardwareProfile& 
   // A captured step replays its kernels back to back: each still pays a launch gap and the shortest
   // kernel's duration, but none pays the host's dispatch.
   HardwareProfile step_hw = hw;
-  if (engine.decode_graphs) step_hw.kernel_overhead_s = hw.graph_kernel_overhead_s;
+  if (engine.decode_graphs) step_hw.kernel_overhead_s = hw.graph_kernel_overhead_s, step_hw.eager_op_s = 0;
   for (int64_t t = 0; t < full_steps; ++t)  // slots refilled: each sequence is on average half-way through
     add_decode_step(r.decode, a, l, step_hw, slots, prompt + response / 2, weights, bytes_per_value);
   if (engine.partial_rollouts) return r;

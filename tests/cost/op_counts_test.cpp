@@ -52,17 +52,29 @@ TEST(OpCounts, DecodeStepByHand) {
 }
 
 TEST(OpCounts, AdamWAsTensorOpsByHand) {
-  // 1000 parameters · 108 B (92 B of update ops + 16 B of clip and zeroing); 10 tensors · 12 ops.
-  const OpWork w = optimizer_ops(1000, 10, /*fused=*/false);
+  // 1000 parameters · 108 B (92 B of update ops + 16 B of clip and zeroing); 10 tensors · 15 ops (the
+  // gradient norm's 5, the update's 9, zero_grad's 1).
+  const OpWork w = optimizer_ops(1000, 10, OptimizerKernel::kTensorOps);
   EXPECT_DOUBLE_EQ(w.bytes, 108000.0);
-  EXPECT_DOUBLE_EQ(w.ops, 120.0);
+  EXPECT_DOUBLE_EQ(w.ops, 150.0);
 }
 
 TEST(OpCounts, AdamWFusedByHand) {
-  // 1000 parameters · 44 B (28 B: w, g, m, v read and w, m, v written, 4 B each; + 16 B); 10 tensors · 4 ops.
-  const OpWork w = optimizer_ops(1000, 10, /*fused=*/true);
+  // 1000 parameters · 44 B (28 B: w, g, m, v read and w, m, v written, 4 B each; + 16 B); 10 tensors · 7 ops
+  // (the gradient norm's 5, the fused pass, zero_grad's 1).
+  const OpWork w = optimizer_ops(1000, 10, OptimizerKernel::kCpuPass);
   EXPECT_DOUBLE_EQ(w.bytes, 44000.0);
-  EXPECT_DOUBLE_EQ(w.ops, 40.0);
+  EXPECT_DOUBLE_EQ(w.ops, 70.0);
+}
+
+TEST(OpCounts, AdamWMultiTensorIsAFixedNumberOfOpsWhateverTheTensorCount) {
+  // 1000 parameters · 44 B (the fused kernel's 28 B + 16 B of clip and zeroing); 3 sharding kinds · 7 norm
+  // ops + clip 1 + zero_grad 1 + step tensor and update 2 = 25 ops, for 10 tensors or 1000.
+  for (double tensors : {10.0, 1000.0}) {
+    const OpWork w = optimizer_ops(1000, tensors, OptimizerKernel::kMultiTensor);
+    EXPECT_DOUBLE_EQ(w.bytes, 44000.0);
+    EXPECT_DOUBLE_EQ(w.ops, 25.0);
+  }
 }
 
 TEST(OpCounts, ElementWiseWorkIsALargerShareOfASmallModel) {

@@ -197,15 +197,7 @@ TEST(HardwareProfile, AMissingValueNamesTheFileAndKey) {
   }
 }
 
-// The message parse_profile throws for `text` ("no error" when it loads).
-std::string profile_error(const std::string& text) {
-  try {
-    parse_profile(text, "x.yaml");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using cost_test::profile_error;
 
 TEST(HardwareProfile, MalformedValuesAreErrorsNotCrashes) {
   // Found by the hardware_profile fuzz target: "256:61e+10" (no space after
@@ -255,7 +247,8 @@ TEST(HardwareProfile, AnUnknownKeyIsAnErrorNamingTheLineAndTheKeys) {
       "intra_node: {bandwidth: 1e9, latency_s: 1e-6}\ninter_node: {bandwidth: 1e9, latency_s: 1e-6}\n";
   EXPECT_EQ(profile_error(text),
             "x.yaml:5: unknown key `graph_kernel_overhead` in a hardware profile; the keys are name, compute, memory, "
-            "kernel_overhead_s, graph_kernel_overhead_s, kernel_launch, gpus_per_node, intra_node, inter_node");
+            "kernel_overhead_s, eager_op_s, train_op_s, graph_kernel_overhead_s, kernel_launch, gpus_per_node, "
+            "intra_node, inter_node");
 }
 
 TEST(HardwareProfile, GraphKernelOverheadIsOptionalAndRoundTrips) {

@@ -3,9 +3,22 @@
 // (cli_estimate_test.cpp writes the same profile as a YAML file).
 #pragma once
 
+#include <string>
+
 #include "hpcrl/cost/hardware_profile.h"
+#include "hpcrl/util/error.h"
 
 namespace cost_test {
+
+// The message parse_profile throws for `text` read as x.yaml ("no error" when it loads).
+inline std::string profile_error(const std::string& text) {
+  try {
+    hpcrl::cost::parse_profile(text, "x.yaml");
+  } catch (const hpcrl::InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
 
 inline hpcrl::cost::HardwareProfile test_cpu() {
   hpcrl::cost::HardwareProfile p;

@@ -12,8 +12,20 @@
 //   (optional elementwise_bandwidth: what element-wise ops on activation-sized tensors
 //    reach, allocation of their outputs included; default the bandwidth)
 //   kernel_overhead_s: 1.0e-5                                # per launched op
+//   eager_op_s: 1.2e-5                 # optional, measured by `hpcrl calibrate`: one eager LibTorch op
+//                                      # end to end (host dispatch, output allocation, launch, the op on
+//                                      # a small tensor), the mean over a chain of small ops with one sync
+//                                      # at its end; the estimate charges it per op in place of
+//                                      # kernel_overhead_s (which then only describes the one 4-element add)
+//   train_op_s: 3.0e-5                 # optional, measured by `hpcrl calibrate`: one op of a training pass,
+//                                      # the chain above recorded for autograd plus its backward, per op as
+//                                      # the estimate counts them (op_counts.h: a forward op and 1.5 backward
+//                                      # ops); charged per op of forward/backward passes (else eager_op_s)
 //   graph_kernel_overhead_s: 2.0e-6    # optional: per kernel replayed from a CUDA graph (a decode
-//                                      # step captured once, `plan --estimate --decode-graphs`)
+//                                      # step captured once, `plan --estimate --decode-graphs`);
+//                                      # `calibrate --device cuda` measures it (a captured chain of small
+//                                      # ops, replayed), on a CPU it is not measured and not written
+//   (the per-op values lie in (0, 10 ms]: beyond that a value is not a per-op cost)
 //   kernel_launch: asynchronous        # optional: ops queue behind the work (GPU); default
 //                                      # synchronous: each op's dispatch adds to the time (CPU)
 //   gpus_per_node: 4
@@ -48,6 +60,8 @@ struct HardwareProfile {
   double elementwise_bandwidth_peak = 0;          // 0: the memory bandwidth
   double memory_capacity = 0;                     // bytes per device
   double kernel_overhead_s = 0;
+  double eager_op_s = 0;                          // 0: not measured (kernel_overhead_s stands in)
+  double train_op_s = 0;                          // 0: not measured (op_seconds() stands in)
   double graph_kernel_overhead_s = 0;             // 0: not given (--decode-graphs refuses the profile)
   bool async_launch = false;                      // kernel_launch: asynchronous
   int gpus_per_node = 1;
@@ -58,6 +72,12 @@ struct HardwareProfile {
   // log(width) (clamped at the ends) × compute_efficiency, or flops() without a table.
   double flops_at(double width) const;
   double bandwidth() const { return memory_bandwidth * memory_efficiency; }   // achievable bytes/s
+  // Seconds each op the host dispatches eagerly costs the estimate: the measured end-to-end cost where the
+  // profile has one (eager_op_s), else kernel_overhead_s.
+  double op_seconds() const { return eager_op_s > 0 ? eager_op_s : kernel_overhead_s; }
+  // Seconds each op of a forward/backward pass costs (recorded for autograd, its backward's share included):
+  // train_op_s where measured, else op_seconds().
+  double train_op_seconds() const { return train_op_s > 0 ? train_op_s : op_seconds(); }
   // Achievable bytes/s of element-wise ops (their reads and writes).
   double elementwise_bandwidth() const {
     return (elementwise_bandwidth_peak > 0 ? elementwise_bandwidth_peak : memory_bandwidth) * memory_efficiency;

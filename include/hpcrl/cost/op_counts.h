@@ -31,6 +31,16 @@
 //   AdamW per parameter in fp32: on a GPU 108 B (nine tensor ops of the update, 92 B, and the
 //     gradient clip and zeroing, 16 B); on a CPU 44 B (the fused pass reads weight, gradient and
 //     moments once and writes three of them, 28 B, then the same 16 B)
+//   the optimizer step's ops per parameter tensor, as algo/train_step.cpp's finish_step dispatches them
+//     (each pays the profile's per-op cost; views, which launch nothing, are not counted):
+//       the gradient norm (optim/grad_clip.cpp): to(double), pow, sum, item (a device-to-host read),
+//         and the add into the host-side sum                                               5
+//       the update (optim/adamw.cpp) as tensor ops (a GPU): weight decay mul_, exp_avg mul_ and add_,
+//         exp_avg_sq mul_ and addcmul_, sqrt, div, add_ eps, addcdiv_                       9
+//         or fused into one pass over the tensor (a dense fp32 CPU tensor)                  1
+//       zero_grad's zero_                                                                   1
+//     = 15 per tensor on a GPU, 7 on a CPU. Not counted: the clip's mul_ (only on a step whose norm
+//     exceeds the limit), the master copy of a bf16 weight
 #pragma once
 
 #include <cstdint>
@@ -65,11 +75,21 @@ constexpr double kBackwardPerForward = 2.0, kBackwardOpsPerForward = 1.5;
 // and the values sampling reads and writes per vocabulary entry (temperature scale, softmax, the draw).
 constexpr int kDecodeStepOps = 30;
 constexpr double kSamplingValues = 7;
-// AdamW reads/writes per parameter in fp32 (see the header comment) and ops per parameter tensor:
-// as tensor ops (GPU), and with the update fused into one pass (CPU: optim/adamw.h).
+// AdamW reads/writes per parameter in fp32 (see the header comment) and the optimizer step's ops per
+// parameter tensor (the gradient norm, the update, zero_grad; counted in the header comment): the update
+// as tensor ops (ZeRO's shards on a GPU: one norm per parameter segment), and fused into one pass (CPU:
+// optim/adamw.h). Plain AdamW on a GPU (optim/adamw_multi_tensor.h) dispatches a fixed number of ops for
+// the whole set: per sharding kind (3) a _foreach_norm, a cast, a stack, a square, a division, a sum and a
+// copy to the host (7); the clip's and zero_grad's _foreach call; the step tensor and the fused update (2).
 constexpr double kAdamBytesPerParameter = 108, kAdamFusedBytesPerParameter = 44;
-constexpr int kOptimizerOpsPerTensor = 12, kFusedOptimizerOpsPerTensor = 4;
+constexpr int kGradNormOpsPerTensor = 5, kZeroGradOpsPerTensor = 1;
+constexpr int kOptimizerOpsPerTensor = kGradNormOpsPerTensor + 9 + kZeroGradOpsPerTensor;       // 15
+constexpr int kFusedOptimizerOpsPerTensor = kGradNormOpsPerTensor + 1 + kZeroGradOpsPerTensor;  // 7
+constexpr int kMultiTensorOptimizerOps = 3 * 7 + 1 + 1 + 2;                                    // 25 a step
 
+// How the optimizer step runs (what the cost model charges): the CPU's fused per-tensor pass, one
+// op per tensor and step (ZeRO's shards on a GPU), or the multi-tensor update (plain AdamW on a GPU).
+enum class OptimizerKernel { kCpuPass, kTensorOps, kMultiTensor };
 // The layers' non-matmul work of one forward over `rows` rows of `tokens` tokens each, attending to
 // `keys` keys per query (= tokens for a forward over whole sequences), on one rank of `layout`.
 OpWork layers_forward_ops(const ModelArch& a, const Layout& layout, double rows, double tokens, double keys,
@@ -83,8 +103,8 @@ OpWork logprob_ops(const ModelArch& a, const Layout& layout, double tokens, bool
 // step's own ops. The cache is read through a strided view, which attention copies (k and v, read and written).
 OpWork decode_step_ops(const ModelArch& a, const Layout& layout, double batch, double keys, int bytes_per_value);
 
-// The AdamW update of `parameters` parameters in `tensors` tensors on one rank; `fused`: the
-// update runs as one pass (hpcrl does so on the CPU), else as tensor ops.
-OpWork optimizer_ops(double parameters, double tensors, bool fused);
+// The AdamW update of `parameters` parameters in `tensors` tensors on one rank, run as `kernel`
+// (kMultiTensor: the fused kernel's bytes, LibTorch 2.4+ as on the GPU machines measured).
+OpWork optimizer_ops(double parameters, double tensors, OptimizerKernel kernel);
 
 }  // namespace hpcrl::cost

@@ -29,7 +29,8 @@ struct Layout {
 // Pieces (a decode step, a micro-batch) are added up each at its own bound:
 // roofline_s = Σ max(matmul compute, weight/KV memory) over them; the non-matmul
 // ops of a piece (op_counts.h) add their bytes at the element-wise bandwidth
-// (elementwise_s) and their launches (overhead_s): on a device that runs ops as
+// (elementwise_s) and their launches (overhead_s, each op at the profile's per-op cost:
+// op_seconds(), train_op_seconds() in a training pass): on a device that runs ops as
 // the host issues them (a CPU) all of it adds up; where launches are
 // asynchronous (a GPU) a piece costs the larger of its work and its launches.
 struct PhaseCost {
@@ -83,7 +84,7 @@ struct RolloutCost {
 };
 struct EngineMode {
   // Each decode step is one replayed CUDA graph, whose kernels cost hw.graph_kernel_overhead_s each
-  // instead of kernel_overhead_s (precondition: the profile gives it).
+  // instead of the eager per-op cost (precondition: the profile gives it).
   bool decode_graphs = false;
   // Responses still running at a weight sync are paused and finished in the next iteration (veRL's
   // partial_rollout, AReaL's interruptible generation), so no iteration waits for the longest one

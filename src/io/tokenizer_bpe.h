@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -43,7 +44,10 @@ class BpeTokenizer final : public Tokenizer {
   bool known(int32_t id) const { return id >= 0 && id < vocab_size() && has_token_[id]; }
 
   // Load steps (tokenizer_bpe_load.cpp).
+  using PieceIds = std::unordered_map<std::string_view, int32_t>;  // vocab piece → id; views into the json
   void load_model(const tokjson::json& model, const tokjson::Where& w);
+  PieceIds load_vocab(const tokjson::json& vocab, const tokjson::Where& wv);
+  void load_merges(const tokjson::json& merges, const tokjson::Where& wm, const PieceIds& by_piece);
   void load_added_tokens(const tokjson::json& list, const tokjson::Where& w);
   void load_post_processor(const tokjson::json& j, const tokjson::Where& w);
   void load_config(const std::string& config_json);

@@ -30,6 +30,55 @@ std::string config_token(const json& v, const Where& w) {
   return tokjson::require_string(v, w);
 }
 
+// The model's settings hpcrl reproduces: a BPE model without dropout, prefixes or suffixes.
+void check_bpe_options(const json& model, const Where& w) {
+  tokjson::require_object(model, w);
+  auto type_it = model.find("type");
+  std::string type = type_it == model.end() ? "BPE" : tokjson::require_string(*type_it, w.at("type"));
+  if (type != "BPE")
+    tokjson::fail(w.at("type"), "model type '" + type + "' is not supported",
+                  std::string(kSupported) + "; Unigram, WordPiece and WordLevel models are not");
+  auto dropout = model.find("dropout");
+  if (dropout != model.end() && !dropout->is_null() && !(dropout->is_number() && dropout->get<double>() == 0.0))
+    tokjson::fail(w.at("dropout"), "BPE dropout " + tokjson::brief(*dropout) + " is not supported",
+                  "set \"dropout\": null (dropout is a training-time augmentation)");
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    auto it = model.find(key);
+    if (it != model.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
+      tokjson::fail(w.at(key), std::string(key) + " " + tokjson::brief(*it) + " is not supported",
+                    std::string(kSupported) + " (they set it to null or \"\")");
+  }
+}
+
+// `missing`: the bytes BpeModel::finish found without a token (wv: model.vocab).
+void check_all_bytes(const std::vector<int>& missing, const Where& wv) {
+  if (!missing.empty())
+    tokjson::fail(wv, "has no token for byte " + std::to_string(missing[0]) + " ('" +
+                          bytes::byte_to_unicode()[missing[0]] + "') and " + std::to_string(missing.size() - 1) +
+                          " other bytes",
+                  "a byte-level BPE vocabulary contains all 256 byte characters: the file is damaged or not "
+                  "byte-level");
+}
+
+// The two tokens of merge `m` (entry i of model.merges at `wm`), as views into `m`.
+void merge_pair(const json& m, const Where& wm, size_t i, std::string_view* left, std::string_view* right) {
+  if (m.is_string()) {
+    std::string_view s = m.get_ref<const std::string&>();
+    size_t sp = s.find(' ');
+    if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+      tokjson::fail(wm.at(i), "merge " + tokjson::brief(m) + " is not two tokens separated by one space",
+                    "the file is damaged: download it again");
+    *left = s.substr(0, sp);
+    *right = s.substr(sp + 1);
+  } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+    *left = m[0].get_ref<const std::string&>();
+    *right = m[1].get_ref<const std::string&>();
+  } else {
+    tokjson::fail(wm.at(i), "merge " + tokjson::brief(m) + " is neither \"a b\" nor [\"a\", \"b\"]",
+                  "the file is damaged: download it again");
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<BpeTokenizer> BpeTokenizer::load(const std::string& tokenizer_json, const std::string& config_json) {
@@ -64,30 +113,20 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::load(const std::string& tokenizer_js
 }
 
 void BpeTokenizer::load_model(const json& model, const Where& w) {
-  tokjson::require_object(model, w);
-  auto type_it = model.find("type");
-  std::string type = type_it == model.end() ? "BPE" : tokjson::require_string(*type_it, w.at("type"));
-  if (type != "BPE")
-    tokjson::fail(w.at("type"), "model type '" + type + "' is not supported",
-                  std::string(kSupported) + "; Unigram, WordPiece and WordLevel models are not");
-  auto dropout = model.find("dropout");
-  if (dropout != model.end() && !dropout->is_null() && !(dropout->is_number() && dropout->get<double>() == 0.0))
-    tokjson::fail(w.at("dropout"), "BPE dropout " + tokjson::brief(*dropout) + " is not supported",
-                  "set \"dropout\": null (dropout is a training-time augmentation)");
-  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    auto it = model.find(key);
-    if (it != model.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
-      tokjson::fail(w.at(key), std::string(key) + " " + tokjson::brief(*it) + " is not supported",
-                    std::string(kSupported) + " (they set it to null or \"\")");
-  }
+  check_bpe_options(model, w);
   model_ = std::make_unique<BpeModel>(tokjson::optional_bool(model, w, "ignore_merges", false));
-
-  // Vocabulary: "piece" → id. Pieces are spelled in GPT-2's byte characters.
   Where wv = w.at("vocab");
   const json& vocab = tokjson::require_object(tokjson::require(model, w, "vocab", kSupported), wv);
   const json& merges = tokjson::require_array(tokjson::require(model, w, "merges", kSupported), w.at("merges"));
   model_->reserve(vocab.size(), merges.size());
-  std::unordered_map<std::string_view, int32_t> by_piece;  // views into vocab's keys
+  PieceIds by_piece = load_vocab(vocab, wv);
+  check_all_bytes(model_->finish(), wv);
+  load_merges(merges, w.at("merges"), by_piece);
+}
+
+// Vocabulary: "piece" → id. Pieces are spelled in GPT-2's byte characters.
+BpeTokenizer::PieceIds BpeTokenizer::load_vocab(const json& vocab, const Where& wv) {
+  PieceIds by_piece;
   by_piece.reserve(vocab.size());
   std::string raw;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
@@ -114,35 +153,16 @@ void BpeTokenizer::load_model(const json& model, const Where& w) {
       unmapped_ids_.emplace(it.key(), id);
     }
   }
-  std::vector<int> missing = model_->finish();
-  if (!missing.empty())
-    tokjson::fail(wv, "has no token for byte " + std::to_string(missing[0]) + " ('" +
-                          bytes::byte_to_unicode()[missing[0]] + "') and " + std::to_string(missing.size() - 1) +
-                          " other bytes",
-                  "a byte-level BPE vocabulary contains all 256 byte characters: the file is damaged or not "
-                  "byte-level");
+  return by_piece;
+}
 
-  // Merges in rank order: "a b" (Llama-3, GPT-2) or ["a", "b"] (Qwen3, newer files).
-  Where wm = w.at("merges");
+// Merges in rank order: "a b" (Llama-3, GPT-2) or ["a", "b"] (Qwen3, newer files).
+void BpeTokenizer::load_merges(const json& merges, const Where& wm, const PieceIds& by_piece) {
   std::string_view left, right;
   std::string joined;
   for (size_t i = 0; i < merges.size(); ++i) {
     const json& m = merges[i];
-    if (m.is_string()) {
-      std::string_view s = m.get_ref<const std::string&>();
-      size_t sp = s.find(' ');
-      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-        tokjson::fail(wm.at(i), "merge " + tokjson::brief(m) + " is not two tokens separated by one space",
-                      "the file is damaged: download it again");
-      left = s.substr(0, sp);
-      right = s.substr(sp + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      left = m[0].get_ref<const std::string&>();
-      right = m[1].get_ref<const std::string&>();
-    } else {
-      tokjson::fail(wm.at(i), "merge " + tokjson::brief(m) + " is neither \"a b\" nor [\"a\", \"b\"]",
-                    "the file is damaged: download it again");
-    }
+    merge_pair(m, wm, i, &left, &right);
     joined.assign(left);
     joined.append(right);
     int32_t ids[3];

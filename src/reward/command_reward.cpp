@@ -1,36 +1,33 @@
 // The `command` reward: one long-lived user program scores samples over a
 // JSON-lines protocol on its stdin/stdout (protocol and error kinds in
-// command_reward.h). This file is the protocol: batching with poll() so that
-// writing requests and reading answers never wait on each other, per-answer
-// timeouts, strict reply parsing, and messages that say what went wrong with
-// which sample and how to fix it.
+// command_reward.h). This file is the protocol: request lines, strict reply
+// parsing, and messages that say what went wrong with which sample and how to
+// fix it. The batching (poll() so that writing requests and reading answers
+// never wait on each other, per-answer timeouts) is line_exchange.cpp.
 #include "hpcrl/reward/command_reward.h"
 
 #include <poll.h>
 #include <pthread.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <cstring>
 #include <sstream>
 
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/strings.h"
 #include "reward/command_reply.h"
+#include "reward/line_exchange.h"
 #include "reward/subprocess.h"
 
 namespace hpcrl::reward {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr size_t kMaxReplyBytes = size_t{1} << 20;  // one answer line; longer is a runaway print
 
 const char* const kProtocolFix =
     "the program must print exactly one line {\"score\": <number>} per input line, in input order, "
@@ -158,130 +155,94 @@ void CommandReward::fail_dead(const std::string& event, int64_t index, const std
            std::string(kProtocolFix));
 }
 
+// The `command` reward's side of one batch's exchange: request lines from the
+// samples, scores from the answer lines, and the messages for a broken exchange.
+class CommandReward::ScoreBatch final : public LineExchange::Protocol {
+ public:
+  ScoreBatch(CommandReward& reward, const std::vector<RewardSample>& samples, int64_t base)
+      : scores(samples.size()), reward_(reward), samples_(samples), base_(base) {}
+  std::string request(size_t k) override { return reward_.request_line(samples_[k], index(k)); }
+  void answer(size_t k, const std::string& line) override;
+  void broken(const ExchangeFault& fault) override;
+
+  std::vector<double> scores;  // one per sample, set as answers arrive
+
+ private:
+  int64_t index(size_t k) const { return base_ + static_cast<int64_t>(k); }
+  [[noreturn]] void fail_timeout(const ExchangeFault& fault);
+
+  CommandReward& reward_;
+  const std::vector<RewardSample>& samples_;
+  const int64_t base_;  // the index of samples_[0]
+};
+
+void CommandReward::ScoreBatch::answer(size_t k, const std::string& line) {
+  const int64_t i = index(k);
+  double score = 0;
+  std::string problem = reply_problem(line, i, score);
+  if (!problem.empty())
+    reward_.fail(true, "answered sample " + std::to_string(i) + " with a line that " + problem,
+                 "line: " + truncated(line) + "\n  sample " + std::to_string(i) + " was: " + truncated(request(k)),
+                 kProtocolFix);
+  scores[k] = score;
+}
+
+void CommandReward::ScoreBatch::broken(const ExchangeFault& fault) {
+  using Kind = ExchangeFault::Kind;
+  const std::string sample = "sample " + std::to_string(index(fault.request));
+  switch (fault.kind) {
+    case Kind::kLineBeforeRequest:
+      reward_.fail(true, "printed a line before it was sent " + sample, "line: " + truncated(fault.text),
+                   kProtocolFix);
+    case Kind::kExtraOutput:
+      reward_.fail(true, "printed more than one line for " + sample, "extra output: " + truncated(fault.text),
+                   kProtocolFix);
+    case Kind::kRunawayLine:
+      reward_.fail(true,
+                   "wrote " + std::to_string(fault.text.size()) + " bytes without a newline while answering " +
+                       sample,
+                   "start of that output: " + truncated(fault.text), kProtocolFix);
+    case Kind::kTimeout:
+      fail_timeout(fault);
+    case Kind::kClosedStdout:
+      reward_.fail_dead("closed its standard output", index(fault.request), request(fault.request),
+                        fault.answered, fault.batch);
+    case Kind::kClosedStdin:
+      reward_.fail_dead("closed its standard input", index(fault.request), request(fault.request),
+                        fault.answered, fault.batch);
+  }
+}
+
+void CommandReward::ScoreBatch::fail_timeout(const ExchangeFault& fault) {
+  const std::string sample = "sample " + std::to_string(index(fault.request));
+  const CommandRewardConfig& config = reward_.config_;
+  reward_.fail(false,
+               "gave no answer for " + sample + " within timeout_s = " + seconds_text(config.timeout_s) + " s (" +
+                   std::to_string(fault.answered) + " of " + std::to_string(fault.batch) +
+                   " samples of this batch answered)",
+               sample + " was: " + truncated(request(fault.request)),
+               "check that the program flushes stdout after each answer (a buffered answer never arrives; Python: "
+               "print(..., flush=True) or python3 -u), make it faster, or raise rewards." +
+                   config.name + ".timeout_s");
+}
+
 std::vector<double> CommandReward::score(const std::vector<RewardSample>& samples) {
   if (!failed_.empty())
     throw RuntimeError("rewards." + config_.name + ": the reward program `" + command_line() +
                        "` was stopped after an earlier error (it " + failed_ + "); fix that error first");
-  const size_t n = samples.size();
-  std::vector<double> scores(n);
-  if (n == 0) return scores;
+  if (samples.empty()) return {};
   if (!proc_) start();
   SigpipeBlock no_sigpipe;
-  const int64_t base = next_index_;
   // A deadline past steady_clock's range (~292 years of nanoseconds from boot) would wrap to
   // the past and time out at once: a timeout_s that large means "never", so it is clamped.
   const double seconds = std::min(config_.timeout_s, kNeverSeconds);
   const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  auto deadline = Clock::now() + timeout;  // for the oldest unanswered sample
-  size_t queued = 0, answered = 0;         // request lines begun / answers read
-  std::string out;                         // the request line being written
-  size_t out_off = 0;
-  std::string in;                          // answer bytes not yet ending in '\n'
-  auto sent = [&](size_t k) { return request_line(samples[k], base + static_cast<int64_t>(k)); };
-
-  size_t written = 0;                      // request lines completely written
-  bool input_closed = false;               // the program closed its stdin (EPIPE)
-
-  // Reads what the program has written so far; false once it closed stdout.
-  auto read_available = [&] {
-    char buf[65536];
-    while (true) {
-      ssize_t got = ::read(proc_->stdout_fd(), buf, sizeof buf);
-      if (got > 0) {
-        in.append(buf, static_cast<size_t>(got));
-        continue;
-      }
-      if (got < 0 && errno == EINTR) continue;
-      return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);  // 0 bytes or an error: closed
-    }
-  };
-  // Turns complete lines into scores.
-  auto take_answers = [&] {
-    size_t start = 0;
-    for (size_t nl = in.find('\n'); nl != std::string::npos; nl = in.find('\n', start)) {
-      std::string line = in.substr(start, nl - start);
-      start = nl + 1;
-      const int64_t index = base + static_cast<int64_t>(answered);
-      if (answered >= queued)
-        fail(true, "printed a line before it was sent sample " + std::to_string(index),
-             "line: " + truncated(line), kProtocolFix);
-      double score = 0;
-      std::string problem = reply_problem(line, index, score);
-      if (!problem.empty())
-        fail(true, "answered sample " + std::to_string(index) + " with a line that " + problem,
-             "line: " + truncated(line) + "\n  sample " + std::to_string(index) + " was: " + truncated(sent(answered)),
-             kProtocolFix);
-      scores[answered++] = score;
-      deadline = Clock::now() + timeout;
-      if (answered == n && nl + 1 < in.size())
-        fail(true, "printed more than one line for sample " + std::to_string(index),
-             "extra output: " + truncated(in.substr(nl + 1)), kProtocolFix);
-    }
-    in.erase(0, start);
-    if (in.size() > kMaxReplyBytes)
-      fail(true, "wrote " + std::to_string(in.size()) + " bytes without a newline while answering sample " +
-                     std::to_string(base + static_cast<int64_t>(answered)),
-           "start of that output: " + truncated(in), kProtocolFix);
-  };
-  auto died = [&](const std::string& event) {
-    fail_dead(event, base + static_cast<int64_t>(answered), sent(answered), answered, n);
-  };
-
-  while (answered < n) {
-    if (out_off == out.size() && queued < n && !input_closed) {
-      out = sent(queued++);
-      out_off = 0;
-    }
-    const bool want_write = !input_closed && out_off < out.size();
-    pollfd fds[3] = {{proc_->stdout_fd(), POLLIN, 0},
-                     {proc_->stderr_fd(), POLLIN, 0},
-                     {want_write ? proc_->stdin_fd() : -1, POLLOUT, 0}};
-    const auto now = Clock::now();
-    if (now >= deadline) {
-      const int64_t index = base + static_cast<int64_t>(answered);
-      fail(false,
-           "gave no answer for sample " + std::to_string(index) + " within timeout_s = " +
-               seconds_text(config_.timeout_s) + " s (" + std::to_string(answered) + " of " + std::to_string(n) +
-               " samples of this batch answered)",
-           "sample " + std::to_string(index) + " was: " + truncated(sent(answered)),
-           "check that the program flushes stdout after each answer (a buffered answer never arrives; Python: "
-           "print(..., flush=True) or python3 -u), make it faster, or raise rewards." +
-               config_.name + ".timeout_s");
-    }
-    const auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
-    int r = ::poll(fds, 3, static_cast<int>(std::min<int64_t>(wait_ms, 1 << 30)));
-    if (r < 0 && errno == EINTR) continue;
-    HPCRL_CHECK(r >= 0, "poll: " << std::strerror(errno));
-    if (r == 0) continue;
-    if (fds[1].revents) pump_stderr(*proc_, *stderr_);
-    if (fds[2].revents) {
-      ssize_t w = ::write(proc_->stdin_fd(), out.data() + out_off, out.size() - out_off);
-      if (w > 0) {
-        out_off += static_cast<size_t>(w);
-        if (out_off == out.size()) ++written;
-      } else if (w < 0 && errno == EPIPE) {
-        // Usually it exited: keep reading, so answers already in the pipe count and the
-        // message names the sample it really stopped at.
-        proc_->close_stdin();
-        input_closed = true;
-      } else {
-        HPCRL_CHECK(w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR),
-                    "write to the reward program: " << std::strerror(errno));
-      }
-    }
-    bool open = true;
-    if (fds[0].revents || input_closed) {
-      open = read_available();
-      take_answers();
-    }
-    if (!open && answered < n) died("closed its standard output");
-    if (input_closed && answered >= written && answered < n) died("closed its standard input");
-  }
-  if (!in.empty())  // a partial line after the last answer would become the next batch's first answer
-    fail(true, "printed more than one line for sample " + std::to_string(base + static_cast<int64_t>(n) - 1),
-         "extra output: " + truncated(in), kProtocolFix);
-  next_index_ = base + static_cast<int64_t>(n);
-  return scores;
+  ScoreBatch batch(*this, samples, next_index_);
+  LineExchange exchange(*proc_, *stderr_, batch, samples.size(), timeout);
+  while (!exchange.all_answered()) exchange.step();
+  exchange.expect_no_more_output();
+  next_index_ += static_cast<int64_t>(samples.size());
+  return std::move(batch.scores);
 }
 
 }  // namespace hpcrl::reward

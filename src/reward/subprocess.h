@@ -1,7 +1,7 @@
 // A child process hpcrl talks to through pipes: the transport under the
 // `command` reward (command_reward.h). It owns the process and its three pipe
-// ends and nothing else — the line protocol, timeouts and messages live in
-// command_reward.cpp.
+// ends and nothing else — the line exchange and timeouts live in
+// line_exchange.cpp, the protocol and messages in command_reward.cpp.
 //
 // Why these choices:
 // - posix_spawnp, not fork: the trainer process may hold tens of GiB and

@@ -81,6 +81,8 @@ class CommandReward {
   int pid() const;
 
  private:
+  class ScoreBatch;  // one batch's requests, answers and messages (command_reward.cpp)
+
   void start();
   [[noreturn]] void fail(bool input_error, const std::string& what, const std::string& detail,
                          const std::string& fix);

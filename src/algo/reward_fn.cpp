@@ -5,10 +5,25 @@
 
 namespace hpcrl::algo {
 
+namespace {
+
+reward::Extractor extractor_of(config::Extractor e) {
+  switch (e) {
+    case config::Extractor::boxed: return reward::Extractor::kBoxed;
+    case config::Extractor::answer_tag: return reward::Extractor::kAnswerTag;
+    case config::Extractor::answer_is: return reward::Extractor::kAnswerIs;
+    case config::Extractor::hash: return reward::Extractor::kHash;
+    case config::Extractor::last_number: return reward::Extractor::kLastNumber;
+  }
+  return reward::Extractor::kBoxed;
+}
+
+}  // namespace
+
 reward::VerifiableRewardConfig verifiable_config(const config::RewardConfig& rc) {
   reward::VerifiableRewardConfig vc;
   vc.extract.clear();
-  for (auto e : rc.extract) vc.extract.push_back(static_cast<reward::Extractor>(static_cast<int>(e)));
+  for (auto e : rc.extract) vc.extract.push_back(extractor_of(e));
   vc.format_bonus = rc.format_bonus;
   return vc;
 }

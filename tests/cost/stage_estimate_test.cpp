@@ -8,6 +8,7 @@
 
 #include "hpcrl/config/loader.h"
 #include "hpcrl/cost/stage_estimate.h"
+#include "test_profile.h"
 
 namespace hpcrl::cost {
 namespace {

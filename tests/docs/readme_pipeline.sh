@@ -37,7 +37,8 @@ echo "readme_pipeline: $(wc -l < "$work/minimal.yaml") lines of YAML from README
 # problems. Each stage writes one line per step plus two evaluations: before its first step
 # (run.eval_before_train defaults to true) and after its last; none in between (SFT's
 # eval_every is 10 > 4 steps, so stop_at_accuracy never gets to end it early; the other
-# stages' eval_every defaults to 0): (4 + 2) + (2 + 2) + (3 + 2) = 15 lines.
+# stages' eval_every defaults to 0), and one line of the ranks' peak memory at its end:
+# (4 + 2 + 1) + (2 + 2 + 1) + (3 + 2 + 1) = 18 lines.
 run=$work/run
 "$HPCRL" run "$work/minimal.yaml" --out "$run" \
   --set 'stages[0].sft.steps=4' --set 'stages[1].grpo.iterations=2' --set 'stages[1].grpo.prompts=8' \
@@ -46,5 +47,6 @@ run=$work/run
 [ -f "$run/metrics.jsonl" ] || fail "the run wrote no $run/metrics.jsonl"
 lines=$(wc -l < "$run/metrics.jsonl")
 per_stage=$(grep -o '"stage":"[a-z]*"' "$run/metrics.jsonl" | sort | uniq -c | tr -s ' \n' ' ')
-[ "$lines" -eq 15 ] || fail "metrics.jsonl has $lines lines, expected 15 = (4+2) sft + (2+2) grpo + (3+2) distill; per stage:$per_stage"
-echo "readme_pipeline: passed (validate on 1 and 2 ranks; run exit 0; metrics.jsonl 15 lines:$per_stage)"
+[ "$lines" -eq 18 ] ||
+  fail "metrics.jsonl has $lines lines, expected 18 = (4+2+1) sft + (2+2+1) grpo + (3+2+1) distill; per stage:$per_stage"
+echo "readme_pipeline: passed (validate on 1 and 2 ranks; run exit 0; metrics.jsonl 18 lines:$per_stage)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """metrics_equal.py A B: exit 0 when two runs' metrics.jsonl are equal line for line,
-timing fields aside ("time", "tokens_per_s", every "seconds/..."), else exit 1
-naming the first line that differs. Used by tests/slurm/two_node_slurm.sh."""
+timing fields aside ("time", "tokens_per_s", every "seconds/...") and the machine's memory
+readings (every "memory/..."), else exit 1 naming the first line that differs. Used by
+tests/slurm/slurm_e2e.sh and two_node_slurm.sh."""
 import json
 import sys
 
@@ -14,7 +15,8 @@ def load(path):
         for line in f:
             if line.strip():
                 row = json.loads(line)
-                out.append({k: v for k, v in row.items() if k not in TIMING and not k.startswith("seconds/")})
+                out.append({k: v for k, v in row.items()
+                            if k not in TIMING and not k.startswith(("seconds/", "memory/"))})
     return out
 
 

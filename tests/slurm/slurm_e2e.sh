@@ -140,26 +140,7 @@ done
 step "the same run uninterrupted under mpirun -np 2"
 mpirun -np 2 --oversubscribe --bind-to none "$HPCRL" run configs/quickstart.yaml --out runs/mpirun "${short[@]}" \
   > "$work/mpirun.log" 2>&1 || { tail -n 30 "$work/mpirun.log"; fail "the mpirun run failed"; }
-python3 - runs/mpirun/metrics.jsonl runs/slurm-e2e/metrics.jsonl <<'PY' || fail "metrics differ"
-import json, sys
-def load(p):
-    out = []
-    for line in open(p):
-        if line.strip():
-            j = json.loads(line)
-            out.append({k: v for k, v in j.items()
-                        if k not in ("time", "tokens_per_s") and not k.startswith("seconds/")})
-    return out
-a, b = load(sys.argv[1]), load(sys.argv[2])
-if a != b:
-    print(f"{len(a)} lines under mpirun, {len(b)} under Slurm")
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            print(f"first difference at line {i}:\n  mpirun {x}\n  slurm  {y}")
-            break
-    sys.exit(1)
-print(f"metrics.jsonl: {len(a)} lines, equal (timing fields aside)")
-PY
+python3 "$ROOT/tests/slurm/metrics_equal.py" runs/mpirun/metrics.jsonl runs/slurm-e2e/metrics.jsonl || fail "metrics differ"
 for rank in 00000 00001; do
   layout() { grep -o 'rank [0-9]* of [0-9]*: node [0-9]* of [0-9]*, local rank [0-9]* of [0-9]*' "$1" | head -1; }
   a=$(layout runs/mpirun/logs/rank-$rank.log)

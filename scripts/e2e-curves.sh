@@ -15,8 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v python3 >/dev/null || { echo "e2e-curves: needs python3 (apt-get install python3)" >&2; exit 2; }
-# Runs stopped by a signal or kill stop at a wall-clock moment: not reproducible. No GPU here.
-exclude='*Usr1*:*StopSignal*:*KillDashNine*:*StopInTheMiddle*:DeviceE2E.*'
+# Runs stopped by a signal or kill (or a rank that dies) stop at a wall-clock moment: not reproducible. No GPU here.
+exclude='*Usr1*:*StopSignal*:*KillDashNine*:*StopInTheMiddle*:*ThatDies*:DeviceE2E.*'
 
 record() {
   local out=${1:?usage: e2e-curves.sh record OUT_DIR [BUILD_DIR]} build=${2:-build}

@@ -84,8 +84,8 @@ double PolicyStage::actor_step(const Experience& exp, const at::Tensor& mask, in
   // (with pp on the last stage only; sum_step_sums shares them after the update).
   auto micro_loss = [&](size_t i, const at::Tensor& hidden) {
     const ActorMicroBatch& u = inputs[i];
-    auto lp = policy_.model->token_logprobs(hidden / sampling_temperature(cfg_), shards[i].targets,
-                                            /*with_entropy=*/true);
+    auto lp = policy_.model->token_logprobs(hidden, shards[i].targets, /*with_entropy=*/true,
+                                            sampling_temperature(cfg_));
     PolicyLossInputs in{lp.logprobs, u.old_logp, u.advantages, u.mask, u.ref_logp, lp.entropy, u.behaviour_logp};
     if (seq_ratio)
       in.seq_log_ratio = sequence_log_ratio(lp.logprobs - u.old_logp, u.mask, u.rows, row_tokens, policy_.ctx.sp);

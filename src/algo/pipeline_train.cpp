@@ -86,7 +86,7 @@ at::Tensor pipeline_forward_only(Role& role, const at::Tensor& ids, int64_t micr
 at::Tensor pipeline_logprobs(Role& role, const at::Tensor& ids, const at::Tensor& targets, int64_t micro_rows,
                              double temperature) {
   auto head = [&](const at::Tensor& hidden, const at::Tensor& rows) {
-    return role.model->token_logprobs(hidden / temperature, targets.index_select(0, rows), /*with_entropy=*/false)
+    return role.model->token_logprobs(hidden, targets.index_select(0, rows), /*with_entropy=*/false, temperature)
         .logprobs;
   };
   return pipeline_forward_only(role, ids, micro_rows, head, {ids.size(1)}, at::kFloat);  // [B, Tl]

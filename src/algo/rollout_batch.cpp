@@ -33,9 +33,8 @@ at::Tensor forward_logprobs(Role& role, const TokenBatch& b, const MicroBatchOpt
     return lp * b.loss_mask;
   }
   if (B == 0) return b.loss_mask.clone();
-  // The heads have no bias: logits(h / τ) = logits(h) / τ.
   auto head = [&](const at::Tensor& hidden, const TokenBatch& sb) {
-    return role.model->token_logprobs(hidden / temperature, sb.targets, false).logprobs;  // [R, L/sp]
+    return role.model->token_logprobs(hidden, sb.targets, false, temperature).logprobs;  // [R, L/sp]
   };
   return forward_per_token(role, b, micro, head) * b.loss_mask;
 }

@@ -12,7 +12,7 @@
 namespace hpcrl::algo {
 
 TopK vocab_parallel_topk(Role& role, const at::Tensor& hidden, int64_t k, double temperature) {
-  at::Tensor local = role.model->local_logits(hidden).to(at::kFloat) / temperature;  // [B, T, V/tp]
+  at::Tensor local = role.model->local_logits(hidden, temperature).to(at::kFloat);  // [B, T, V/tp]
   const auto& tp = role.ctx.tp;
   // log Σ exp over the whole vocabulary from each shard's max and sum.
   at::Tensor mx = std::get<0>(local.max(-1, true));
@@ -66,7 +66,7 @@ TopK teacher_topk(Role& teacher, const TokenBatch& batch, int64_t k, double temp
 }
 
 at::Tensor logprobs_at(Role& role, const at::Tensor& hidden, const at::Tensor& ids, double temperature) {
-  at::Tensor local = role.model->local_logits(hidden) / temperature;  // [B, T, V/tp]
+  at::Tensor local = role.model->local_logits(hidden, temperature);  // [B, T, V/tp]
   if (role.ctx.tp_size() == 1) return local.to(at::kFloat).log_softmax(-1).gather(-1, ids);
   std::vector<at::Tensor> cols;
   for (int64_t j = 0; j < ids.size(-1); ++j)

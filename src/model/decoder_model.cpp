@@ -216,17 +216,21 @@ ForwardOutput DecoderModel::run_layers(at::Tensor h, int64_t first, int64_t end,
   return {h, aux_loss};
 }
 
-at::Tensor DecoderModel::local_logits(const at::Tensor& hidden) {
+at::Tensor DecoderModel::local_logits(const at::Tensor& hidden, double temperature) {
   HPCRL_CHECK(options_.lm_head, "this model was built without an LM head (options.lm_head = false)");
   HPCRL_CHECK(holds_last_chunk(), "the LM head is on the last pp stage; this rank is pp stage " << ctx_.pp_rank());
+  HPCRL_CHECK(temperature > 0, "local_logits: temperature must be > 0, got " << temperature);
   if (units_) units_->before_forward(ParameterUnits::kOuter);
-  if (lm_head) return lm_head->forward(hidden);
-  return at::linear(tensor::copy_to_tp(hidden, ctx_.tp), model->embed_tokens->weight);  // tied: [B, T, V/tp]
+  at::Tensor logits = lm_head ? lm_head->forward(hidden)
+                              : at::linear(tensor::copy_to_tp(hidden, ctx_.tp), model->embed_tokens->weight);  // tied
+  if (temperature == 1.0) return logits;  // [B, T, V/tp]
+  return logits.to(at::kFloat) / temperature;
 }
 
 tensor::TokenLogProbs DecoderModel::token_logprobs(const at::Tensor& hidden, const at::Tensor& targets,
-                                                   bool with_entropy) {
-  return tensor::vocab_parallel_logprobs(local_logits(hidden), targets, ctx_.tp, vocab_start(), with_entropy);
+                                                   bool with_entropy, double temperature) {
+  return tensor::vocab_parallel_logprobs(local_logits(hidden, temperature), targets, ctx_.tp, vocab_start(),
+                                         with_entropy);
 }
 
 at::Tensor DecoderModel::values(const at::Tensor& hidden) {

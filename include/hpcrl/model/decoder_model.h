@@ -113,12 +113,15 @@ class DecoderModel : public torch::nn::Module {
                            KvCache* cache, at::ScalarType dtype);
   ForwardOutput run_layers(at::Tensor h, int64_t first, int64_t end, const LayerInputs& in, KvCache* cache = nullptr);
 
-  // log p(targets) and entropy per token from the hidden states. targets: [B, Tl] int64
-  // (the next token of each position, shifted by the caller before sharding).
+  // log p(targets) and entropy per token from the hidden states, of the distribution at
+  // `temperature` (local_logits'). targets: [B, Tl] int64 (the next token of each position,
+  // shifted by the caller before sharding).
   parallel::tensor::TokenLogProbs token_logprobs(const at::Tensor& hidden, const at::Tensor& targets,
-                                                 bool with_entropy = true);
+                                                 bool with_entropy = true, double temperature = 1.0);
   // This tp rank's logits: [B, Tl, V/tp] for vocabulary ids [vocab_start(), vocab_start() + V/tp).
-  at::Tensor local_logits(const at::Tensor& hidden);
+  // At a temperature other than 1 they are fp32 logits divided by it, as the rollout engine's
+  // sampler divides its fp32 logits: the one place where training and scoring apply it.
+  at::Tensor local_logits(const at::Tensor& hidden, double temperature = 1.0);
   int64_t vocab_start() const { return ctx_.tp_rank() * (arch_.vocab_size / ctx_.tp_size()); }
   // Value per token, [B, Tl] float32 (needs options.value_head).
   at::Tensor values(const at::Tensor& hidden);

@@ -18,9 +18,7 @@ constexpr double kWhitenEps = 1e-8; // as GAE's whitening
 
 // The masked values' moments over the policy's whole batch (all dp replicas).
 Moments global_moments(const Role& policy, const at::Tensor& values, const at::Tensor& mask) {
-  const Moments local = moments_of(values, mask);
-  at::Tensor t = sum_over_dp(policy, at::tensor({local.n, local.sum, local.sum_sq}, at::kDouble));
-  return {t[0].item<double>(), t[1].item<double>(), t[2].item<double>()};
+  return unpack<Moments>(sum_over_dp(policy, pack(moments_of(values, mask))));
 }
 
 // [B]: a sequence's reward against its group's (grpo: the group mean; rloo:

@@ -31,11 +31,14 @@ std::pair<double, int64_t> batch_nll(Role& role, const std::vector<std::vector<i
     auto out = role.model->forward(b.ids);
     logprobs = role.model->token_logprobs(out.hidden, b.targets, /*with_entropy=*/false).logprobs;
   }
-  // [nll, tokens] of this sp rank's chunk; the sequence's totals are the sum over sp.
+  // This sp rank's chunk, packed as NllSums on the device; the sequence's totals are the sum over sp.
+  struct NllSums {
+    double nll, tokens;
+  };
   at::Tensor sums = at::stack({-(logprobs * b.loss_mask).sum(), b.loss_mask.sum()}).to(at::kDouble);
   dist::all_reduce(role.ctx.sp, sums);
-  sums = sums.cpu();
-  return {sums[0].item<double>(), static_cast<int64_t>(sums[1].item<double>())};
+  const NllSums total = unpack<NllSums>(sums);
+  return {total.nll, static_cast<int64_t>(total.tokens)};
 }
 
 namespace {

@@ -237,20 +237,30 @@ void PolicyStage::add_mismatch_metrics(const at::Tensor& trainer_logp, const at:
   for (const auto& kv : mismatch_metrics(reduce_mismatch(local, abs_max, policy_.ctx.dp))) m.extra.push_back(kv);
 }
 
+namespace {
+// The decoupled objective's importance weights over a batch's response tokens, summed over dp.
+struct OffpolicySums {
+  double weights = 0, capped = 0, kl = 0, tokens = 0;
+};
+}  // namespace
+
 void PolicyStage::add_offpolicy_metrics(const Experience& e, RlMetrics& m) {
   const at::Tensor mask = e.batch.loss_mask.to(at::kDouble);
   const at::Tensor raw = importance_weights(e.old_logp, e.behaviour_logp, 0).to(at::kDouble) * mask;
   const at::Tensor kl = kl_estimate(e.behaviour_logp, e.old_logp, KlEstimator::k3).to(at::kDouble) * mask;
-  const double capped = cfg_.tis_cap > 0 ? ((raw > cfg_.tis_cap).to(at::kDouble) * mask).sum().item<double>() : 0;
-  const std::vector<double> local{raw.sum().item<double>(), capped, kl.sum().item<double>(), mask.sum().item<double>()};
-  const at::Tensor tot = sum_over_dp(policy_, at::tensor(local, at::kDouble));
+  OffpolicySums local;
+  local.weights = raw.sum().item<double>();
+  local.capped = cfg_.tis_cap > 0 ? ((raw > cfg_.tis_cap).to(at::kDouble) * mask).sum().item<double>() : 0;
+  local.kl = kl.sum().item<double>();
+  local.tokens = mask.sum().item<double>();
+  const OffpolicySums tot = unpack<OffpolicySums>(sum_over_dp(policy_, pack(local)));
   at::Tensor w_max = at::full({1}, raw.numel() ? raw.max().item<double>() : 0.0, at::kDouble);
   dist::all_reduce(policy_.ctx.dp, w_max, dist::ReduceOp::kMax);
-  const double tokens = std::max(1.0, tot[3].item<double>());
-  m.extra.emplace_back("offpolicy/iw_mean", tot[0].item<double>() / tokens);
+  const double tokens = std::max(1.0, tot.tokens);
+  m.extra.emplace_back("offpolicy/iw_mean", tot.weights / tokens);
   m.extra.emplace_back("offpolicy/iw_max", w_max.item<double>());
-  m.extra.emplace_back("offpolicy/iw_capped_share", tot[1].item<double>() / tokens);
-  m.extra.emplace_back("offpolicy/kl_behaviour_old", tot[2].item<double>() / tokens);
+  m.extra.emplace_back("offpolicy/iw_capped_share", tot.capped / tokens);
+  m.extra.emplace_back("offpolicy/kl_behaviour_old", tot.kl / tokens);
 }
 
 }  // namespace hpcrl::algo

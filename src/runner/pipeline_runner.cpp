@@ -33,6 +33,7 @@
 #include "hpcrl/runner/memory_check.h"
 #include "hpcrl/runner/preemption.h"
 #include "hpcrl/runner/role_builder.h"
+#include "hpcrl/algo/step_sums.h"
 #include "hpcrl/runner/span_device_timing.h"
 #include "hpcrl/runner/stage_memory.h"
 #include "hpcrl/runner/run_inputs.h"
@@ -66,11 +67,15 @@ struct StageRow {
 // The slowest any rank could be to stop (collective over the world): its longest
 // stretch without a stop check and its longest checkpoint.
 algo::StopLatency worst_stop_latency(const dist::CommPtr& world) {
+  struct Longest {
+    double gap_s, checkpoint_s;
+  };
   algo::StopLatency l = algo::stop_latency();
-  at::Tensor t = at::tensor({l.longest_gap_s, l.longest_checkpoint_s}, at::kDouble);
+  at::Tensor t = algo::pack(Longest{l.longest_gap_s, l.longest_checkpoint_s});
   world->all_reduce(t, dist::ReduceOp::kMax);
-  l.longest_gap_s = t[0].item<double>();
-  l.longest_checkpoint_s = t[1].item<double>();
+  const Longest worst = algo::unpack<Longest>(t);
+  l.longest_gap_s = worst.gap_s;
+  l.longest_checkpoint_s = worst.checkpoint_s;
   return l;
 }
 

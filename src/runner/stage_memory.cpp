@@ -8,27 +8,36 @@
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
-#include <vector>
-
+#include "hpcrl/algo/step_sums.h"
 #include "hpcrl/trace/memory_peaks.h"
 
 namespace hpcrl::runner {
 namespace {
 
-// This rank's {CUDA peak allocated, CUDA peak reserved, host peak RSS}; -1 where not measured.
-std::vector<int64_t> own_peaks(bool cuda) {
-  std::vector<int64_t> peaks = {-1, -1, trace::host_peak_rss_bytes().value_or(-1)};
+// This rank's peaks in bytes, -1 where not measured (doubles, exact below 2^53 bytes, so that
+// they gather as named fields through algo::pack).
+struct RankPeaks {
+  double cuda_allocated = -1, cuda_reserved = -1, host_rss = -1;
+};
+
+RankPeaks own_peaks(bool cuda) {
+  RankPeaks peaks;
+  peaks.host_rss = double(trace::host_peak_rss_bytes().value_or(-1));
 #ifdef HPCRL_TORCH_CUDA
   if (cuda) {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
     // Index 0 is StatType::AGGREGATE (both pools) in every LibTorch 2.x.
-    peaks[0] = stats.allocated_bytes[0].peak;
-    peaks[1] = stats.reserved_bytes[0].peak;
+    peaks.cuda_allocated = double(stats.allocated_bytes[0].peak);
+    peaks.cuda_reserved = double(stats.reserved_bytes[0].peak);
   }
 #else
   (void)cuda;  // a CPU-only build refuses run.device cuda before any stage
 #endif
   return peaks;
+}
+
+void add_measured(trace::Metrics& line, const char* name, int rank, double bytes) {
+  if (bytes >= 0) line.emplace_back(trace::memory_metric(name, rank), bytes);
 }
 
 bool on_cuda(const algo::StageEnv& env) {
@@ -52,16 +61,16 @@ void reset_stage_memory_peaks(bool cuda) {
 }
 
 void write_stage_memory_peaks(const algo::StageEnv& env, int64_t step) {
-  const std::vector<int64_t> mine = own_peaks(on_cuda(env));
-  at::Tensor local = at::tensor(mine, at::kLong);
-  at::Tensor all = dist::all_gather(env.world, local, 0);
+  const at::Tensor all = dist::all_gather(env.world, algo::pack(own_peaks(on_cuda(env))), 0);
   if (!env.metrics || !env.metrics->active()) return;
-  const auto* v = all.data_ptr<int64_t>();
-  const char* names[] = {trace::kCudaPeakAllocated, trace::kCudaPeakReserved, trace::kHostPeakRss};
+  const int64_t fields = algo::sums_fields<RankPeaks>();
   trace::Metrics line;
-  for (int64_t rank = 0; rank < all.numel() / 3; ++rank)
-    for (int k = 0; k < 3; ++k)
-      if (v[rank * 3 + k] >= 0) line.emplace_back(trace::memory_metric(names[k], int(rank)), double(v[rank * 3 + k]));
+  for (int64_t rank = 0; rank < all.numel() / fields; ++rank) {
+    const RankPeaks p = algo::unpack<RankPeaks>(all.narrow(0, rank * fields, fields));
+    add_measured(line, trace::kCudaPeakAllocated, int(rank), p.cuda_allocated);
+    add_measured(line, trace::kCudaPeakReserved, int(rank), p.cuda_reserved);
+    add_measured(line, trace::kHostPeakRss, int(rank), p.host_rss);
+  }
   env.metrics->write(config::to_string(env.stage->kind), env.stage_index, step, line);
 }
 

@@ -8,7 +8,7 @@
 // tokens; the tool checks that against the loss-token count the trainer logged.
 //
 // Gradient sync, per rank over the measured steps (trace spans of
-// src/algo/sft_stage.cpp and train_step.cpp, comm events of the communicator):
+// src/algo/stages/sft_stage.cpp and train_step.cpp, comm events of the communicator):
 //   all-reduce time   the `all_reduce` comm events (comm lane) that start inside
 //                     `sft/forward_backward` or `sft/grad_sync`: the gradient buckets
 //   hidden            the part of those events inside `sft/forward_backward`

@@ -1,5 +1,5 @@
 // `hpcrl eval`: accuracy of a checkpoint on a dataset — pass@1 and, with n > 1
-// samples per prompt, the unbiased pass@k (algo/pass_at_k.h) — or, with
+// samples per prompt, the unbiased pass@k (algo/stages/pass_at_k.h) — or, with
 // --responses, the scores of pre-generated responses without any model.
 //   hpcrl eval --model DIR|preset:NAME --data FILE.jsonl|synthetic[:k=v,..]|PIPELINE.yaml:NAME
 //       [--reward verifiable|PIPELINE.yaml[:NAME]] [--extract a,b] [--format-bonus X]
@@ -28,9 +28,9 @@
 #include "cli/eval_inputs.h"
 #include "cli/eval_responses.h"
 #include "cli/model_loading.h"
-#include "hpcrl/algo/evaluation.h"
-#include "hpcrl/algo/pass_at_k.h"
-#include "hpcrl/algo/prompting.h"
+#include "hpcrl/algo/stages/evaluation.h"
+#include "hpcrl/algo/stages/pass_at_k.h"
+#include "hpcrl/algo/stages/prompting.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/util/check.h"

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "hpcrl/algo/reward_fn.h"
+#include "hpcrl/algo/objectives/reward_fn.h"
 #include "hpcrl/config/enums.h"
 #include "hpcrl/config/loader.h"
 #include "hpcrl/io/dataset_jsonl.h"

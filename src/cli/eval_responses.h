@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "hpcrl/algo/pass_at_k.h"
+#include "hpcrl/algo/stages/pass_at_k.h"
 #include "hpcrl/reward/verifiable.h"
 
 namespace hpcrl::cli {

@@ -81,7 +81,7 @@ void resolve_defaults(PipelineConfig& c) {
     if (!given(base + "tp")) r.tp = m.parallel.tp;
     if (!given(base + "sp")) r.sp = m.parallel.sp;
     if (!given(base + "ep")) r.ep = m.parallel.ep;
-    if (!given(base + "pp")) r.pp = 1;  // generation runs whole models (algo/rollout_copy.h)
+    if (!given(base + "pp")) r.pp = 1;  // generation runs whole models (algo/stages/rollout_copy.h)
   }
 }
 

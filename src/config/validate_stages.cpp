@@ -216,7 +216,7 @@ struct StageChecker {
                  "run with " + std::to_string(used) + " ranks or widen the ranges");
   }
 
-  // A model reward scores where responses are generated, round by round (algo/remote_reward.h): on the
+  // A model reward scores where responses are generated, round by round (algo/remote/remote_reward.h): on the
   // generation's ranks exactly, or on ranks no other role of the stage uses. Returns its ranks.
   RankSpan reward_model_placement(const RlStage& s, const std::string& p, const ModelConfig& policy,
                                   const std::string& critic, const RewardConfig& rc) {
@@ -301,7 +301,7 @@ struct StageChecker {
                  "remove placement.ranges." + m->name + ".rollout (grpo and ppo stages use it)");
   }
 
-  // A teacher on ranks of its own answers the student's top-k requests (algo/remote_teacher.h).
+  // A teacher on ranks of its own answers the student's top-k requests (algo/remote/remote_teacher.h).
   void distill_placement(const DistillStage& d, const std::string& p, const ModelConfig& teacher,
                          const ModelConfig& student) {
     if (c.placement.mode != PlacementMode::disaggregated) return;

@@ -162,7 +162,7 @@ Plan make_plan(const config::PipelineConfig& cfg, int world, int gpus_per_node) 
         // A reference that is a LoRA policy's frozen base runs the policy's weights.
         if (!rollout && !config::lora_base_of(cfg, m).empty()) memory->weights = 0;
       }
-      // Generation in the training layout on the same ranks uses the role's own weights (algo/rollout_copy.cpp).
+      // Generation in the training layout on the same ranks uses the role's own weights (algo/stages/rollout_copy.cpp).
       const auto &t = m.parallel, &g = m.rollout.parallel;
       const bool same_layout = t.tp == g.tp && t.sp == g.sp && t.ep == g.ep && t.pp == 1;
       const bool shares = rollout && same_layout && placement.has(m.name) &&

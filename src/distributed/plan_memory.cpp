@@ -39,7 +39,7 @@
 //                       packs, loading, weight syncs and checkpoints walk
 //                       the units one at a time;
 //                       gradients as with zero 2, one bucket per layer
-//                       (optim/sharded_parameters.h, algo/zero3_units.h), held
+//                       (optim/sharded_parameters.h, algo/training/zero3_units.h), held
 //                       as zero3_gradient_buckets says
 //   optimizer           AdamW fp32 moments (8 B/param) + fp32 master copy for
 //                       bfloat16 (4 B/param); with zero 1, 2 or 3 the dense part is

@@ -8,7 +8,7 @@
 #include <functional>
 #include <memory>
 
-#include "hpcrl/algo/prompting.h"
+#include "hpcrl/algo/stages/prompting.h"
 #include "hpcrl/io/safetensors_dir.h"
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/runner/data_loader.h"

@@ -8,7 +8,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
-#include "hpcrl/algo/step_sums.h"
+#include "hpcrl/algo/training/step_sums.h"
 #include "hpcrl/trace/memory_peaks.h"
 
 namespace hpcrl::runner {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
-#include "hpcrl/algo/distill_loss.h"
+#include "hpcrl/algo/objectives/distill_loss.h"
 #include "hpcrl/util/error.h"
 
 using namespace hpcrl::algo;

@@ -1,4 +1,4 @@
-// forward_backward (algo/forward_backward.h) on one rank: the gradient a step
+// forward_backward (algo/training/forward_backward.h) on one rank: the gradient a step
 // accumulates does not depend on how its rows are cut into micro-batches, no
 // micro-batches contribute no gradient, and the MoE aux-loss weights are each
 // micro-batch's share of the rank's rows. Pipelined steps (pp > 1) against
@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
-#include "hpcrl/algo/forward_backward.h"
+#include "hpcrl/algo/training/forward_backward.h"
 #include "reward_model_setup.h"
 #include "token_rows.h"
 

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
-#include "hpcrl/algo/logprob_mismatch.h"
+#include "hpcrl/algo/objectives/logprob_mismatch.h"
 #include "hpcrl/distributed/bootstrap.h"
 
 namespace hpcrl::algo {

@@ -1,4 +1,4 @@
-// The train/inference log-prob mismatch (algo/logprob_mismatch.h): zero when
+// The train/inference log-prob mismatch (algo/objectives/logprob_mismatch.h): zero when
 // the engine's log-probs are the trainer's own, a hand-computed batch, only
 // response tokens counted, and the every-N schedule of the extra forward.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "hpcrl/algo/logprob_mismatch.h"
+#include "hpcrl/algo/objectives/logprob_mismatch.h"
 
 namespace hpcrl::algo {
 namespace {

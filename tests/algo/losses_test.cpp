@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "hpcrl/algo/advantages.h"
-#include "hpcrl/algo/policy_loss.h"
+#include "hpcrl/algo/objectives/advantages.h"
+#include "hpcrl/algo/objectives/policy_loss.h"
 #include "hpcrl/util/error.h"
 
 using namespace hpcrl::algo;

@@ -1,4 +1,4 @@
-// Micro-batch planning (algo/micro_batches.h): which rows go together under
+// Micro-batch planning (algo/training/micro_batches.h): which rows go together under
 // micro_batch / micro_batch_tokens, the trimmed and packed layouts, and the
 // property packing rests on — a packed row gives every sequence exactly the
 // log-probs it gets alone in its own row.
@@ -6,8 +6,8 @@
 #include <torch/utils.h>
 
 #include "../model/test_models.h"
-#include "hpcrl/algo/loss_agg.h"
-#include "hpcrl/algo/micro_batches.h"
+#include "hpcrl/algo/objectives/loss_agg.h"
+#include "hpcrl/algo/training/micro_batches.h"
 #include "token_rows.h"
 
 namespace hpcrl::algo {

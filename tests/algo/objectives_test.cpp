@@ -6,10 +6,10 @@
 
 #include <cmath>
 
-#include "hpcrl/algo/advantages.h"
-#include "hpcrl/algo/critic_free_advantages.h"
-#include "hpcrl/algo/policy_loss.h"
-#include "hpcrl/algo/sequence_ratio.h"
+#include "hpcrl/algo/objectives/advantages.h"
+#include "hpcrl/algo/objectives/critic_free_advantages.h"
+#include "hpcrl/algo/objectives/policy_loss.h"
+#include "hpcrl/algo/objectives/sequence_ratio.h"
 
 using namespace hpcrl::algo;
 using hpcrl::config::AdvantageEstimator;

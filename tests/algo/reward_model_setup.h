@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hpcrl/algo/reward_fn.h"
-#include "hpcrl/algo/reward_model.h"
+#include "hpcrl/algo/objectives/reward_fn.h"
+#include "hpcrl/algo/objectives/reward_model.h"
 #include "hpcrl/config/loader.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/model/weights.h"

@@ -9,8 +9,8 @@
 
 #include <memory>
 
-#include "hpcrl/algo/role.h"
-#include "hpcrl/algo/teacher_topk.h"
+#include "hpcrl/algo/training/role.h"
+#include "hpcrl/algo/objectives/teacher_topk.h"
 #include "hpcrl/config/model_arch.h"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "hpcrl/algo/token_batch.h"
+#include "hpcrl/algo/training/token_batch.h"
 
 namespace hpcrl::testing {
 

@@ -19,7 +19,7 @@
 #include "../model/mpi_layout.h"
 #include "../model/test_models.h"
 #include "zero_hparams.h"
-#include "hpcrl/algo/train_step.h"
+#include "hpcrl/algo/training/train_step.h"
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/model/lora.h"
 #include "hpcrl/model/streamed_save.h"

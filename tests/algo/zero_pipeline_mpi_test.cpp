@@ -14,8 +14,8 @@
 
 #include "../model/test_models.h"
 #include "zero_hparams.h"
-#include "hpcrl/algo/pipeline_train.h"
-#include "hpcrl/algo/train_step.h"
+#include "hpcrl/algo/training/pipeline_train.h"
+#include "hpcrl/algo/training/train_step.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/distributed/mesh.h"
 #include "hpcrl/distributed/mesh_comms.h"

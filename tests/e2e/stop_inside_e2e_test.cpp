@@ -3,7 +3,7 @@
 // batches), not at the end of the step: the ranks agree, abandon the partial
 // step, checkpoint the last complete one and exit 75, and the resumed run's
 // metrics equal an uninterrupted run's, every evaluation line exactly once.
-// HPCRL_TEST_STOP_SIGNAL (algo/stop_inside.h) raises a real SIGUSR1 at a named
+// HPCRL_TEST_STOP_SIGNAL (algo/stages/stop_inside.h) raises a real SIGUSR1 at a named
 // point (the N-th decode step of a rollout, ...) on one chosen rank.
 #include <gtest/gtest.h>
 

@@ -18,9 +18,9 @@
 
 #include <unistd.h>
 
-#include "hpcrl/algo/evaluation.h"
-#include "hpcrl/algo/pass_at_k.h"
-#include "hpcrl/algo/prompting.h"
+#include "hpcrl/algo/stages/evaluation.h"
+#include "hpcrl/algo/stages/pass_at_k.h"
+#include "hpcrl/algo/stages/prompting.h"
 #include "hpcrl/io/dataset_jsonl.h"
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/model/weights.h"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "hpcrl/algo/pass_at_k.h"
+#include "hpcrl/algo/stages/pass_at_k.h"
 #include "hpcrl/util/error.h"
 
 namespace {

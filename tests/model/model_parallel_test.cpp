@@ -45,7 +45,7 @@ Batch make_batch() {
   return b;
 }
 
-// Packed rows (algo/micro_batches.h): sequences end to end, numbered by
+// Packed rows (algo/training/micro_batches.h): sequences end to end, numbered by
 // segment, positions from 0 in each; the sp=4 chunk boundaries fall inside
 // sequences, so keys of one segment come from several ranks.
 Batch make_packed_batch() {

@@ -34,7 +34,7 @@ HPCRL_CONFIG_ENUM(InitKind, preset, path, from)
 HPCRL_CONFIG_ENUM(Head, lm, value)
 HPCRL_CONFIG_ENUM(PpSchedule, _1f1b, gpipe, interleaved)
 HPCRL_CONFIG_ENUM(RewardType, verifiable, model, command)
-// reward::Extractor's names (algo/reward_fn.cpp maps one to the other, case by case).
+// reward::Extractor's names (algo/objectives/reward_fn.cpp maps one to the other, case by case).
 HPCRL_CONFIG_ENUM(Extractor, boxed, answer_tag, answer_is, hash, last_number)
 HPCRL_CONFIG_ENUM(DataKind, synthetic, jsonl)
 HPCRL_CONFIG_ENUM(SyntheticTask, arithmetic)

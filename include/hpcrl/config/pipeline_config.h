@@ -193,7 +193,7 @@ struct TrainHparams {
   double grad_clip = 1.0;              // global grad-norm clip; 0 = off
   int64_t micro_batch = 0;             // sequences per micro-batch per rank; 0 = the whole per-rank batch
   int64_t micro_batch_tokens = 0;      // token budget per micro-batch; 0 = off (micro_batch decides)
-  bool packing = false;                // several sequences per row, no padding (algo/micro_batches.h)
+  bool packing = false;                // several sequences per row, no padding (algo/training/micro_batches.h)
   // A NaN/inf gradient norm: end the run (stop) or skip that optimizer step
   // (skip_step), ending it after max_consecutive_skips skipped steps in a row.
   OnNonFinite on_nonfinite = OnNonFinite::stop;

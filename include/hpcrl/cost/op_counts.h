@@ -31,7 +31,7 @@
 //   AdamW per parameter in fp32: on a GPU 108 B (nine tensor ops of the update, 92 B, and the
 //     gradient clip and zeroing, 16 B); on a CPU 44 B (the fused pass reads weight, gradient and
 //     moments once and writes three of them, 28 B, then the same 16 B)
-//   the optimizer step's ops per parameter tensor, as algo/train_step.cpp's finish_step dispatches them
+//   the optimizer step's ops per parameter tensor, as algo/training/train_step.cpp's finish_step dispatches them
 //     (each pays the profile's per-op cost; views, which launch nothing, are not counted):
 //       the gradient norm (optim/grad_clip.cpp): to(double), pow, sum, item (a device-to-host read),
 //         and the add into the host-side sum                                               5

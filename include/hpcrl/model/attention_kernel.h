@@ -11,7 +11,7 @@ namespace hpcrl::model {
 
 // Which keys each query may attend to. key_segments: [B, Tk] segment ids, 0 =
 // padding (a bool/0-1 mask is the one-segment case), or undefined (all valid).
-// Packed rows (algo/micro_batches.h) hold several sequences numbered 1, 2, ...;
+// Packed rows (algo/training/micro_batches.h) hold several sequences numbered 1, 2, ...;
 // a query sees only keys of its own sequence. Queries are the last Tq of the Tk
 // positions (the first Tk − Tq are cached). Query i sees keys j ≤ Tk − Tq + i
 // whose segment is its own and non-zero; a query with no visible key (a padding

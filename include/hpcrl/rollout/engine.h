@@ -70,7 +70,7 @@ struct EngineOptions {
   // Polled before every iteration (prefill/decode step); true abandons the call, which then
   // returns the samples finished so far with GenerateStats::abandoned set. Ranks that step
   // together (a tp group, an ep lockstep group) must get the same answer at the same
-  // iteration: the caller agrees it over them (algo/stop_inside.h).
+  // iteration: the caller agrees it over them (algo/stages/stop_inside.h).
   std::function<bool()> abandon;
 };
 

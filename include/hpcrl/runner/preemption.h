@@ -2,7 +2,7 @@
 // the run to stop. The handler only records the signal (and writes one line to
 // stderr, so the job log shows when it arrived); the ranks then agree on the
 // stop collectively — at the next step boundary, or inside long work (between
-// decode steps of a rollout, between evaluation batches: algo/stop_inside.h) —
+// decode steps of a rollout, between evaluation batches: algo/stages/stop_inside.h) —
 // save a checkpoint and exit with 75 (EX_TEMPFAIL: stopped, resumable). SIGINT (Ctrl-C)
 // stops the same way; a second SIGINT ends the process at once (exit 130).
 // `hpcrl run` installs the handlers before anything else, so a stop that arrives while

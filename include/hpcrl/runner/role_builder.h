@@ -14,7 +14,7 @@
 #include <set>
 #include <string>
 
-#include "hpcrl/algo/role.h"
+#include "hpcrl/algo/training/role.h"
 #include "hpcrl/config/pipeline_config.h"
 
 namespace hpcrl::runner {

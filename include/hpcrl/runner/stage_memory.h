@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "hpcrl/algo/stage_env.h"
+#include "hpcrl/algo/stages/stage_env.h"
 
 namespace hpcrl::runner {
 

@@ -1,0 +1,23 @@
+// The pp = 1 copy a pipelined role generates with (see rollout_copy.h).
+#include "hpcrl/algo/stages/rollout_copy.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/utils.h>
+
+#include "hpcrl/model/pipeline_stage.h"
+#include "hpcrl/trace/trace.h"
+
+namespace hpcrl::algo {
+
+std::shared_ptr<model::DecoderModel> sync_rollout_model(Role& role) {
+  if (role.ctx.pp_size() == 1) return role.model;
+  trace::ScopedSpan span("weight_sync");
+  if (!role.rollout_copy) {
+    role.rollout_copy = model::make_whole_copy(*role.model);
+    spdlog::info("role {}: generation runs on a pp=1 copy of the pipelined model", role.name);
+  }
+  model::sync_whole_copy(*role.model, *role.rollout_copy, "the current weights of role " + role.name);
+  return role.rollout_copy;
+}
+
+}  // namespace hpcrl::algo

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   static const hpcrl::io::ByteTokenizer tok;
-  for (const char* tmpl : {"auto", "none", "chatml"}) {
+  for (auto tmpl : {hpcrl::config::ChatTemplate::model, hpcrl::config::ChatTemplate::none,
+                    hpcrl::config::ChatTemplate::chatml}) {
     try {
       (void)hpcrl::rollout::read_prompt_file(path, tok, tok.vocab_size(), tmpl);
     } catch (const hpcrl::InputError&) {

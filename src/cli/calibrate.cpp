@@ -202,16 +202,9 @@ MeasuredLinks measure_links(const at::TensorOptions& o) {
 
 double physical_memory() { return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE)); }
 
-int run_calibrate(const CalibrateArgs& a) {
+// The measured compute, memory and per-op costs of the device `o` names.
+hpcrl::cost::HardwareProfile measure_device(const CalibrateArgs& a, const at::TensorOptions& o) {
   using namespace hpcrl;
-  const auto& w = dist::init(nullptr, nullptr);
-  if (a.device != "cpu" && a.memory_capacity <= 0)
-    throw InputError("--memory-capacity is needed for --device " + a.device + " (the device's bytes, e.g. 80e9)");
-  dist::bind_device(a.device);
-  const at::ScalarType dtype = a.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
-  const at::TensorOptions o = at::TensorOptions().dtype(dtype).device(a.device == "cpu" ? at::Device(at::kCPU)
-                                                                                        : at::Device(at::kCUDA));
-  torch::NoGradGuard no_grad;
   cost::HardwareProfile p;
   p.name = a.name.empty() ? a.device + "-calibrated" : a.name;
   p.width_rates = gemm_rates(o);
@@ -226,24 +219,33 @@ int run_calibrate(const CalibrateArgs& a) {
   const cli::BestSeconds timer = [](const std::function<void()>& fn) { return best_seconds(fn, 0.3); };
   p.eager_op_s = cli::eager_op_seconds(o, timer);
   p.train_op_s = cli::train_op_seconds(o, timer);
+  return p;
+}
+
+// CUDA devices: graph_kernel_overhead_s into `p`. Returns the profile comment's line on it.
+std::string measure_graph_replay(const CalibrateArgs& a, const at::TensorOptions& o, hpcrl::cost::HardwareProfile& p) {
   std::string graph_note = "graph_kernel_overhead_s: not measured (a CPU has no CUDA graphs): plan --estimate "
                            "--decode-graphs refuses this profile.\n";
   if (a.device == "cuda") {
 #ifdef HPCRL_TORCH_CUDA
-    p.graph_kernel_overhead_s = cli::graph_replay_op_seconds(o, timer);
+    const hpcrl::cli::BestSeconds timer = [](const std::function<void()>& fn) { return best_seconds(fn, 0.3); };
+    p.graph_kernel_overhead_s = hpcrl::cli::graph_replay_op_seconds(o, timer);
     graph_note = "graph_kernel_overhead_s: the same chain captured once as a CUDA graph and replayed, per kernel.\n";
 #else
+    (void)o, (void)p;
     graph_note = "graph_kernel_overhead_s: not measured (this hpcrl was built without CUDA LibTorch).\n";
 #endif
   }
-  const MeasuredLinks links = measure_links(o);
-  p.gpus_per_node = links.gpus_per_node;
-  p.intra_node = links.measured ? links.intra : cost::Link{p.memory_bandwidth, p.kernel_overhead_s};
-  p.inter_node = links.nodes > 1 ? links.inter : p.intra_node;
+  return graph_note;
+}
+
+// The profile's comment: how each number was measured, and which were not.
+std::string profile_comment(const CalibrateArgs& a, int ranks, const std::string& graph_note,
+                            const MeasuredLinks& links) {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   std::string comment = "measured by `hpcrl calibrate --device " + a.device + " --dtype " + a.dtype + "` on " + host +
-                        " with " + std::to_string(w.size) + " rank(s), OMP threads " +
+                        " with " + std::to_string(ranks) + " rank(s), OMP threads " +
                         std::to_string(at::get_num_threads()) + ".\n"
                         "compute: matmuls [1024, w] x [w, 3w] per width w (by_width); peak = the fastest.\n"
                         "memory: a 256 MB copy; elementwise_bandwidth: adds into fresh 1-16 MB outputs;\n"
@@ -260,6 +262,28 @@ int run_calibrate(const CalibrateArgs& a) {
   comment += links.nodes > 1 ? "inter_node: all-reduce over one rank per node (" + std::to_string(links.nodes) +
                                    " nodes); p2p_: a ping-pong between rank 0 and the first rank of node 1.\n"
                              : std::string("inter_node = intra_node (one node: launch on two to measure it).\n");
+  return comment;
+}
+
+int run_calibrate(const CalibrateArgs& a) {
+  using namespace hpcrl;
+  const auto& w = dist::init(nullptr, nullptr);
+  if (a.device != "cpu" && a.memory_capacity <= 0)
+    throw InputError("--memory-capacity is needed for --device " + a.device + " (the device's bytes, e.g. 80e9)");
+  const std::optional<config::Device> device = config::parse_enum<config::Device>(a.device);
+  if (!device) throw InputError("--device: unknown device '" + a.device + "': use cpu or cuda");
+  dist::bind_device(*device);
+  const at::ScalarType dtype = a.dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
+  const at::TensorOptions o = at::TensorOptions().dtype(dtype).device(a.device == "cpu" ? at::Device(at::kCPU)
+                                                                                        : at::Device(at::kCUDA));
+  torch::NoGradGuard no_grad;
+  cost::HardwareProfile p = measure_device(a, o);
+  const std::string graph_note = measure_graph_replay(a, o, p);
+  const MeasuredLinks links = measure_links(o);
+  p.gpus_per_node = links.gpus_per_node;
+  p.intra_node = links.measured ? links.intra : cost::Link{p.memory_bandwidth, p.kernel_overhead_s};
+  p.inter_node = links.nodes > 1 ? links.inter : p.intra_node;
+  const std::string comment = profile_comment(a, w.size, graph_note, links);
   if (w.rank == 0) {
     fs::write_file_atomic(a.out, cost::profile_yaml(p, comment));
     std::printf("%s", cost::profile_yaml(p, comment).c_str());

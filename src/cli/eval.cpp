@@ -140,6 +140,83 @@ void check_ep_batches(const Options& o, int64_t total, int dp) {
                       << " or raise --batch to at least " << (total + dp - 1) / dp);
 }
 
+// Every evaluated prompt, with --max-new-tokens, must fit the model's context.
+void check_prompt_lengths(const Options& o, const cli::EvalData& data, const algo::PromptBuilder& prompts,
+                          int64_t total, const ModelArch& arch) {
+  for (int64_t i = 0; i < total; ++i) {
+    const io::Example& ex = data.examples[i];
+    const int64_t len = static_cast<int64_t>(prompts.prompt_ids(ex).size());
+    HPCRL_CHECK_INPUT(len + o.max_new_tokens <= arch.max_position_embeddings,
+                      data.label << (ex.line > 0 ? ":" + std::to_string(ex.line) : " example " + std::to_string(i))
+                      << ": the prompt has " << len << " tokens; with --max-new-tokens " << o.max_new_tokens
+                      << " it exceeds the model's context of " << arch.max_position_embeddings
+                      << " tokens: lower --max-new-tokens or evaluate on shorter prompts");
+  }
+}
+
+// The loaded model as the role algo::evaluate samples from.
+algo::Role eval_role(const cli::LoadedModel& lm, std::shared_ptr<io::Tokenizer> tok) {
+  algo::Role role;
+  role.name = "eval";
+  role.model = lm.model;
+  role.ctx = lm.ctx;
+  role.mesh = lm.mesh;
+  role.tokenizer = std::move(tok);
+  return role;
+}
+
+algo::EvalOptions eval_options(const Options& o, int64_t total) {
+  algo::EvalOptions eo;
+  eo.prompts = total;
+  eo.n = o.n;
+  eo.temperature = o.temperature;
+  eo.top_p = o.top_p;
+  eo.max_new_tokens = o.max_new_tokens;
+  eo.batch = o.batch;
+  eo.seed = o.seed;
+  eo.loss = false;
+  return eo;
+}
+
+// What a model evaluation reports: its result, the correct samples and pass@k.
+struct ModelEval {
+  algo::EvalResult result;
+  int64_t correct = 0;
+  std::map<int64_t, double> pass;
+};
+
+void print_model_eval(const Options& o, const cli::EvalReward& reward, const cli::EvalData& data,
+                      const ModelEval& m, const std::string& mesh) {
+  const algo::EvalResult& r = m.result;
+  if (o.json) {
+    ordered_json doc;
+    doc["model"] = o.model;
+    doc["data"] = data.label;
+    doc["reward"] = reward.label;
+    doc["examples"] = r.examples;
+    doc["n"] = o.n;
+    doc["samples"] = r.examples * o.n;
+    doc["correct"] = m.correct;
+    doc["pass_at_k"] = pass_json(m.pass);
+    doc["mean_response_len"] = r.response_len;
+    doc["temperature"] = o.temperature;
+    doc["top_p"] = o.top_p;
+    doc["max_new_tokens"] = o.max_new_tokens;
+    doc["seed"] = o.seed;
+    doc["seconds"] = r.seconds;
+    print_json(doc);
+    return;
+  }
+  std::printf("%s on %s: %lld examples x %lld samples (%s), reward %s\n", o.model.c_str(), data.label.c_str(),
+              static_cast<long long>(r.examples), static_cast<long long>(o.n),
+              o.temperature == 0 ? "greedy" : fmt::format("temperature {}", o.temperature).c_str(),
+              reward.label.c_str());
+  print_pass_table(m.pass);
+  std::printf("%lld of %lld samples correct; mean response %.1f tokens; %.1f s (%s)\n",
+              static_cast<long long>(m.correct), static_cast<long long>(r.examples * o.n), r.response_len, r.seconds,
+              mesh.c_str());
+}
+
 int evaluate_model(const Options& o, const cli::EvalReward& reward, const dist::WorldInfo& world) {
   HPCRL_CHECK_INPUT(!o.model.empty(), "--model is required (a checkpoint directory or preset:NAME), unless "
                                       "--responses FILE.jsonl scores pre-generated responses");
@@ -156,73 +233,25 @@ int evaluate_model(const Options& o, const cli::EvalReward& reward, const dist::
   cli::EvalData data = cli::load_eval_data(o.data, o.jsonl, *tok);
   algo::PromptBuilder prompts(*tok, data.config.get());
   const int64_t total = o.prompts > 0 ? std::min<int64_t>(o.prompts, data.examples.size()) : data.examples.size();
-  for (int64_t i = 0; i < total; ++i) {
-    const io::Example& ex = data.examples[i];
-    const int64_t len = static_cast<int64_t>(prompts.prompt_ids(ex).size());
-    HPCRL_CHECK_INPUT(len + o.max_new_tokens <= arch.max_position_embeddings,
-                      data.label << (ex.line > 0 ? ":" + std::to_string(ex.line) : " example " + std::to_string(i))
-                      << ": the prompt has " << len << " tokens; with --max-new-tokens " << o.max_new_tokens
-                      << " it exceeds the model's context of " << arch.max_position_embeddings
-                      << " tokens: lower --max-new-tokens or evaluate on shorter prompts");
-  }
+  check_prompt_lengths(o, data, prompts, total, arch);
 
-  cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "eval", o.seed, o.dtype, 0, o.adapter);
+  cli::LoadedModel lm = cli::load_command_model({o.model, o.adapter, o.dtype, o.seed}, arch, o.layout, "eval");
   check_ep_batches(o, total, lm.mesh.dp());
-  algo::Role role;
-  role.name = "eval";
-  role.model = lm.model;
-  role.ctx = lm.ctx;
-  role.mesh = lm.mesh;
-  role.tokenizer = tok;
-  algo::EvalOptions eo;
-  eo.prompts = total;
-  eo.n = o.n;
-  eo.temperature = o.temperature;
-  eo.top_p = o.top_p;
-  eo.max_new_tokens = o.max_new_tokens;
-  eo.batch = o.batch;
-  eo.seed = o.seed;
-  eo.loss = false;
+  algo::Role role = eval_role(lm, tok);
   spdlog::info("eval: {} examples of {} x {} samples, reward {} ({})", total, data.label, o.n, reward.label,
                lm.mesh.describe());
   reward::VerifiableReward verifier(reward.config);
-  algo::EvalResult r = algo::evaluate(role, data.examples, prompts, verifier, eo);
+  ModelEval m;
+  m.result = algo::evaluate(role, data.examples, prompts, verifier, eval_options(o, total));
 
   std::vector<algo::SampleCounts> counts;
-  int64_t correct = 0;
-  for (int64_t c : r.correct_per_example) {
+  for (int64_t c : m.result.correct_per_example) {
     counts.push_back({o.n, c});
-    correct += c;
+    m.correct += c;
   }
-  const auto pass = algo::mean_pass_at_k(counts);
+  m.pass = algo::mean_pass_at_k(counts);
   if (world.rank != 0) return 0;
-  if (o.json) {
-    ordered_json doc;
-    doc["model"] = o.model;
-    doc["data"] = data.label;
-    doc["reward"] = reward.label;
-    doc["examples"] = r.examples;
-    doc["n"] = o.n;
-    doc["samples"] = r.examples * o.n;
-    doc["correct"] = correct;
-    doc["pass_at_k"] = pass_json(pass);
-    doc["mean_response_len"] = r.response_len;
-    doc["temperature"] = o.temperature;
-    doc["top_p"] = o.top_p;
-    doc["max_new_tokens"] = o.max_new_tokens;
-    doc["seed"] = o.seed;
-    doc["seconds"] = r.seconds;
-    print_json(doc);
-    return 0;
-  }
-  std::printf("%s on %s: %lld examples x %lld samples (%s), reward %s\n", o.model.c_str(), data.label.c_str(),
-              static_cast<long long>(r.examples), static_cast<long long>(o.n),
-              o.temperature == 0 ? "greedy" : fmt::format("temperature {}", o.temperature).c_str(),
-              reward.label.c_str());
-  print_pass_table(pass);
-  std::printf("%lld of %lld samples correct; mean response %.1f tokens; %.1f s (%s)\n",
-              static_cast<long long>(correct), static_cast<long long>(r.examples * o.n), r.response_len, r.seconds,
-              lm.mesh.describe().c_str());
+  print_model_eval(o, reward, data, m, lm.mesh.describe());
   return 0;
 }
 

@@ -54,6 +54,42 @@ std::string gold_answer(const json& v, const std::string& marker, const std::str
   return after;
 }
 
+// One non-blank line as a JSON object.
+json parse_row(const std::string& line, const std::string& path, int64_t line_no, const std::string& where) {
+  const json row = json_errors::parse_jsonl_line(line, path, size_t(line_no), kExample);
+  if (!row.is_object())
+    throw InputError(where + ": expected a JSON object, got " + std::string(row.type_name()) +
+                     "; each line must be one object like " + kExample);
+  return row;
+}
+
+// prompt_index must be on every line or none: the first line with one and the first without.
+struct PromptIndexUse {
+  int64_t with_index = 0, first_without = 0, first_with = 0;
+};
+
+// The line's prompt_index, or `next` (its position among the responses) when it has none.
+int64_t prompt_index_of(const json& row, int64_t next, int64_t line_no, const std::string& path,
+                        const std::string& where, PromptIndexUse& use) {
+  int64_t index;
+  if (auto it = row.find("prompt_index"); it != row.end()) {
+    if (!it->is_number_integer() || it->get<long long>() < 0)
+      throw InputError(where + ": key 'prompt_index' is " + it->dump() + ", expected an integer >= 0 (the index "
+                       "of the prompt this sample answers, as hpcrl generate writes it)");
+    index = it->get<int64_t>();
+    if (use.with_index++ == 0) use.first_with = line_no;
+  } else {
+    index = next;
+    if (use.first_without == 0) use.first_without = line_no;
+  }
+  if (use.with_index > 0 && use.first_without > 0)
+    throw InputError(path + ":" + std::to_string(std::max(use.first_with, use.first_without)) + ": line " +
+                     std::to_string(use.first_with) + " has a prompt_index but line " +
+                     std::to_string(use.first_without) +
+                     " has none; give every line a prompt_index (to group samples for pass@k) or none");
+  return index;
+}
+
 }  // namespace
 
 ScoredResponses score_responses(const std::string& path, const reward::VerifiableReward& verifier,
@@ -62,7 +98,7 @@ ScoredResponses score_responses(const std::string& path, const reward::Verifiabl
   if (content.compare(0, 3, "\xEF\xBB\xBF") == 0) content.erase(0, 3);  // UTF-8 BOM
   ScoredResponses out;
   std::map<int64_t, algo::SampleCounts> groups;
-  int64_t with_index = 0, first_without = 0, first_with = 0;  // prompt_index must be on every line or none
+  PromptIndexUse index_use;
   int64_t line_no = 0;
   double score_sum = 0;
   for (size_t pos = 0; pos < content.size();) {
@@ -73,17 +109,7 @@ ScoredResponses score_responses(const std::string& path, const reward::Verifiabl
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (str::trim(line).empty()) continue;
     const std::string where = path + ":" + std::to_string(line_no);
-    json row;
-    try {
-      row = json::parse(line);
-    } catch (const json::exception& e) {
-      throw InputError(path + ":" + json_errors::line_col(line, json_errors::offset(e, line), line_no) +
-                       ": invalid JSON (" + json_errors::problem(e) +
-                       "); each line must be one JSON object, e.g. " + kExample);
-    }
-    if (!row.is_object())
-      throw InputError(where + ": expected a JSON object, got " + std::string(row.type_name()) +
-                       "; each line must be one object like " + kExample);
+    const json row = parse_row(line, path, line_no, where);
     const json& response = require(row, "response", where);
     if (!response.is_string())
       throw InputError(where + ": key 'response' is " + std::string(response.type_name()) +
@@ -92,20 +118,8 @@ ScoredResponses score_responses(const std::string& path, const reward::Verifiabl
 
     ScoredLine s;
     s.line = line_no;
-    if (auto it = row.find("prompt_index"); it != row.end()) {
-      if (!it->is_number_integer() || it->get<long long>() < 0)
-        throw InputError(where + ": key 'prompt_index' is " + it->dump() + ", expected an integer >= 0 (the index "
-                         "of the prompt this sample answers, as hpcrl generate writes it)");
-      s.prompt_index = it->get<int64_t>();
-      if (with_index++ == 0) first_with = line_no;
-    } else {
-      s.prompt_index = static_cast<int64_t>(out.lines.size());
-      if (first_without == 0) first_without = line_no;
-    }
-    if (with_index > 0 && first_without > 0)
-      throw InputError(path + ":" + std::to_string(std::max(first_with, first_without)) + ": line " +
-                       std::to_string(first_with) + " has a prompt_index but line " + std::to_string(first_without) +
-                       " has none; give every line a prompt_index (to group samples for pass@k) or none");
+    s.prompt_index =
+        prompt_index_of(row, static_cast<int64_t>(out.lines.size()), line_no, path, where, index_use);
     reward::RewardResult r = verifier.score(response.get<std::string>(), gold);
     s.score = r.score;
     s.correct = r.correct;

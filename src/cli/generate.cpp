@@ -15,12 +15,14 @@
 #include <spdlog/spdlog.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "cli/command.h"
 #include "cli/model_loading.h"
+#include "hpcrl/config/enums.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/model/pipeline_stage.h"
@@ -103,82 +105,135 @@ std::string gather_text(const std::string& text) {
   return out;
 }
 
+// --chat-template as the config enum: "auto" is the tokenizer's own template (config::ChatTemplate::model).
+config::ChatTemplate chat_template_option(const std::string& name) {
+  if (name == "auto") return config::ChatTemplate::model;
+  const std::vector<std::string> names = {"auto", "none", "chatml", "qwen3", "llama3"};
+  if (std::find(names.begin(), names.end(), name) != names.end())
+    return *config::parse_enum<config::ChatTemplate>(name);
+  // The pipeline file's `model` is spelled auto here.
+  std::string hint = name == "model" ? "auto" : str::closest(name, names);
+  throw InputError("--chat-template '" + name + "'" + (hint.empty() ? "" : ": did you mean '" + hint + "'?") +
+                   " (one of " + str::join(names, ", ") + ")");
+}
+
+// The prompt file, every prompt checked to leave room for --max-new-tokens in the model's context.
+rollout::PromptFile load_prompts(const Options& o, const ModelArch& arch, const io::Tokenizer& tok,
+                                 config::ChatTemplate chat_template) {
+  rollout::PromptFile file = rollout::read_prompt_file(o.prompts, tok, arch.vocab_size, chat_template);
+  for (const auto& r : file.prompts)
+    HPCRL_CHECK_INPUT(int64_t(r.ids.size()) + o.max_new_tokens <= arch.max_position_embeddings,
+                      o.prompts << ":" << r.line << ": the prompt has " << r.ids.size() << " tokens; with "
+                                << "--max-new-tokens " << o.max_new_tokens << " it exceeds the model's context of "
+                                << arch.max_position_embeddings
+                                << " tokens: shorten the prompt or lower --max-new-tokens");
+  return file;
+}
+
+// The model this rank decodes on: every stage of a pipeline decodes on a whole copy
+// (model::make_whole_copy); stage 0 writes.
+std::shared_ptr<model::DecoderModel> decoding_model(const cli::LoadedModel& lm, const Options& o) {
+  std::shared_ptr<model::DecoderModel> decoder = lm.model;
+  if (lm.ctx.pp_size() > 1) {
+    decoder = model::make_whole_copy(*lm.model);
+    model::sync_whole_copy(*lm.model, *decoder, o.model);
+  }
+  return decoder;
+}
+
+// This rank's generation replica's prompts: [first, last) of the file's.
+struct ReplicaPrompts {
+  int64_t first = 0, last = 0;
+  std::vector<std::vector<int32_t>> ids;
+};
+
+ReplicaPrompts replica_prompts(const dist::Mesh& mesh, const dist::MeshCoord& c, const rollout::PromptFile& file) {
+  // sp and dp ranks decode independently.
+  const int64_t replicas = int64_t(mesh.sp()) * mesh.dp(), replica = int64_t(c.dp) * mesh.sp() + c.sp;
+  const int64_t P = int64_t(file.prompts.size());
+  ReplicaPrompts out;
+  out.first = replica * P / replicas;
+  out.last = (replica + 1) * P / replicas;
+  for (int64_t p = out.first; p < out.last; ++p) out.ids.push_back(file.prompts[p].ids);
+  return out;
+}
+
+rollout::SamplingParams sampling_params(const Options& o, const io::Tokenizer& tok, bool chat, int64_t first) {
+  rollout::SamplingParams sampling;
+  sampling.temperature = o.temperature;
+  sampling.top_p = o.top_p;
+  sampling.top_k = o.top_k;
+  sampling.min_p = o.min_p;
+  sampling.max_new_tokens = o.max_new_tokens;
+  sampling.stop = o.stop;
+  sampling.eos_ids = rollout::stop_token_ids(tok, chat);
+  sampling.seed = o.seed;
+  sampling.prompt_offset = first;
+  return sampling;
+}
+
+// Decodes the replica's prompts, with a progress line that ends with the throughput.
+std::vector<rollout::Sample> generate_samples(const Options& o, std::shared_ptr<model::DecoderModel> decoder,
+                                              const io::Tokenizer& tok, const ReplicaPrompts& replica,
+                                              const rollout::SamplingParams& sampling, int rank) {
+  Progress progress("generate", long(replica.ids.size() * o.n), rank == 0, "seq", 10.0);
+  rollout::EngineOptions eo;
+  eo.max_batch = o.max_batch;
+  eo.progress = [&](int64_t done, int64_t) { progress.update(long(done)); };
+  rollout::Engine engine(decoder, &tok, eo);
+  trace::TimedSpan span("generate");
+  std::vector<rollout::Sample> samples = engine.generate(replica.ids, o.n, sampling);
+  const double seconds = span.elapsed_seconds();
+  const rollout::GenerateStats& st = engine.last_stats();
+  const int64_t tokens = st.generated_tokens;
+  // Decode alone: the tokens after each sequence's first (which its prefill gives) over the decode steps' time.
+  const int64_t decoded = tokens - int64_t(samples.size());
+  char timing[160];
+  std::snprintf(timing, sizeof timing, "; prefill %.3f s, decode %.3f s (%.1f tok/s)", st.prefill_seconds,
+                st.decode_seconds, decoded / std::max(st.decode_seconds, 1e-9));
+  progress.finish(std::to_string(tokens) + " tokens, " + std::to_string(int64_t(tokens / std::max(seconds, 1e-9))) +
+                  " tok/s" + timing);
+  return samples;
+}
+
+// Rank 0 writes every replica's samples, in (prompt, sample) order, to --out or stdout.
+void write_samples(const Options& o, const std::string& all, int64_t prompts, const dist::Mesh& mesh) {
+  if (o.out.empty()) {
+    std::fwrite(all.data(), 1, all.size(), stdout);
+  } else {
+    fs::write_file_atomic(o.out, all);
+    spdlog::info("wrote {} samples of {} prompts to {} ({})", prompts * o.n, prompts, o.out, mesh.describe());
+  }
+}
+
 int run(const Options& o, const std::vector<std::string>& extras, const CLI::App& sub) {
   const dist::WorldInfo& world = dist::init(nullptr, nullptr);
   log::init(world.rank, world.size, cli::global_options().log_level);
   int code = dist::run_or_abort([&] {
     reject_extras(extras, sub);
     check_options(o);
+    const config::ChatTemplate chat_template = chat_template_option(o.chat_template);
     ModelArch arch = model::resolve_model_arch(o.model);
     std::unique_ptr<io::Tokenizer> tok = cli::command_tokenizer(
         o.model, o.tokenizer,
         "'" + o.model + "' has no tokenizer.json, and generate needs one to read prompts and write responses as "
         "text: pass --tokenizer DIR (or --tokenizer byte, the built-in byte tokenizer)");
-    rollout::PromptFile file = rollout::read_prompt_file(o.prompts, *tok, arch.vocab_size, o.chat_template);
-    for (const auto& r : file.prompts)
-      HPCRL_CHECK_INPUT(int64_t(r.ids.size()) + o.max_new_tokens <= arch.max_position_embeddings,
-                        o.prompts << ":" << r.line << ": the prompt has " << r.ids.size() << " tokens; with "
-                                  << "--max-new-tokens " << o.max_new_tokens << " it exceeds the model's context of "
-                                  << arch.max_position_embeddings
-                                  << " tokens: shorten the prompt or lower --max-new-tokens");
+    rollout::PromptFile file = load_prompts(o, arch, *tok, chat_template);
 
-    cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "generate", o.seed, o.dtype, 0, o.adapter);
-    const dist::Mesh& mesh = lm.mesh;
-    // Every stage of a pipeline decodes on a whole copy (model::make_whole_copy); stage 0 writes.
-    std::shared_ptr<model::DecoderModel> decoder = lm.model;
-    if (lm.ctx.pp_size() > 1) {
-      decoder = model::make_whole_copy(*lm.model);
-      model::sync_whole_copy(*lm.model, *decoder, o.model);
-    }
-
-    // This rank's generation replica (sp and dp ranks decode independently) and its prompts.
-    const dist::MeshCoord c = mesh.coord(world.rank);
-    const int64_t replicas = int64_t(mesh.sp()) * mesh.dp(), replica = int64_t(c.dp) * mesh.sp() + c.sp;
-    const int64_t P = int64_t(file.prompts.size());
-    const int64_t first = replica * P / replicas, last = (replica + 1) * P / replicas;
-    std::vector<std::vector<int32_t>> prompts;
-    for (int64_t p = first; p < last; ++p) prompts.push_back(file.prompts[p].ids);
-
-    rollout::SamplingParams sampling;
-    sampling.temperature = o.temperature;
-    sampling.top_p = o.top_p;
-    sampling.top_k = o.top_k;
-    sampling.min_p = o.min_p;
-    sampling.max_new_tokens = o.max_new_tokens;
-    sampling.stop = o.stop;
-    sampling.eos_ids = rollout::stop_token_ids(*tok, file.chat);
-    sampling.seed = o.seed;
-    sampling.prompt_offset = first;
-    Progress progress("generate", long(prompts.size() * o.n), world.rank == 0, "seq", 10.0);
-    rollout::EngineOptions eo;
-    eo.max_batch = o.max_batch;
-    eo.progress = [&](int64_t done, int64_t) { progress.update(long(done)); };
-    rollout::Engine engine(decoder, tok.get(), eo);
-    trace::TimedSpan span("generate");
-    std::vector<rollout::Sample> samples = engine.generate(prompts, o.n, sampling);
-    const double seconds = span.elapsed_seconds();
-    const rollout::GenerateStats& st = engine.last_stats();
-    const int64_t tokens = st.generated_tokens;
-    // Decode alone: the tokens after each sequence's first (which its prefill gives) over the decode steps' time.
-    const int64_t decoded = tokens - int64_t(samples.size());
-    char timing[160];
-    std::snprintf(timing, sizeof timing, "; prefill %.3f s, decode %.3f s (%.1f tok/s)", st.prefill_seconds,
-                  st.decode_seconds, decoded / std::max(st.decode_seconds, 1e-9));
-    progress.finish(std::to_string(tokens) + " tokens, " + std::to_string(int64_t(tokens / std::max(seconds, 1e-9))) +
-                    " tok/s" + timing);
+    cli::LoadedModel lm = cli::load_command_model({o.model, o.adapter, o.dtype, o.seed}, arch, o.layout, "generate");
+    std::shared_ptr<model::DecoderModel> decoder = decoding_model(lm, o);
+    const dist::MeshCoord c = lm.mesh.coord(world.rank);
+    const ReplicaPrompts replica = replica_prompts(lm.mesh, c, file);
+    std::vector<rollout::Sample> samples = generate_samples(
+        o, decoder, *tok, replica, sampling_params(o, *tok, file.chat, replica.first), world.rank);
 
     std::string mine;
     if (c.tp == 0 && c.pp == 0)
       for (const auto& s : samples)
-        mine += sample_line(file.prompts[first + s.prompt_index], first + s.prompt_index, s, *tok);
+        mine += sample_line(file.prompts[replica.first + s.prompt_index], replica.first + s.prompt_index, s, *tok);
     std::string all = gather_text(mine);
     if (world.rank != 0) return 0;
-    if (o.out.empty()) {
-      std::fwrite(all.data(), 1, all.size(), stdout);
-    } else {
-      fs::write_file_atomic(o.out, all);
-      spdlog::info("wrote {} samples of {} prompts to {} ({})", P * o.n, P, o.out, mesh.describe());
-    }
+    write_samples(o, all, int64_t(file.prompts.size()), lm.mesh);
     return 0;
   });
   dist::finalize();

@@ -22,9 +22,12 @@ void add_layout_options(CLI::App* sub, LayoutFlags& layout, const std::string& s
   sub->add_option("--pp", layout.pp, "Pipeline-parallel size")->check(CLI::PositiveNumber)->capture_default_str();
 }
 
-LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, const LayoutFlags& layout,
-                               const std::string& command, uint64_t seed, const std::string& dtype,
-                               int64_t seq_len, const std::string& adapter) {
+LoadedModel load_command_model(const ModelSource& src, const ModelArch& arch, const LayoutFlags& layout,
+                               const std::string& command, int64_t seq_len) {
+  const std::string& spec = src.spec;
+  const std::string& dtype = src.dtype;
+  const std::string& adapter = src.adapter;
+  const uint64_t seed = src.seed;
   HPCRL_CHECK_INPUT(dtype == "float32" || dtype == "bfloat16", "--dtype must be float32 or bfloat16, got '" << dtype
                                                                                                             << "'");
   dist::ParallelSizes sizes;

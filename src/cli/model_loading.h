@@ -34,17 +34,26 @@ struct LoadedModel {
   std::shared_ptr<model::DecoderModel> model;  // in eval mode
 };
 
+// The model a command loads, as its options name it: `spec` (a directory, an HF
+// name or a preset), an optional PEFT LoRA `adapter`, the weights' `dtype` and
+// the seed of a preset's initial weights.
+struct ModelSource {
+  std::string spec;
+  std::string adapter;
+  std::string dtype;
+  uint64_t seed = 0;
+};
+
 // Collective over the world: the mesh of `layout` over every rank (named `command`
 // in messages), checked against `arch` (seq_len: the longest sequence, for the
-// sp divisibility check; 0 = unknown), and this rank's shard of `spec` in `dtype`
+// sp divisibility check; 0 = unknown), and this rank's shard of `src.spec` in `src.dtype`
 // ("float32" | "bfloat16"). With --pp > 1 each rank builds and loads only its
 // pipeline stage (layout.pp_virtual chunks, balanced). InputError for a bad
-// dtype or a layout that does not fit the ranks or the model. `adapter`: a PEFT
+// dtype or a layout that does not fit the ranks or the model. `src.adapter`: a PEFT
 // LoRA adapter directory applied on top (unmerged: each adapted projection adds
 // its low-rank product).
-LoadedModel load_command_model(const std::string& spec, const ModelArch& arch, const LayoutFlags& layout,
-                               const std::string& command, uint64_t seed, const std::string& dtype,
-                               int64_t seq_len = 0, const std::string& adapter = "");
+LoadedModel load_command_model(const ModelSource& src, const ModelArch& arch, const LayoutFlags& layout,
+                               const std::string& command, int64_t seq_len = 0);
 
 // --tokenizer when given ("byte" or "builtin": the built-in byte tokenizer), else
 // the byte tokenizer for presets, else the one the model directory records (its

@@ -59,6 +59,78 @@ std::vector<int64_t> input_ids(const Options& o, const ModelArch& arch, const io
   return ids;
 }
 
+// The sequence padded to `padded` tokens: input ids, next-token targets and the mask of real tokens.
+struct ScoreBatch {
+  at::Tensor full, targets, mask;  // [1, padded] each
+};
+
+ScoreBatch score_batch(const std::vector<int64_t>& ids, int64_t padded) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  ScoreBatch b;
+  b.full = torch::zeros({1, padded}, torch::kLong);
+  b.targets = torch::zeros({1, padded}, torch::kLong);
+  b.mask = torch::zeros({1, padded}, torch::kLong);
+  for (int64_t t = 0; t < n; ++t) {
+    b.full[0][t] = ids[t];
+    b.mask[0][t] = 1;
+    if (t + 1 < n) b.targets[0][t] = ids[t + 1];
+  }
+  return b;
+}
+
+// This rank's sequence chunk's log-probs [1, T/sp]; with pp > 1 through the pipeline schedule, over
+// --pp-microbatches identical copies that must agree bit for bit.
+at::Tensor chunk_logprobs(const Options& o, const cli::LoadedModel& lm, parallel::pipeline::Schedule schedule,
+                          const ScoreBatch& b) {
+  const parallel::ParallelContext& ctx = lm.ctx;
+  auto& m = lm.model;
+  auto chunk = [&](const at::Tensor& x) { return parallel::sequence::sequence_chunk(x, ctx.sp).contiguous(); };
+  if (ctx.pp_size() > 1) {
+    const int mbs = o.pp_microbatches;
+    model::StageBatch batch{chunk(b.full.repeat({mbs, 1})), {}, chunk(b.mask.repeat({mbs, 1}))};
+    at::Tensor all = model::pipelined_logprobs(*m, batch, chunk(b.targets.repeat({mbs, 1})), mbs,
+                                               schedule);  // [M, Tl]
+    for (int i = 1; i < mbs; ++i)
+      HPCRL_CHECK(at::equal(all[i], all[0]),
+                  "micro-batch " << i << " of the pipeline scored the same sequence differently from micro-batch 0: "
+                                 << "the pipeline schedule " << o.pp_schedule << " mixed up micro-batches");
+    return all.slice(0, 0, 1);
+  }
+  auto out = m->forward(chunk(b.full), {}, chunk(b.mask));
+  return m->token_logprobs(out.hidden, chunk(b.targets), /*with_entropy=*/false).logprobs;
+}
+
+// The table (or --json document) rank 0 prints.
+void print_scores(const Options& o, const std::vector<int64_t>& ids, const std::vector<double>& logprobs,
+                  const io::Tokenizer* tok, const dist::Mesh& mesh) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (o.json) {
+    nlohmann::ordered_json doc;
+    doc["ids"] = ids;
+    doc["logprobs"] = logprobs;
+    std::printf("%s\n", doc.dump().c_str());
+    return;
+  }
+  double total = 0;
+  std::vector<std::string> pieces;
+  if (tok) pieces = tok->pieces(std::vector<int32_t>(ids.begin(), ids.end()));
+  std::printf("%6s %8s %12s %s\n", "pos", "id", "logprob", tok ? "piece" : "");
+  for (int64_t t = 0; t < n; ++t) {
+    std::string piece = tok ? nlohmann::json(pieces[t]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                            : "";
+    if (t == 0) {
+      std::printf("%6d %8lld %12s %s\n", 0, static_cast<long long>(ids[0]), "", piece.c_str());
+    } else {
+      total += logprobs[t - 1];
+      std::printf("%6lld %8lld %12.6f %s\n", static_cast<long long>(t), static_cast<long long>(ids[t]),
+                  logprobs[t - 1], piece.c_str());
+    }
+  }
+  if (n > 1)
+    std::printf("%lld scored tokens: sum %.6f, mean %.6f, perplexity %.4f (%s)\n", static_cast<long long>(n - 1),
+                total, total / (n - 1), std::exp(-total / (n - 1)), mesh.describe().c_str());
+}
+
 int run(const Options& o) {
   const dist::WorldInfo& world = dist::init(nullptr, nullptr);
   log::init(world.rank, world.size, cli::global_options().log_level);
@@ -73,63 +145,15 @@ int run(const Options& o) {
     const int64_t n = static_cast<int64_t>(ids.size());
     const int sp = o.layout.sp;
     const int64_t padded = (n + sp - 1) / sp * sp;  // Ulysses needs T % sp == 0
-    cli::LoadedModel lm = cli::load_command_model(o.model, arch, o.layout, "score", o.seed, o.dtype, padded, o.adapter);
-    const dist::Mesh& mesh = lm.mesh;
-    const parallel::ParallelContext& ctx = lm.ctx;
-    auto& m = lm.model;
+    cli::LoadedModel lm = cli::load_command_model({o.model, o.adapter, o.dtype, o.seed}, arch, o.layout, "score", padded);
 
     torch::NoGradGuard no_grad;
-    at::Tensor full = torch::zeros({1, padded}, torch::kLong), targets = torch::zeros({1, padded}, torch::kLong);
-    at::Tensor mask = torch::zeros({1, padded}, torch::kLong);
-    for (int64_t t = 0; t < n; ++t) {
-      full[0][t] = ids[t];
-      mask[0][t] = 1;
-      if (t + 1 < n) targets[0][t] = ids[t + 1];
-    }
-    auto chunk = [&](const at::Tensor& x) { return parallel::sequence::sequence_chunk(x, ctx.sp).contiguous(); };
-    at::Tensor lp;
-    if (ctx.pp_size() > 1) {
-      const int mbs = o.pp_microbatches;
-      model::StageBatch batch{chunk(full.repeat({mbs, 1})), {}, chunk(mask.repeat({mbs, 1}))};
-      at::Tensor all = model::pipelined_logprobs(*m, batch, chunk(targets.repeat({mbs, 1})), mbs,
-                                                 schedule);  // [M, Tl]
-      for (int i = 1; i < mbs; ++i)
-        HPCRL_CHECK(at::equal(all[i], all[0]), "micro-batch " << i << " of the pipeline scored the same sequence "
-                    "differently from micro-batch 0: the pipeline schedule " << o.pp_schedule << " mixed up micro-batches");
-      lp = all.slice(0, 0, 1);
-    } else {
-      auto out = m->forward(chunk(full), {}, chunk(mask));
-      lp = m->token_logprobs(out.hidden, chunk(targets), /*with_entropy=*/false).logprobs;
-    }
-    lp = parallel::sequence::gather_sequence(lp.contiguous(), ctx.sp)[0].slice(0, 0, n - 1);  // [n - 1]
+    at::Tensor lp = chunk_logprobs(o, lm, schedule, score_batch(ids, padded));
+    lp = parallel::sequence::gather_sequence(lp.contiguous(), lm.ctx.sp)[0].slice(0, 0, n - 1);  // [n - 1]
 
     if (world.rank != 0) return 0;
     std::vector<double> logprobs(lp.data_ptr<float>(), lp.data_ptr<float>() + lp.numel());
-    if (o.json) {
-      nlohmann::ordered_json doc;
-      doc["ids"] = ids;
-      doc["logprobs"] = logprobs;
-      std::printf("%s\n", doc.dump().c_str());
-      return 0;
-    }
-    double total = 0;
-    std::vector<std::string> pieces;
-    if (tok) pieces = tok->pieces(std::vector<int32_t>(ids.begin(), ids.end()));
-    std::printf("%6s %8s %12s %s\n", "pos", "id", "logprob", tok ? "piece" : "");
-    for (int64_t t = 0; t < n; ++t) {
-      std::string piece = tok ? nlohmann::json(pieces[t]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                              : "";
-      if (t == 0) {
-        std::printf("%6d %8lld %12s %s\n", 0, static_cast<long long>(ids[0]), "", piece.c_str());
-      } else {
-        total += logprobs[t - 1];
-        std::printf("%6lld %8lld %12.6f %s\n", static_cast<long long>(t), static_cast<long long>(ids[t]),
-                    logprobs[t - 1], piece.c_str());
-      }
-    }
-    if (n > 1)
-      std::printf("%lld scored tokens: sum %.6f, mean %.6f, perplexity %.4f (%s)\n", static_cast<long long>(n - 1),
-                  total, total / (n - 1), std::exp(-total / (n - 1)), mesh.describe().c_str());
+    print_scores(o, ids, logprobs, tok.get(), lm.mesh);
     return 0;
   });
   dist::finalize();

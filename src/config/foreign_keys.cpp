@@ -27,7 +27,8 @@ const Scopes kRun{"run"};
 const char* kStageKey = "set per stage in hpcrl (sft, grpo, ppo and distill each have one)";
 const char* kSamplingKey = "sampling is set per stage in hpcrl (grpo, ppo, and distill when it generates)";
 
-std::vector<ForeignKey> make_table() {
+// Lengths, responses per prompt and the KL term.
+std::vector<ForeignKey> length_and_kl_rows() {
   return {
       // Lengths.
       {"max_response_length", kGen, "{here}.max_new_tokens", "veRL", ""},
@@ -69,6 +70,12 @@ std::vector<ForeignKey> make_table() {
        "write `kl: {estimator: ..., in_reward: true}`: veRL's kl is k1, mse is k2, low_var_kl is k3"},
       {"use_kl_loss", kRl, "{here}.kl.in_reward", "veRL",
        "inverted: use_kl_loss: true (the KL in the loss) is hpcrl's default, kl.in_reward: false"},
+  };
+}
+
+// Learning rate, optimizer, epochs and steps.
+std::vector<ForeignKey> optimizer_and_step_rows() {
+  return {
       // Learning rate and optimizer.
       {"lr", kOptim, "stages[].grpo.lr", "veRL", std::string("the learning rate is ") + kStageKey},
       {"lr", kRole, "stages[].grpo.lr", "veRL", std::string("the learning rate is ") + kStageKey},
@@ -104,6 +111,12 @@ std::vector<ForeignKey> make_table() {
       {"total_training_steps", kRl, "{here}.iterations", "veRL", ""},
       {"max_steps", kSteps, "{here}.steps", "TRL / HF Trainer", ""},
       {"max_steps", kRl, "{here}.iterations", "TRL", "one iteration is one rollout batch and its updates"},
+  };
+}
+
+// Batch sizes, the surrogate and the advantage.
+std::vector<ForeignKey> batch_and_surrogate_rows() {
+  return {
       // Batches.
       {"train_batch_size", kSteps, "{here}.batch", "OpenRLHF / DeepSpeed", "sequences per optimizer step, global"},
       {"train_batch_size", kRl, "{here}.prompts", "veRL / OpenRLHF",
@@ -143,6 +156,12 @@ std::vector<ForeignKey> make_table() {
       {"scale_rewards", kGrpo, "{here}.std_norm", "TRL", "true (group) is group, batch is batch, false (none) is none"},
       {"loss_agg_mode", kRl, "{here}.loss_agg", "veRL",
        "written with _: token_mean, seq_mean_token_sum, seq_mean_token_mean"},
+  };
+}
+
+// Sampling outside the stages, roles and run-wide settings.
+std::vector<ForeignKey> sampling_role_and_run_rows() {
+  return {
       // Sampling in other places.
       {"temperature", kRollout, "stages[].grpo.temperature", "veRL", kSamplingKey},
       {"temperature", kRole, "stages[].grpo.temperature", "veRL", kSamplingKey},
@@ -184,6 +203,15 @@ std::vector<ForeignKey> make_table() {
       {"save_steps", kRun, "{here}.checkpoint_every", "TRL / HF Trainer", ""},
       {"save_total_limit", kRun, "{here}.keep_last", "TRL / HF Trainer", "checkpoints kept per stage"},
   };
+}
+
+// The rows in order: docs/config.md's table lists them so, and a hint takes the first row that matches.
+std::vector<ForeignKey> make_table() {
+  std::vector<ForeignKey> table;
+  for (auto rows : {length_and_kl_rows(), optimizer_and_step_rows(), batch_and_surrogate_rows(),
+                    sampling_role_and_run_rows()})
+    table.insert(table.end(), rows.begin(), rows.end());
+  return table;
 }
 
 // `path` split at the dots that separate keys ("stages[1].grpo" -> stages[1], grpo).

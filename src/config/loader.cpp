@@ -63,15 +63,8 @@ void resolve_defaults(PipelineConfig& c) {
   if (!given("run.out")) c.run.out = "runs/" + c.run.name;
   for (auto& st : c.stages) {
     bool own = given(st.path + ".eval_every");
-    switch (st.kind) {
-      case StageKind::sft: if (!own) st.sft.eval_every = c.run.eval_every; break;
-      case StageKind::grpo: if (!own) st.grpo.eval_every = c.run.eval_every; break;
-      case StageKind::ppo:
-        if (!own) st.ppo.eval_every = c.run.eval_every;
-        if (!given(st.path + ".critic_lr")) st.ppo.critic_lr = st.ppo.train.lr;
-        break;
-      case StageKind::distill: if (!own) st.distill.eval_every = c.run.eval_every; break;
-    }
+    if (!own) std::visit([&](auto& s) { s.eval_every = c.run.eval_every; }, st.body);
+    if (auto* ppo = st.as<PpoStage>(); ppo && !given(st.path + ".critic_lr")) ppo->critic_lr = ppo->train.lr;
   }
   for (auto& d : c.data)
     if (d.kind == DataKind::synthetic && !given("data." + d.name + ".synthetic.seed")) d.synthetic.seed = c.run.seed;

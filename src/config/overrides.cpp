@@ -47,6 +47,66 @@ bool parse_path(const std::string& path, std::vector<Step>& steps) {
   return !steps.empty();
 }
 
+// The walk down the tree to where an override goes: the node reached and its path (for messages).
+struct Walk {
+  YNode* cur;
+  std::string walked;
+  const SourcePos& at;
+  Diagnostics& diag;
+};
+
+// Into item `index` of the list at w.cur (index == size appends one). False after reporting why not.
+bool into_item(Walk& w, long index) {
+  if (!w.cur->is_seq()) {
+    w.diag.error(w.at, w.walked,
+                 "is " + w.cur->describe() + ", not a list, so [" + std::to_string(index) + "] addresses nothing",
+                 "address a key of it instead");
+    return false;
+  }
+  size_t n = w.cur->items.size();
+  if (static_cast<size_t>(index) > n) {
+    w.diag.error(w.at, w.walked,
+                 "has " + std::to_string(n) + " items; index " + std::to_string(index) + " is out of range",
+                 "use an index below " + std::to_string(n) + " (or " + std::to_string(n) + " to append)");
+    return false;
+  }
+  if (static_cast<size_t>(index) == n) {
+    YNode fresh;
+    fresh.pos = w.at;
+    w.cur->items.push_back(fresh);
+  }
+  w.cur = &w.cur->items[index];
+  w.walked += "[" + std::to_string(index) + "]";
+  return true;
+}
+
+// Into `key` of the mapping at w.cur (a null node becomes a mapping, a missing key is added); when `last`,
+// the key's position becomes the override's. False after reporting why not.
+bool into_key(Walk& w, const std::string& key, bool last) {
+  if (w.cur->is_null()) {
+    w.cur->kind = YNode::Kind::kMap;
+    w.cur->pos = w.at;
+  }
+  if (!w.cur->is_map()) {
+    w.diag.error(w.at, w.walked, "is " + w.cur->describe() + ", not a mapping, so it has no key '" + key + "'",
+                 "set " + w.walked + " itself, e.g. --set " + w.walked + "=VALUE");
+    return false;
+  }
+  YNode* next = w.cur->find(key);
+  if (!next) {
+    YNode fresh;
+    fresh.pos = w.at;
+    w.cur->entries.push_back({key, w.at, fresh});
+    next = &w.cur->entries.back().value;
+  } else if (last) {
+    for (auto& e : w.cur->entries)
+      if (e.key == key) e.key_pos = w.at;  // the value now comes from the override
+  }
+  w.cur = next;
+  w.walked += (w.walked.empty() ? "" : ".") + key;
+  return true;
+}
+
 void apply_one(YNode& root, const std::string& arg, const std::string& file, Diagnostics& diag) {
   SourcePos at;
   at.file = file;
@@ -61,59 +121,21 @@ void apply_one(YNode& root, const std::string& arg, const std::string& file, Dia
   auto value = parse_yaml_text(arg.substr(eq + 1), file, diag, at.set_arg);
   if (!value) return;
 
-  YNode* cur = &root;
-  std::string walked;
+  Walk w{&root, "", at, diag};
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& st = steps[i];
     if (st.index >= 0) {
-      if (!cur->is_seq()) {
-        diag.error(at, walked, "is " + cur->describe() + ", not a list, so [" + std::to_string(st.index) + "] addresses nothing",
-                   "address a key of it instead");
-        return;
-      }
-      size_t n = cur->items.size();
-      if (static_cast<size_t>(st.index) > n) {
-        diag.error(at, walked, "has " + std::to_string(n) + " items; index " + std::to_string(st.index) + " is out of range",
-                   "use an index below " + std::to_string(n) + " (or " + std::to_string(n) + " to append)");
-        return;
-      }
-      if (static_cast<size_t>(st.index) == n) {
-        YNode fresh;
-        fresh.pos = at;
-        cur->items.push_back(fresh);
-      }
-      cur = &cur->items[st.index];
-      walked += "[" + std::to_string(st.index) + "]";
+      if (!into_item(w, st.index)) return;
       continue;
     }
     std::string key = st.key;
-    if (walked == "placement.ranges") {  // the rest of the path is one key: "policy.rollout"
+    if (w.walked == "placement.ranges") {  // the rest of the path is one key: "policy.rollout"
       for (size_t j = i + 1; j < steps.size(); ++j) key += "." + steps[j].key;
       i = steps.size() - 1;
     }
-    if (cur->is_null()) {
-      cur->kind = YNode::Kind::kMap;
-      cur->pos = at;
-    }
-    if (!cur->is_map()) {
-      diag.error(at, walked, "is " + cur->describe() + ", not a mapping, so it has no key '" + key + "'",
-                 "set " + walked + " itself, e.g. --set " + walked + "=VALUE");
-      return;
-    }
-    YNode* next = cur->find(key);
-    if (!next) {
-      YNode fresh;
-      fresh.pos = at;
-      cur->entries.push_back({key, at, fresh});
-      next = &cur->entries.back().value;
-    } else if (i + 1 == steps.size()) {
-      for (auto& e : cur->entries)
-        if (e.key == key) e.key_pos = at;  // the value now comes from the override
-    }
-    cur = next;
-    walked += (walked.empty() ? "" : ".") + key;
+    if (!into_key(w, key, i + 1 == steps.size())) return;
   }
-  *cur = *value;
+  *w.cur = *value;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Lookups on a loaded pipeline (pipeline_config.h): roles, rewards and
-// datasets by name, the roles a stage trains or reads, and the source position
-// of any key path.
+// datasets by name, and the source position of any key path (a stage's roles:
+// stage_config.cpp).
 #include "hpcrl/config/pipeline_config.h"
 
 #include <algorithm>
@@ -8,50 +8,6 @@
 #include "hpcrl/util/error.h"
 
 namespace hpcrl::config {
-
-std::vector<std::string> StageConfig::trained_roles() const {
-  switch (kind) {
-    case StageKind::sft: return {sft.model};
-    case StageKind::grpo: return {grpo.policy};
-    case StageKind::ppo: return {ppo.policy, ppo.critic};
-    case StageKind::distill: return {distill.student};
-  }
-  return {};
-}
-
-std::vector<std::string> StageConfig::used_roles() const {
-  std::vector<std::string> roles = trained_roles();
-  auto add = [&](const std::string& r) {
-    if (!r.empty()) roles.push_back(r);
-  };
-  switch (kind) {
-    case StageKind::sft: break;
-    case StageKind::grpo: add(grpo.reference); break;
-    case StageKind::ppo: add(ppo.reference); break;
-    case StageKind::distill: add(distill.teacher); break;
-  }
-  return roles;
-}
-
-const std::string& StageConfig::data() const {
-  switch (kind) {
-    case StageKind::sft: return sft.data;
-    case StageKind::grpo: return grpo.data;
-    case StageKind::ppo: return ppo.data;
-    case StageKind::distill: break;
-  }
-  return distill.data;
-}
-
-int64_t StageConfig::configured_steps() const {
-  switch (kind) {
-    case StageKind::sft: return sft.steps;
-    case StageKind::grpo: return grpo.iterations;
-    case StageKind::ppo: return ppo.iterations;
-    case StageKind::distill: break;
-  }
-  return distill.steps;
-}
 
 namespace {
 template <class T>
@@ -116,9 +72,8 @@ std::string lora_base_of(const PipelineConfig& cfg, const ModelConfig& mc) {
     if (lists(st.trained_roles(), mc.name)) return "";
     if (lists(st.trained_roles(), src->name)) first_training = std::min(first_training, i);
     if (!lists(st.used_roles(), mc.name)) continue;
-    const std::string& ref = st.kind == StageKind::grpo  ? st.grpo.reference
-                             : st.kind == StageKind::ppo ? st.ppo.reference
-                                                         : std::string();
+    const RlStage* rl = st.rl();
+    const std::string ref = rl ? rl->reference : std::string();
     if (ref != mc.name) return "";  // a teacher or a reward model, not only a reference
     first_use = std::min(first_use, i);
   }

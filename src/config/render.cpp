@@ -58,34 +58,37 @@ std::string early_stop_note(double target) {
   return target > 0 ? ", or until held-out accuracy " + schema::format_number(target) : "";
 }
 
-std::string stage_line(const StageConfig& st) {
+std::string stage_line(const SftStage& s) {
   std::ostringstream os;
-  switch (st.kind) {
-    case StageKind::sft: {
-      const auto& s = st.sft;
-      os << s.model << " on " << s.data << ": " << s.steps << " steps x batch " << s.batch << ", lr "
-         << schema::format_number(s.train.lr) << early_stop_note(s.stop_at_accuracy);
-      break;
-    }
-    case StageKind::grpo:
-    case StageKind::ppo: {
-      const RlStage& s = st.kind == StageKind::grpo ? static_cast<const RlStage&>(st.grpo) : st.ppo;
-      std::vector<std::string> with;
-      if (!s.reference.empty()) with.push_back("reference: " + s.reference);
-      if (st.kind == StageKind::ppo) with.push_back("critic: " + st.ppo.critic);
-      os << s.policy << (with.empty() ? "" : " (" + str::join(with, ", ") + ")") << " on " << s.data << ", reward " << str::join(s.rewards, "+") << ": " << s.iterations << " iterations x "
-         << s.prompts << " prompts x " << s.group << ", max " << s.sampling.max_new_tokens << " new tokens"
-         << early_stop_note(s.stop_at_accuracy);
-      break;
-    }
-    case StageKind::distill: {
-      const auto& s = st.distill;
-      os << s.teacher << " -> " << s.student << " on " << s.data << ": " << to_string(s.loss) << ", " << s.steps
-         << " steps x batch " << s.batch << (s.on_policy ? ", on-policy" : "") << early_stop_note(s.stop_at_accuracy);
-      break;
-    }
-  }
+  os << s.model << " on " << s.data << ": " << s.steps << " steps x batch " << s.batch << ", lr "
+     << schema::format_number(s.train.lr) << early_stop_note(s.stop_at_accuracy);
   return os.str();
+}
+
+// `critic`: PPO's, null for GRPO.
+std::string rl_line(const RlStage& s, const std::string* critic) {
+  std::ostringstream os;
+  std::vector<std::string> with;
+  if (!s.reference.empty()) with.push_back("reference: " + s.reference);
+  if (critic) with.push_back("critic: " + *critic);
+  os << s.policy << (with.empty() ? "" : " (" + str::join(with, ", ") + ")") << " on " << s.data << ", reward " << str::join(s.rewards, "+") << ": " << s.iterations << " iterations x "
+     << s.prompts << " prompts x " << s.group << ", max " << s.sampling.max_new_tokens << " new tokens"
+     << early_stop_note(s.stop_at_accuracy);
+  return os.str();
+}
+
+std::string stage_line(const GrpoStage& s) { return rl_line(s, nullptr); }
+std::string stage_line(const PpoStage& s) { return rl_line(s, &s.critic); }
+
+std::string stage_line(const DistillStage& s) {
+  std::ostringstream os;
+  os << s.teacher << " -> " << s.student << " on " << s.data << ": " << to_string(s.loss) << ", " << s.steps
+     << " steps x batch " << s.batch << (s.on_policy ? ", on-policy" : "") << early_stop_note(s.stop_at_accuracy);
+  return os.str();
+}
+
+std::string stage_line(const StageConfig& st) {
+  return std::visit([](const auto& s) { return stage_line(s); }, st.body);
 }
 
 }  // namespace
@@ -119,7 +122,7 @@ std::string summarize(const PipelineConfig& c, const ValidateOptions& opt) {
   }
   os << "stages:\n";
   for (size_t i = 0; i < c.stages.size(); ++i) {
-    std::string kind = to_string(c.stages[i].kind);
+    std::string kind = to_string(c.stages[i].kind());
     os << "  " << i << ". " << kind << std::string(9 - kind.size(), ' ') << stage_line(c.stages[i]) << "\n";
   }
   RankNeeds needs = ranks_needed(c);

@@ -195,7 +195,7 @@ void check_rl(RlStage& s, const YNode& n, const std::string& path, Reading& read
     reading.error(reading.value_pos(join_path(path, "clip"), n.pos), join_path(path, "clip"),
                   "high clip " + format_number(s.clip_high) + " is below low clip " + format_number(s.clip_low),
                   "write [low, high] with low ≤ high, e.g. [0.2, 0.28]");
-  int64_t batch = s.prompts * s.group;
+  int64_t batch = s.responses();
   if (s.mini_batch > 0 && batch % s.mini_batch != 0)
     error_at_key(reading, n, path, "mini_batch",
                  "prompts·group = " + std::to_string(s.prompts) + "·" + std::to_string(s.group) + " = " +
@@ -336,85 +336,96 @@ Codec<DistillStage> distill_codec() {
 
 const std::vector<std::string>& kind_names() { return names_of<StageKind>(); }
 
+// The codec of each kind's body, picked by the body's type.
+struct StageCodecs {
+  Codec<SftStage> sft = sft_codec();
+  Codec<GrpoStage> grpo = grpo_codec();
+  Codec<PpoStage> ppo = ppo_codec();
+  Codec<DistillStage> distill = distill_codec();
+
+  const Codec<SftStage>& of(const SftStage&) const { return sft; }
+  const Codec<GrpoStage>& of(const GrpoStage&) const { return grpo; }
+  const Codec<PpoStage>& of(const PpoStage&) const { return ppo; }
+  const Codec<DistillStage>& of(const DistillStage&) const { return distill; }
+};
+
+// Reads list item `item` (path `ip`), a one-key mapping `kind: body`, and
+// appends the stage when its kind is known; false on any problem.
+bool read_stage(const StageCodecs& codecs, const YNode& item, const std::string& ip, Reading& reading,
+                std::vector<StageConfig>& out) {
+  if (!item.is_map() || item.entries.empty()) {
+    reading.error(item.pos, ip, "a stage is a one-key mapping naming its kind, got " + item.describe(),
+              "write e.g. `- sft: {model: policy, data: arith, steps: 200, batch: 64}`");
+    return false;
+  }
+  if (item.entries.size() > 1) {
+    const YEntry& extra = item.entries[1];
+    reading.error(extra.key_pos, ip + "." + extra.key,
+              "one list item holds one stage, but this one also has '" + extra.key + "' after '" +
+                  item.entries[0].key + "'",
+              "indent the stage's parameters under its kind, or start the next stage with its own '- '");
+    return false;
+  }
+  const YEntry& e = item.entries[0];
+  std::string kp = ip + "." + e.key;
+  auto kind = parse_enum<StageKind>(e.key);
+  if (!kind) {
+    unknown_word(reading, e.key_pos, kp, e.key, kind_names(), "stage kind");
+    return false;
+  }
+  reading.positions[kp] = e.value.pos;
+  reading.key_positions[kp] = e.key_pos;
+  StageConfig st;
+  st.path = kp;
+  st.body = default_body(*kind);
+  const bool ok = std::visit([&](auto& body) { return codecs.of(body).read(e.value, kp, reading, body); }, st.body);
+  out.push_back(std::move(st));
+  return ok;
+}
+
+bool read_stages(const StageCodecs& codecs, const YNode& n, const std::string& path, Reading& reading,
+                 std::vector<StageConfig>& out) {
+  if (!n.is_seq() || n.items.empty()) {
+    reading.error(n.pos, path, "expected a non-empty list of stages, got " + n.describe(),
+              "write stages as a list: `- sft: {model: policy, data: arith, steps: 200, batch: 64}`");
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < n.items.size(); ++i)
+    ok = read_stage(codecs, n.items[i], path + "[" + std::to_string(i) + "]", reading, out) && ok;
+  return ok;
+}
+
+YNode write_stages(const StageCodecs& codecs, const std::vector<StageConfig>& stages) {
+  YNode seq = YNode::seq_node();
+  for (const auto& st : stages) {
+    YNode item = YNode::map_node();
+    YNode body = std::visit([&](const auto& b) { return codecs.of(b).write(b); }, st.body);
+    item.entries.push_back({to_string(st.kind()), {}, std::move(body)});
+    seq.items.push_back(std::move(item));
+  }
+  return seq;
+}
+
+// Key paths of every kind's body, in StageKind's order: `<prefix>[].sft.model`, ...
+void stage_keys(const StageCodecs& codecs, const std::string& prefix, std::vector<std::string>& out) {
+  for (size_t k = 0; k < kind_names().size(); ++k) {
+    const auto kind = static_cast<StageKind>(k);
+    std::visit([&](const auto& b) { codecs.of(b).keys(prefix + "[]." + to_string(kind), out); }, default_body(kind));
+  }
+}
+
 }  // namespace
 
 Codec<std::vector<StageConfig>> stages_codec() {
-  auto sft = sft_codec();
-  auto grpo = grpo_codec();
-  auto ppo = ppo_codec();
-  auto distill = distill_codec();
+  const StageCodecs codecs;
   Codec<std::vector<StageConfig>> c;
   c.type = "a list of stages (`- sft: {...}`, `- grpo: {...}`, `- ppo: {...}`, `- distill: {...}`)";
-  c.read = [=](const YNode& n, const std::string& path, Reading& reading, std::vector<StageConfig>& out) {
-    if (!n.is_seq() || n.items.empty()) {
-      reading.error(n.pos, path, "expected a non-empty list of stages, got " + n.describe(),
-                "write stages as a list: `- sft: {model: policy, data: arith, steps: 200, batch: 64}`");
-      return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < n.items.size(); ++i) {
-      const YNode& item = n.items[i];
-      std::string ip = path + "[" + std::to_string(i) + "]";
-      if (!item.is_map() || item.entries.empty()) {
-        reading.error(item.pos, ip, "a stage is a one-key mapping naming its kind, got " + item.describe(),
-                  "write e.g. `- sft: {model: policy, data: arith, steps: 200, batch: 64}`");
-        ok = false;
-        continue;
-      }
-      if (item.entries.size() > 1) {
-        const YEntry& extra = item.entries[1];
-        reading.error(extra.key_pos, ip + "." + extra.key,
-                  "one list item holds one stage, but this one also has '" + extra.key + "' after '" +
-                      item.entries[0].key + "'",
-                  "indent the stage's parameters under its kind, or start the next stage with its own '- '");
-        ok = false;
-        continue;
-      }
-      const YEntry& e = item.entries[0];
-      std::string kp = ip + "." + e.key;
-      auto kind = parse_enum<StageKind>(e.key);
-      if (!kind) {
-        unknown_word(reading, e.key_pos, kp, e.key, kind_names(), "stage kind");
-        ok = false;
-        continue;
-      }
-      reading.positions[kp] = e.value.pos;
-      reading.key_positions[kp] = e.key_pos;
-      StageConfig st;
-      st.kind = *kind;
-      st.path = kp;
-      switch (st.kind) {
-        case StageKind::sft: ok = sft.read(e.value, kp, reading, st.sft) && ok; break;
-        case StageKind::grpo: ok = grpo.read(e.value, kp, reading, st.grpo) && ok; break;
-        case StageKind::ppo: ok = ppo.read(e.value, kp, reading, st.ppo) && ok; break;
-        case StageKind::distill: ok = distill.read(e.value, kp, reading, st.distill) && ok; break;
-      }
-      out.push_back(std::move(st));
-    }
-    return ok;
+  c.read = [codecs](const YNode& n, const std::string& path, Reading& reading, std::vector<StageConfig>& out) {
+    return read_stages(codecs, n, path, reading, out);
   };
-  c.write = [=](const std::vector<StageConfig>& stages) {
-    YNode seq = YNode::seq_node();
-    for (const auto& st : stages) {
-      YNode item = YNode::map_node();
-      YNode body;
-      switch (st.kind) {
-        case StageKind::sft: body = sft.write(st.sft); break;
-        case StageKind::grpo: body = grpo.write(st.grpo); break;
-        case StageKind::ppo: body = ppo.write(st.ppo); break;
-        case StageKind::distill: body = distill.write(st.distill); break;
-      }
-      item.entries.push_back({to_string(st.kind), {}, std::move(body)});
-      seq.items.push_back(std::move(item));
-    }
-    return seq;
-  };
-  c.keys = [=](const std::string& prefix, std::vector<std::string>& out) {
-    sft.keys(prefix + "[].sft", out);
-    grpo.keys(prefix + "[].grpo", out);
-    ppo.keys(prefix + "[].ppo", out);
-    distill.keys(prefix + "[].distill", out);
-  };
+  c.write = [codecs](const std::vector<StageConfig>& stages) { return write_stages(codecs, stages); };
+  c.keys = [codecs](const std::string& prefix, std::vector<std::string>& out) { stage_keys(codecs, prefix, out); };
   return c;
 }
 

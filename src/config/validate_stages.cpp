@@ -145,7 +145,7 @@ struct StageChecker {
     for (const auto& r : s.rewards)
       if (!c.find_reward(r)) diag.error(c.pos(p + ".reward"), p + ".reward", "no reward '" + r + "'", name_fix(r, rewards, "rewards"));
     data(s.data, p + ".data");
-    int64_t per_step = s.mini_batch > 0 ? s.mini_batch : s.prompts * s.group;
+    int64_t per_step = s.mini_batch > 0 ? s.mini_batch : s.responses();
     batch_split(policy, per_step, p + (s.mini_batch > 0 ? ".mini_batch" : ".prompts"), "a step's sequences");
     early_stop(s.stop_at_accuracy, s.eval_every, s.data, p);
   }
@@ -216,7 +216,7 @@ struct StageChecker {
                  "run with " + std::to_string(used) + " ranks or widen the ranges");
   }
 
-  // A model reward scores where responses are generated, round by round (algo/remote/remote_reward.h): on the
+  // A model reward scores where responses are generated, round by round (algo/objectives/remote_reward.h): on the
   // generation's ranks exactly, or on ranks no other role of the stage uses. Returns its ranks.
   RankSpan reward_model_placement(const RlStage& s, const std::string& p, const ModelConfig& policy,
                                   const std::string& critic, const RewardConfig& rc) {
@@ -238,49 +238,47 @@ struct StageChecker {
   }
 
   void stage(const StageConfig& st) {
-    const std::string& p = st.path;
-    switch (st.kind) {
-      case StageKind::sft: {
-        const ModelConfig* m = role(st.sft.model, p + ".model");
-        trained(m, p + ".model", Head::lm);
-        data(st.sft.data, p + ".data");
-        batch_split(m, st.sft.batch, p + ".batch", "global batch");
-        early_stop(st.sft.stop_at_accuracy, st.sft.eval_every, st.sft.data, p);
-        break;
-      }
-      case StageKind::grpo: {
-        const ModelConfig* policy = role(st.grpo.policy, p + ".policy");
-        rl(st.grpo, p, policy);
-        rl_placement(st.grpo, p, policy, "");
-        break;
-      }
-      case StageKind::ppo: {
-        const ModelConfig* policy = role(st.ppo.policy, p + ".policy");
-        rl(st.ppo, p, policy);
-        rl_placement(st.ppo, p, policy, st.ppo.critic);
-        const ModelConfig* critic = role(st.ppo.critic, p + ".critic");
-        if (critic && critic == policy)
-          diag.error(c.pos(p + ".critic"), p + ".critic", "the critic is the policy itself",
-                     "add a critic role, e.g. `critic: {init: {from: " + policy->name + "}, head: value}`");
-        else
-          trained(critic, p + ".critic", Head::value);
-        break;
-      }
-      case StageKind::distill: {
-        const ModelConfig* teacher = role(st.distill.teacher, p + ".teacher");
-        const ModelConfig* student = role(st.distill.student, p + ".student");
-        expect_head(teacher, p + ".teacher", Head::lm);
-        if (teacher != student) trained(student, p + ".student", Head::lm);
-        same_vocab(teacher, student, p + ".student", "distillation compares their distributions token by token");
-        data(st.distill.data, p + ".data");
-        batch_split(student, st.distill.batch, p + ".batch", "global batch");
-        early_stop(st.distill.stop_at_accuracy, st.distill.eval_every, st.distill.data, p);
-        if (st.distill.on_policy) distill_generation(student, p);
-        if (st.distill.sequence_level) distill_generation(teacher, p);
-        if (teacher && student) distill_placement(st.distill, p, *teacher, *student);
-        break;
-      }
-    }
+    std::visit([&](const auto& body) { check_stage(body, st.path); }, st.body);
+  }
+
+  void check_stage(const SftStage& s, const std::string& p) {
+    const ModelConfig* m = role(s.model, p + ".model");
+    trained(m, p + ".model", Head::lm);
+    data(s.data, p + ".data");
+    batch_split(m, s.batch, p + ".batch", "global batch");
+    early_stop(s.stop_at_accuracy, s.eval_every, s.data, p);
+  }
+
+  void check_stage(const GrpoStage& s, const std::string& p) {
+    const ModelConfig* policy = role(s.policy, p + ".policy");
+    rl(s, p, policy);
+    rl_placement(s, p, policy, "");
+  }
+
+  void check_stage(const PpoStage& s, const std::string& p) {
+    const ModelConfig* policy = role(s.policy, p + ".policy");
+    rl(s, p, policy);
+    rl_placement(s, p, policy, s.critic);
+    const ModelConfig* critic = role(s.critic, p + ".critic");
+    if (critic && critic == policy)
+      diag.error(c.pos(p + ".critic"), p + ".critic", "the critic is the policy itself",
+                 "add a critic role, e.g. `critic: {init: {from: " + policy->name + "}, head: value}`");
+    else
+      trained(critic, p + ".critic", Head::value);
+  }
+
+  void check_stage(const DistillStage& s, const std::string& p) {
+    const ModelConfig* teacher = role(s.teacher, p + ".teacher");
+    const ModelConfig* student = role(s.student, p + ".student");
+    expect_head(teacher, p + ".teacher", Head::lm);
+    if (teacher != student) trained(student, p + ".student", Head::lm);
+    same_vocab(teacher, student, p + ".student", "distillation compares their distributions token by token");
+    data(s.data, p + ".data");
+    batch_split(student, s.batch, p + ".batch", "global batch");
+    early_stop(s.stop_at_accuracy, s.eval_every, s.data, p);
+    if (s.on_policy) distill_generation(student, p);
+    if (s.sequence_level) distill_generation(teacher, p);
+    if (teacher && student) distill_placement(s, p, *teacher, *student);
   }
 
   // Distillation generates with its roles' own models: a generation copy (own ranks or layout) is not used there yet.
@@ -356,9 +354,8 @@ struct StageChecker {
                        "'" + name + "' still has random weights here (" + what + ")",
                        "train it in an earlier stage or initialise it from a checkpoint (init.path)");
       };
-      if (st.kind == StageKind::distill) check(st.distill.teacher, "teacher", "a preset no earlier stage trains");
-      if (st.kind == StageKind::grpo) check(st.grpo.policy, "policy", "RL rarely learns from scratch; add an sft stage first");
-      if (st.kind == StageKind::ppo) check(st.ppo.policy, "policy", "RL rarely learns from scratch; add an sft stage first");
+      if (const auto* d = st.as<DistillStage>()) check(d->teacher, "teacher", "a preset no earlier stage trains");
+      if (const RlStage* r = st.rl()) check(r->policy, "policy", "RL rarely learns from scratch; add an sft stage first");
     }
   }
 
@@ -367,8 +364,7 @@ struct StageChecker {
     for (const auto& st : c.stages) {
       for (const auto& r : st.used_roles()) used_roles.insert(r);
       used_data.insert(st.data());
-      if (st.kind == StageKind::grpo) used_rewards.insert(st.grpo.rewards.begin(), st.grpo.rewards.end());
-      if (st.kind == StageKind::ppo) used_rewards.insert(st.ppo.rewards.begin(), st.ppo.rewards.end());
+      if (const RlStage* r = st.rl()) used_rewards.insert(r->rewards.begin(), r->rewards.end());
     }
     for (const auto& r : c.rewards)
       if (used_rewards.count(r.name) && r.type == RewardType::model) used_roles.insert(r.model);

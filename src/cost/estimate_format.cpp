@@ -15,17 +15,6 @@ double number(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-// Sequences a step / iteration of stage `st` processes.
-double sequences_of(const config::StageConfig& st) {
-  switch (st.kind) {
-    case config::StageKind::sft: return double(st.sft.batch);
-    case config::StageKind::distill: return double(st.distill.batch);
-    case config::StageKind::grpo: return double(st.grpo.prompts * st.grpo.group);
-    case config::StageKind::ppo: return double(st.ppo.prompts * st.ppo.group);
-  }
-  return 1;
-}
-
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
@@ -51,7 +40,7 @@ std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::
     if (stage < 0 || stage >= int(cfg.stages.size()) || number(j, "tokens_per_s") <= 0 || seconds <= 0) continue;
     Sums& s = sums[stage];
     s.n += 1;
-    s.tokens += number(j, "tokens_per_s") * seconds / sequences_of(cfg.stages[size_t(stage)]);
+    s.tokens += number(j, "tokens_per_s") * seconds / double(cfg.stages[size_t(stage)].sequences_per_step());
     s.response += number(j, "response_len/mean");
     s.max_response += number(j, "response_len/max");
     if (number(j, "seq_len/mean") > 0) {

@@ -5,21 +5,6 @@
 
 namespace hpcrl::cost {
 namespace {
-struct StageEvalFacts {
-  const std::string* role;
-  int64_t eval_every;
-};
-
-StageEvalFacts facts_of(const config::StageConfig& st) {
-  switch (st.kind) {
-    case config::StageKind::sft: return {&st.sft.model, st.sft.eval_every};
-    case config::StageKind::grpo: return {&st.grpo.policy, st.grpo.eval_every};
-    case config::StageKind::ppo: return {&st.ppo.policy, st.ppo.eval_every};
-    case config::StageKind::distill: return {&st.distill.student, st.distill.eval_every};
-  }
-  return {&st.sft.model, 0};
-}
-
 // Rows of the dataset's eval split, or -1 when only reading it would tell.
 int64_t eval_split_rows(const config::DatasetConfig& d) {
   if (d.kind == config::DataKind::synthetic) return d.synthetic.eval;
@@ -36,10 +21,9 @@ int64_t evaluations_in_stage(int64_t steps, int64_t eval_every, bool before_trai
 }
 
 EvalWork eval_work(const config::PipelineConfig& cfg, const config::StageConfig& st) {
-  const StageEvalFacts f = facts_of(st);
   const auto& es = cfg.run.eval_sampling;
   EvalWork w;
-  w.role = *f.role;
+  w.role = st.evaluated_role();
   w.samples_per_prompt = es.n;
   w.max_new_tokens = es.max_new_tokens;
   const config::DatasetConfig* data = cfg.find_data(st.data());
@@ -51,7 +35,7 @@ EvalWork eval_work(const config::PipelineConfig& cfg, const config::StageConfig&
     w.prompts = std::max<int64_t>(rows, 0);
     w.prompts_known = rows > 0;
   }
-  w.evaluations = evaluations_in_stage(st.configured_steps(), f.eval_every, cfg.run.eval_before_train);
+  w.evaluations = evaluations_in_stage(st.configured_steps(), st.eval_every(), cfg.run.eval_before_train);
   return w;
 }
 

@@ -130,6 +130,49 @@ double HardwareProfile::flops_at(double width) const {
   return width_rates.back().second * compute_efficiency;
 }
 
+namespace {
+// `compute:`: peak FLOP/s, efficiency and the optional measured rates by model width.
+void parse_compute(const YAML::Node& root, const std::string& path, HardwareProfile& p) {
+  const YAML::Node compute = section(root, "compute", path);
+  p.peak_flops = positive(compute, "peak_flops", path, "compute");
+  p.compute_efficiency = positive(compute, "efficiency", path, "compute");
+  if (const YAML::Node w = compute["by_width"]) {
+    if (!w.IsMap()) throw InputError(path + ":" + std::to_string(w.Mark().line + 1) + ": `compute.by_width` maps a "
+                                     "model width to its measured FLOP/s, e.g. {128: 1.1e10, 512: 2.5e10}");
+    for (const auto& kv : w) {
+      const std::string width = kv.first.IsScalar() ? kv.first.Scalar() : std::string("a collection");
+      const double at_width = number_or_nan(width);
+      if (!(at_width > 0))
+        throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": `compute.by_width` key '" + width +
+                         "' must be a positive model width, e.g. {128: 1.1e10, 512: 2.5e10}");
+      p.width_rates.emplace_back(at_width, positive(w, width, path, "compute.by_width"));
+    }
+    std::sort(p.width_rates.begin(), p.width_rates.end());
+  }
+}
+
+// `memory:`, the per-op costs and `kernel_launch`.
+void parse_memory_and_ops(const YAML::Node& root, const std::string& path, HardwareProfile& p) {
+  const YAML::Node memory = section(root, "memory", path);
+  p.memory_bandwidth = positive(memory, "bandwidth", path, "memory");
+  p.memory_efficiency = positive(memory, "efficiency", path, "memory");
+  p.memory_capacity = positive(memory, "capacity", path, "memory");
+  if (memory["elementwise_bandwidth"]) p.elementwise_bandwidth_peak = positive(memory, "elementwise_bandwidth", path, "memory");
+  p.kernel_overhead_s = positive(root, "kernel_overhead_s", path);
+  if (root["eager_op_s"]) p.eager_op_s = per_op_seconds(root, "eager_op_s", path);
+  if (root["train_op_s"]) p.train_op_s = per_op_seconds(root, "train_op_s", path);
+  if (root["graph_kernel_overhead_s"]) p.graph_kernel_overhead_s = per_op_seconds(root, "graph_kernel_overhead_s", path);
+  if (const YAML::Node launch = root["kernel_launch"]) {
+    const std::string v = launch.IsScalar() ? launch.Scalar() : "";
+    if (v != "asynchronous" && v != "synchronous")
+      throw InputError(path + ":" + std::to_string(launch.Mark().line + 1) +
+                       ": `kernel_launch` is asynchronous (a GPU: ops queue behind the work) or synchronous (a CPU), "
+                       "not " + (v.empty() ? std::string("a collection") : v));
+    p.async_launch = v == "asynchronous";
+  }
+}
+}  // namespace
+
 HardwareProfile parse_profile(const std::string& yaml_text, const std::string& path) {
   YAML::Node root;
   try {
@@ -148,39 +191,8 @@ HardwareProfile parse_profile(const std::string& yaml_text, const std::string& p
   if (name && !name.IsScalar())
     throw InputError(path + ":" + std::to_string(name.Mark().line + 1) + ": `name` must be a string");
   p.name = name ? name.Scalar() : fs::path(path).stem().string();
-  const YAML::Node compute = section(root, "compute", path);
-  p.peak_flops = positive(compute, "peak_flops", path, "compute");
-  p.compute_efficiency = positive(compute, "efficiency", path, "compute");
-  if (const YAML::Node w = compute["by_width"]) {
-    if (!w.IsMap()) throw InputError(path + ":" + std::to_string(w.Mark().line + 1) + ": `compute.by_width` maps a "
-                                     "model width to its measured FLOP/s, e.g. {128: 1.1e10, 512: 2.5e10}");
-    for (const auto& kv : w) {
-      const std::string width = kv.first.IsScalar() ? kv.first.Scalar() : std::string("a collection");
-      const double at_width = number_or_nan(width);
-      if (!(at_width > 0))
-        throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": `compute.by_width` key '" + width +
-                         "' must be a positive model width, e.g. {128: 1.1e10, 512: 2.5e10}");
-      p.width_rates.emplace_back(at_width, positive(w, width, path, "compute.by_width"));
-    }
-    std::sort(p.width_rates.begin(), p.width_rates.end());
-  }
-  const YAML::Node memory = section(root, "memory", path);
-  p.memory_bandwidth = positive(memory, "bandwidth", path, "memory");
-  p.memory_efficiency = positive(memory, "efficiency", path, "memory");
-  p.memory_capacity = positive(memory, "capacity", path, "memory");
-  if (memory["elementwise_bandwidth"]) p.elementwise_bandwidth_peak = positive(memory, "elementwise_bandwidth", path, "memory");
-  p.kernel_overhead_s = positive(root, "kernel_overhead_s", path);
-  if (root["eager_op_s"]) p.eager_op_s = per_op_seconds(root, "eager_op_s", path);
-  if (root["train_op_s"]) p.train_op_s = per_op_seconds(root, "train_op_s", path);
-  if (root["graph_kernel_overhead_s"]) p.graph_kernel_overhead_s = per_op_seconds(root, "graph_kernel_overhead_s", path);
-  if (const YAML::Node launch = root["kernel_launch"]) {
-    const std::string v = launch.IsScalar() ? launch.Scalar() : "";
-    if (v != "asynchronous" && v != "synchronous")
-      throw InputError(path + ":" + std::to_string(launch.Mark().line + 1) +
-                       ": `kernel_launch` is asynchronous (a GPU: ops queue behind the work) or synchronous (a CPU), "
-                       "not " + (v.empty() ? std::string("a collection") : v));
-    p.async_launch = v == "asynchronous";
-  }
+  parse_compute(root, path, p);
+  parse_memory_and_ops(root, path, p);
   const double gpus = positive(root, "gpus_per_node", path);
   if (gpus != std::floor(gpus) || gpus > 4096)  // also keeps the conversion to int defined
     throw InputError(path + ": `gpus_per_node` must be a whole number of devices up to 4096, not " +

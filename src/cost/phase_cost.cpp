@@ -110,8 +110,10 @@ PhaseCost forward_pass(const ModelArch& a, const Layout& l, const HardwareProfil
   return c;
 }
 
-PhaseCost training_pass(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int64_t sequences,
-                        int64_t tokens, int64_t micro, bool checkpointing, bool entropy, int bytes_per_value) {
+PhaseCost training_pass(const ModelArch& a, const Layout& l, const HardwareProfile& hw, const TrainingBatch& batch,
+                        int bytes_per_value) {
+  const int64_t sequences = batch.sequences, tokens = batch.tokens, micro = batch.micro;
+  const bool checkpointing = batch.checkpointing, entropy = batch.entropy;
   PhaseCost c;
   const int64_t local = ceil_div(sequences, l.dp());
   if (local == 0 || tokens == 0) return c;
@@ -147,7 +149,10 @@ int64_t micro_batch_count(int64_t sequences, const Layout& l, int64_t micro) {
 }
 
 PhaseCost gradient_sync(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int bytes_per_value,
-                        double overlap_s, int zero, int64_t micro_batches, double bucket_bytes) {
+                        const GradientSyncShape& shape) {
+  const double overlap_s = shape.overlap_s, bucket_bytes = shape.bucket_bytes;
+  const int zero = shape.zero;
+  const int64_t micro_batches = shape.micro_batches;
   PhaseCost c;
   const int64_t group = l.dp() * l.sp;  // gradients are summed over the data and the sequence shards
   const double grads = weight_bytes(a, bytes_per_value) / double(l.tp * l.pp);
@@ -204,9 +209,10 @@ void add_decode_step(PhaseCost& c, const ModelArch& a, const Layout& l, const Ha
 }
 }  // namespace
 
-RolloutCost rollout(const ModelArch& a, const Layout& l, const HardwareProfile& hw, int64_t sequences,
-                    int64_t prompt, int64_t response, int64_t max_response, int64_t max_batch, int bytes_per_value,
-                    int64_t group, EngineMode engine) {
+RolloutCost rollout(const ModelArch& a, const Layout& l, const HardwareProfile& hw, const RolloutShape& shape,
+                    int bytes_per_value, EngineMode engine) {
+  const int64_t sequences = shape.sequences, prompt = shape.prompt, response = shape.response;
+  const int64_t max_response = shape.max_response, max_batch = shape.max_batch, group = shape.group;
   RolloutCost r;
   const int64_t local = ceil_div(sequences, l.dp());
   if (local == 0) return r;

@@ -7,6 +7,7 @@
 #include "hpcrl/cost/comm_cost.h"
 #include "hpcrl/cost/work_depth.h"
 #include "hpcrl/util/error.h"
+#include "hpcrl/util/overloaded.h"
 
 namespace hpcrl::cost {
 
@@ -62,11 +63,13 @@ SpanEstimate span(std::string name, const RoleOnRanks& role, std::string part, c
 }
 
 // A training phase with its gradient syncs and optimizer steps.
+// `batch.checkpointing` is the role's own; `steps` optimizer steps share the batch.
 void add_training(StageEstimate& e, const std::string& name, const RoleOnRanks& r, const HardwareProfile& hw,
-                  int64_t sequences, int64_t tokens, int64_t steps, int64_t micro, bool entropy, int bytes) {
+                  TrainingBatch batch, int64_t steps, int bytes) {
   const ModelArch& a = *r.model->arch;
-  const bool checkpointing = r.model->activation_checkpointing;
-  PhaseCost fb = training_pass(a, r.layout, hw, sequences, tokens, micro, checkpointing, entropy, bytes);
+  const bool checkpointing = batch.checkpointing = r.model->activation_checkpointing;
+  const int64_t sequences = batch.sequences, micro = batch.micro;
+  PhaseCost fb = training_pass(a, r.layout, hw, batch, bytes);
   // The backward of a step's last micro-batch, which the gradient all-reduce runs behind: two of a
   // micro-batch's three passes (three of four with the recomputed forward).
   const int64_t micro_batches = micro_batch_count(sequences, r.layout, micro);
@@ -76,8 +79,8 @@ void add_training(StageEstimate& e, const std::string& name, const RoleOnRanks& 
   const int64_t micro_per_step = steps > 0 ? (micro_batches + steps - 1) / steps : 0;
   PhaseCost sync, opt;
   for (int64_t k = 0; k < steps; ++k) {
-    sync += gradient_sync(a, r.layout, hw, bytes, last_backward_s, zero, micro_per_step,
-                          double(r.model->optim.bucket_bytes()));
+    sync += gradient_sync(a, r.layout, hw, bytes,
+                          {last_backward_s, zero, micro_per_step, double(r.model->optim.bucket_bytes())});
     opt += optimizer_step(a, r.layout, hw, zero);
   }
   const std::string part = e.unit == "step" ? "step" : "T";
@@ -112,9 +115,15 @@ namespace {
 // G: the rollout and the rewards on the generating ranks.
 void add_generation(StageEstimate& e, const PipelineConfig& cfg, const config::RlStage& s, const RoleOnRanks& gen,
                     int64_t world, const HardwareProfile& hw, const RlShapes& sh, int bytes) {
-  const int64_t n = s.prompts * s.group;
-  const RolloutCost r = rollout(*gen.model->arch, gen.layout, hw, n, sh.prompt, sh.response, sh.max_response,
-                                gen.model->rollout.max_batch, bytes, s.group, sh.engine);
+  const int64_t n = s.responses();
+  RolloutShape shape;
+  shape.sequences = n;
+  shape.prompt = sh.prompt;
+  shape.response = sh.response;
+  shape.max_response = sh.max_response;
+  shape.max_batch = gen.model->rollout.max_batch;
+  shape.group = s.group;
+  const RolloutCost r = rollout(*gen.model->arch, gen.layout, hw, shape, bytes, sh.engine);
   e.spans.push_back(span("rollout/prefill", gen, "G", r.prefill));
   e.spans.push_back(span("rollout/decode", gen, "G", r.decode));
   for (const auto& name : s.rewards) {
@@ -130,7 +139,7 @@ void add_generation(StageEstimate& e, const PipelineConfig& cfg, const config::R
 void add_training_side(StageEstimate& e, const PipelineConfig& cfg, const config::RlStage& s,
                        const RoleOnRanks& policy, const std::string& critic, int64_t world,
                        const HardwareProfile& hw, const RlShapes& sh, int bytes) {
-  const int64_t n = s.prompts * s.group, len = sh.row, micro = s.train.micro_batch;
+  const int64_t n = s.responses(), len = sh.row, micro = s.train.micro_batch;
   if (s.recompute_old_logprobs)  // also whenever decoupled(), which requires it
     e.spans.push_back(span("old_logprob", policy, "A",
                            forward_pass(*policy.model->arch, policy.layout, hw, n, len, micro, bytes)));
@@ -140,11 +149,11 @@ void add_training_side(StageEstimate& e, const PipelineConfig& cfg, const config
   }
   const int64_t mini = s.mini_batch > 0 ? s.mini_batch : n;
   const int64_t steps = std::max<int64_t>(1, n / mini) * s.epochs;
-  add_training(e, "actor_update", policy, hw, n * s.epochs, len, steps, micro, true, bytes);
+  add_training(e, "actor_update", policy, hw, {n * s.epochs, len, micro, false, true}, steps, bytes);
   if (critic.empty()) return;
   const RoleOnRanks cr = role_on_ranks(cfg, critic, false, world);
   e.spans.push_back(span("critic_values", cr, "A", forward_pass(*cr.model->arch, cr.layout, hw, n, len, micro, bytes)));
-  add_training(e, "critic_update", cr, hw, n * s.epochs, len, steps, micro, false, bytes);
+  add_training(e, "critic_update", cr, hw, {n * s.epochs, len, micro, false, false}, steps, bytes);
 }
 
 // How G, A and T add up for the stage's placement.
@@ -209,7 +218,7 @@ StageEstimate estimate_sft(const PipelineConfig& cfg, const config::SftStage& s,
                            const HardwareProfile& hw, const Shapes& shapes, int bytes) {
   StageEstimate e = per_step(s.steps, shapes);
   const RoleOnRanks m = role_on_ranks(cfg, s.model, false, world);
-  add_training(e, "train", m, hw, s.batch, e.row, 1, s.train.micro_batch, false, bytes);
+  add_training(e, "train", m, hw, {s.batch, e.row, s.train.micro_batch, false, false}, 1, bytes);
   e.composition = "step: forward/backward + gradient sync + optimizer";
   e.train_s = e.seconds = sum_part(e, "step");
   return e;
@@ -225,9 +234,13 @@ StageEstimate estimate_distill(const PipelineConfig& cfg, const config::DistillS
     e.prompt = int64_t(shapes.prompt > 0 ? shapes.prompt : kDefaultPrompt);
     e.response = int64_t(shapes.response > 0 ? shapes.response : double(s.sampling.max_new_tokens));
     const int64_t longest = int64_t(shapes.max_response > 0 ? shapes.max_response : double(s.sampling.max_new_tokens));
-    const RolloutCost r = rollout(*gen.model->arch, gen.layout, hw, s.batch, e.prompt, e.response,
-                                  std::max(longest, e.response), gen.model->rollout.max_batch, bytes, 1,
-                                  shapes.engine);
+    RolloutShape shape;
+    shape.sequences = s.batch;
+    shape.prompt = e.prompt;
+    shape.response = e.response;
+    shape.max_response = std::max(longest, e.response);
+    shape.max_batch = gen.model->rollout.max_batch;
+    const RolloutCost r = rollout(*gen.model->arch, gen.layout, hw, shape, bytes, shapes.engine);
     e.spans.push_back(span("rollout/prefill", gen, "step", r.prefill));
     e.spans.push_back(span("rollout/decode", gen, "step", r.decode));
     e.sequence = e.prompt + e.response;
@@ -236,7 +249,7 @@ StageEstimate estimate_distill(const PipelineConfig& cfg, const config::DistillS
   if (!s.sequence_level)
     e.spans.push_back(span("teacher_forward", teacher, "step", forward_pass(*teacher.model->arch, teacher.layout, hw,
                                                                             s.batch, e.row, s.train.micro_batch, bytes)));
-  add_training(e, "train", student, hw, s.batch, e.row, 1, s.train.micro_batch, false, bytes);
+  add_training(e, "train", student, hw, {s.batch, e.row, s.train.micro_batch, false, false}, 1, bytes);
   e.composition = "step: (generation) + teacher forward + student forward/backward + sync + optimizer";
   e.train_s = e.seconds = sum_part(e, "step");
   return e;
@@ -255,8 +268,13 @@ void add_evaluation(StageEstimate& e, const PipelineConfig& cfg, const config::S
   r.layout.ranks = r.layout.dp() * r.layout.tp * r.layout.sp;
   r.layout.pp = 1;
   const int64_t prompt = int64_t(sh.prompt > 0 ? sh.prompt : kDefaultPrompt);
-  e.eval_cost = rollout(*r.model->arch, r.layout, hw, e.eval.prompts * e.eval.samples_per_prompt, prompt,
-                        e.eval.max_new_tokens, e.eval.max_new_tokens, 64, bytes, 1, sh.engine);
+  RolloutShape shape;
+  shape.sequences = e.eval.prompts * e.eval.samples_per_prompt;
+  shape.prompt = prompt;
+  shape.response = e.eval.max_new_tokens;
+  shape.max_response = e.eval.max_new_tokens;
+  shape.max_batch = 64;
+  e.eval_cost = rollout(*r.model->arch, r.layout, hw, shape, bytes, sh.engine);
 }
 }  // namespace
 
@@ -269,7 +287,7 @@ std::vector<StageEstimate> estimate_pipeline(const PipelineConfig& cfg, int64_t 
   std::vector<StageEstimate> out;
   for (size_t i = 0; i < cfg.stages.size(); ++i) {
     const config::StageConfig& st = cfg.stages[i];
-    const std::string name = config::to_string(st.kind);
+    const std::string name = config::to_string(st.kind());
     Shapes sh = shapes;
     if (auto it = measured.find(int(i)); it != measured.end()) {  // the command line still wins where given
       if (sh.prompt <= 0) sh.prompt = it->second.prompt;
@@ -278,13 +296,13 @@ std::vector<StageEstimate> estimate_pipeline(const PipelineConfig& cfg, int64_t 
       if (sh.max_response <= 0) sh.max_response = it->second.max_response;
       if (sh.max_sequence <= 0) sh.max_sequence = it->second.max_sequence;
     }
-    StageEstimate e;
-    switch (st.kind) {
-      case config::StageKind::sft: e = estimate_sft(cfg, st.sft, world, hw, sh, bytes); break;
-      case config::StageKind::grpo: e = estimate_rl(cfg, st.grpo, "", world, hw, sh, bytes); break;
-      case config::StageKind::ppo: e = estimate_rl(cfg, st.ppo, st.ppo.critic, world, hw, sh, bytes); break;
-      case config::StageKind::distill: e = estimate_distill(cfg, st.distill, world, hw, sh, bytes); break;
-    }
+    StageEstimate e = std::visit(
+        util::overloaded{
+            [&](const config::SftStage& s) { return estimate_sft(cfg, s, world, hw, sh, bytes); },
+            [&](const config::GrpoStage& s) { return estimate_rl(cfg, s, "", world, hw, sh, bytes); },
+            [&](const config::PpoStage& s) { return estimate_rl(cfg, s, s.critic, world, hw, sh, bytes); },
+            [&](const config::DistillStage& s) { return estimate_distill(cfg, s, world, hw, sh, bytes); }},
+        st.body);
     e.stage = name;
     e.engine = sh.engine;
     add_evaluation(e, cfg, st, world, hw, sh, bytes);

@@ -1,7 +1,7 @@
 // Binding each rank to its accelerator. With a CUDA LibTorch, rank i on a node
 // takes cuda:<local rank>; when the launcher exposes a single device per rank
 // (Slurm --gpus-per-task=1 sets CUDA_VISIBLE_DEVICES to one id) that is cuda:0.
-// A CPU-only build asked for "cuda" fails with the fix, not a torch backtrace.
+// A CPU-only build asked for cuda fails with the fix, not a torch backtrace.
 #include "hpcrl/distributed/bootstrap.h"
 
 #ifdef HPCRL_TORCH_CUDA
@@ -13,9 +13,8 @@
 
 namespace hpcrl::dist {
 
-int bind_device(const std::string& device) {
-  if (device == "cpu") return -1;
-  HPCRL_CHECK_INPUT(device == "cuda", "unknown device '" << device << "': use cpu or cuda");
+int bind_device(config::Device device) {
+  if (device == config::Device::cpu) return -1;
 #ifdef HPCRL_TORCH_CUDA
   const WorldInfo& w = world();
   const int count = static_cast<int>(c10::cuda::device_count());

@@ -41,58 +41,68 @@ struct RoleUse {
   std::set<std::string> seq_unknown;
 };
 
-RoleUse role_use(const config::PipelineConfig& cfg) {
-  RoleUse u;
+// Adds each stage's roles to a RoleUse, one overload per stage kind.
+class RoleUseBuilder {
+ public:
+  explicit RoleUseBuilder(const config::PipelineConfig& cfg) : cfg_(cfg) {}
+
+  void add(const config::StageConfig& st) {
+    for (const auto& r : st.trained_roles()) use_.trained.insert(r);
+    std::visit([&](const auto& s) { add(s); }, st.body);
+  }
+  RoleUse take() { return std::move(use_); }
+
+ private:
+  void add(const config::SftStage& s) {
+    note(s.model, s.train.micro_batch, seq(s.data, response_len(s.data)));
+  }
+  // `critic`: PPO's, null for GRPO.
+  void add_rl(const config::RlStage& rl, const std::string* critic) {
+    const int64_t s = seq(rl.data, rl.sampling.max_new_tokens);
+    use_.generating.insert(rl.policy);
+    note(rl.policy, rl.train.micro_batch, s);
+    if (!rl.reference.empty()) note(rl.reference, 1, s);
+    if (critic) note(*critic, rl.train.micro_batch, s, false);
+  }
+  void add(const config::GrpoStage& s) { add_rl(s, nullptr); }
+  void add(const config::PpoStage& s) { add_rl(s, &s.critic); }
+  void add(const config::DistillStage& d) {
+    const bool generated = d.on_policy || d.sequence_level;
+    const int64_t s = seq(d.data, generated ? d.sampling.max_new_tokens : response_len(d.data));
+    if (d.on_policy) use_.generating.insert(d.student);
+    if (d.sequence_level) use_.generating.insert(d.teacher);
+    note(d.student, d.train.micro_batch, s);
+    note(d.teacher, 1, s);
+  }
+
   // `logprobs`: the role's forward ends in log-probs over the vocabulary (not a critic's values).
-  auto note = [&](const std::string& role, int64_t mb, int64_t seq, bool logprobs = true) {
-    int64_t& m = u.micro_batch[role];
+  void note(const std::string& role, int64_t mb, int64_t seq, bool logprobs = true) {
+    int64_t& m = use_.micro_batch[role];
     m = std::max<int64_t>({m, mb, 1});
-    if (seq <= 0) u.seq_unknown.insert(role);
-    int64_t& s = u.seq_len[role];
+    if (seq <= 0) use_.seq_unknown.insert(role);
+    int64_t& s = use_.seq_len[role];
     s = std::max(s, seq);
-    if (logprobs) u.logprobs.insert(role);
-  };
+    if (logprobs) use_.logprobs.insert(role);
+  }
   // Prompt budget of a dataset plus `response` tokens; 0 when either is unknown.
-  auto seq = [&](const std::string& data, int64_t response) -> int64_t {
-    const config::DatasetConfig* d = cfg.find_data(data);
+  int64_t seq(const std::string& data, int64_t response) const {
+    const config::DatasetConfig* d = cfg_.find_data(data);
     if (!d || d->kind != config::DataKind::jsonl || d->jsonl.max_prompt_len <= 0 || response <= 0) return 0;
     return d->jsonl.max_prompt_len + response;
-  };
-  auto response_len = [&](const std::string& data) -> int64_t {
-    const config::DatasetConfig* d = cfg.find_data(data);
-    return d && d->kind == config::DataKind::jsonl ? d->jsonl.max_response_len : 0;
-  };
-  for (const auto& st : cfg.stages) {
-    for (const auto& r : st.trained_roles()) u.trained.insert(r);
-    switch (st.kind) {
-      case config::StageKind::sft: {
-        note(st.sft.model, st.sft.train.micro_batch, seq(st.sft.data, response_len(st.sft.data)));
-        break;
-      }
-      case config::StageKind::grpo:
-      case config::StageKind::ppo: {
-        const config::RlStage& rl = st.kind == config::StageKind::grpo ? static_cast<const config::RlStage&>(st.grpo)
-                                                                       : static_cast<const config::RlStage&>(st.ppo);
-        const int64_t s = seq(rl.data, rl.sampling.max_new_tokens);
-        u.generating.insert(rl.policy);
-        note(rl.policy, rl.train.micro_batch, s);
-        if (!rl.reference.empty()) note(rl.reference, 1, s);
-        if (st.kind == config::StageKind::ppo) note(st.ppo.critic, rl.train.micro_batch, s, false);
-        break;
-      }
-      case config::StageKind::distill: {
-        const config::DistillStage& d = st.distill;
-        const bool generated = d.on_policy || d.sequence_level;
-        const int64_t s = seq(d.data, generated ? d.sampling.max_new_tokens : response_len(d.data));
-        if (d.on_policy) u.generating.insert(d.student);
-        if (d.sequence_level) u.generating.insert(d.teacher);
-        note(d.student, d.train.micro_batch, s);
-        note(d.teacher, 1, s);
-        break;
-      }
-    }
   }
-  return u;
+  int64_t response_len(const std::string& data) const {
+    const config::DatasetConfig* d = cfg_.find_data(data);
+    return d && d->kind == config::DataKind::jsonl ? d->jsonl.max_response_len : 0;
+  }
+
+  const config::PipelineConfig& cfg_;
+  RoleUse use_;
+};
+
+RoleUse role_use(const config::PipelineConfig& cfg) {
+  RoleUseBuilder b(cfg);
+  for (const auto& st : cfg.stages) b.add(st);
+  return b.take();
 }
 
 // One warning per (role, kind) whose groups span nodes.
@@ -262,57 +272,59 @@ std::string group_line(const RankGroups& groups, size_t show) {
   return os.str();
 }
 
-}  // namespace
-
-std::string plan_text(const Plan& plan) {
-  std::ostringstream os;
-  os << "world " << plan.world << " ranks, " << plan.gpus_per_node << " per node ("
-     << (plan.world + plan.gpus_per_node - 1) / plan.gpus_per_node << " nodes)\n";
-  for (const auto& rp : plan.roles) {
-    const Mesh& m = rp.mesh;
-    os << "\n" << rp.name << ": " << m.describe() << " (edp=" << m.edp() << ")\n";
-    const int shown = std::min(m.size(), 16);
-    os << "  rank  node  dev   tp  sp  ep  dp  pp\n";
-    for (int r = m.first_rank(); r < m.first_rank() + shown; ++r) {
-      MeshCoord c = m.coord(r);
-      char line[96];
-      std::snprintf(line, sizeof(line), "  %4d  %4d  %3d  %3d %3d %3d %3d %3d\n", r, plan.node_of(r),
-                    plan.local_device(r), c.tp, c.sp, c.ep, c.dp, c.pp);
-      os << line;
-    }
-    if (m.size() > shown) os << "  … " << m.size() - shown << " more ranks (--json lists all)\n";
-    // A kind whose groups are all one rank communicates nothing: it is left out (--json lists it).
-    std::vector<std::string> alone;
-    for (GroupKind k : kAllGroupKinds) {
-      const RankGroups& g = m.groups(k);
-      if (std::all_of(g.begin(), g.end(), [](const std::vector<int>& one) { return one.size() <= 1; })) {
-        alone.push_back(group_name(k));
-        continue;
-      }
-      char label[16];
-      std::snprintf(label, sizeof(label), "  %-6s", group_name(k));
-      os << label << group_line(g, 4) << "\n";
-    }
-    if (!alone.empty()) os << "  (groups of one rank, not shown: " << str::join(alone, ", ") << ")\n";
-    if (rp.memory) {
-      const MemoryEstimate& e = *rp.memory;
-      os << "  memory per rank (busiest pp stage, " << e.parameters << " parameters): weights "
-         << human_bytes(e.weights) << ", grads " << human_bytes(e.grads) << ", optimizer " << human_bytes(e.optimizer)
-         << (e.engine_weights ? ", engine's packed weights " + human_bytes(e.engine_weights) : std::string())
-         << ", activations " << human_bytes(e.activations) << " (" << human_bytes(e.activations_full)
-         << " without checkpointing, " << human_bytes(e.activations_checkpointed) << " with), logits "
-         << human_bytes(e.logits) << ", kv cache " << human_bytes(e.kv_cache)
-         << (e.grad_buffers ? ", gradient reduction buffers " + human_bytes(e.grad_buffers) : std::string())
-         << (e.param_gathers ? ", ZeRO-3 gathered layers " + human_bytes(e.param_gathers) + " (whole model " +
-                                   human_bytes(e.whole_gathers) + " more while generating or saving)"
-                             : std::string())
-         << " = "
-         << human_bytes(e.total())
-         << " (seq_len " << e.seq_len << ")\n";
-    } else {
-      os << "  memory: unknown (the architecture could not be read)\n";
-    }
+// A role's ranks (the first 16) with their node, device and mesh coordinates.
+void rank_table(std::ostream& os, const Plan& plan, const Mesh& m) {
+  const int shown = std::min(m.size(), 16);
+  os << "  rank  node  dev   tp  sp  ep  dp  pp\n";
+  for (int r = m.first_rank(); r < m.first_rank() + shown; ++r) {
+    MeshCoord c = m.coord(r);
+    char line[96];
+    std::snprintf(line, sizeof(line), "  %4d  %4d  %3d  %3d %3d %3d %3d %3d\n", r, plan.node_of(r),
+                  plan.local_device(r), c.tp, c.sp, c.ep, c.dp, c.pp);
+    os << line;
   }
+  if (m.size() > shown) os << "  … " << m.size() - shown << " more ranks (--json lists all)\n";
+}
+
+// A role's communication groups, one line per kind.
+void group_lines(std::ostream& os, const Mesh& m) {
+  // A kind whose groups are all one rank communicates nothing: it is left out (--json lists it).
+  std::vector<std::string> alone;
+  for (GroupKind k : kAllGroupKinds) {
+    const RankGroups& g = m.groups(k);
+    if (std::all_of(g.begin(), g.end(), [](const std::vector<int>& one) { return one.size() <= 1; })) {
+      alone.push_back(group_name(k));
+      continue;
+    }
+    char label[16];
+    std::snprintf(label, sizeof(label), "  %-6s", group_name(k));
+    os << label << group_line(g, 4) << "\n";
+  }
+  if (!alone.empty()) os << "  (groups of one rank, not shown: " << str::join(alone, ", ") << ")\n";
+}
+
+void memory_line(std::ostream& os, const std::optional<MemoryEstimate>& memory) {
+  if (!memory) {
+    os << "  memory: unknown (the architecture could not be read)\n";
+    return;
+  }
+  const MemoryEstimate& e = *memory;
+  os << "  memory per rank (busiest pp stage, " << e.parameters << " parameters): weights "
+     << human_bytes(e.weights) << ", grads " << human_bytes(e.grads) << ", optimizer " << human_bytes(e.optimizer)
+     << (e.engine_weights ? ", engine's packed weights " + human_bytes(e.engine_weights) : std::string())
+     << ", activations " << human_bytes(e.activations) << " (" << human_bytes(e.activations_full)
+     << " without checkpointing, " << human_bytes(e.activations_checkpointed) << " with), logits "
+     << human_bytes(e.logits) << ", kv cache " << human_bytes(e.kv_cache)
+     << (e.grad_buffers ? ", gradient reduction buffers " + human_bytes(e.grad_buffers) : std::string())
+     << (e.param_gathers ? ", ZeRO-3 gathered layers " + human_bytes(e.param_gathers) + " (whole model " +
+                               human_bytes(e.whole_gathers) + " more while generating or saving)"
+                         : std::string())
+     << " = "
+     << human_bytes(e.total())
+     << " (seq_len " << e.seq_len << ")\n";
+}
+
+void peak_lines(std::ostream& os, const Plan& plan) {
   const auto peaks = rank_memory(plan);
   if (!peaks.empty()) os << "\npeak memory per rank (each role's resident state + the largest transient one):\n";
   for (const auto& m : peaks) {
@@ -322,6 +334,22 @@ std::string plan_text(const Plan& plan) {
        << human_bytes(m.peak()) << " = resident " << human_bytes(m.resident) << " (" << roles << ") + transient "
        << human_bytes(m.transient) << (m.transient_role.empty() ? "" : " (" + m.transient_role + ")") << "\n";
   }
+}
+
+}  // namespace
+
+std::string plan_text(const Plan& plan) {
+  std::ostringstream os;
+  os << "world " << plan.world << " ranks, " << plan.gpus_per_node << " per node ("
+     << (plan.world + plan.gpus_per_node - 1) / plan.gpus_per_node << " nodes)\n";
+  for (const auto& rp : plan.roles) {
+    const Mesh& m = rp.mesh;
+    os << "\n" << rp.name << ": " << m.describe() << " (edp=" << m.edp() << ")\n";
+    rank_table(os, plan, m);
+    group_lines(os, m);
+    memory_line(os, rp.memory);
+  }
+  peak_lines(os, plan);
   for (const auto& w : plan.warnings) os << "\nwarning: " << w;
   if (!plan.warnings.empty()) os << "\n";
   return os.str();

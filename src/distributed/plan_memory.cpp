@@ -72,8 +72,7 @@
 #include <algorithm>
 
 #include "hpcrl/distributed/plan.h"
-#include "hpcrl/model/attention_saves_scores.h"
-#include "hpcrl/optim/shard_layout.h"
+#include "hpcrl/distributed/plan_constants.h"
 
 namespace hpcrl::dist {
 
@@ -118,10 +117,10 @@ int64_t layer_activation_bytes_per_token(const ModelArch& a, int64_t tp, int64_t
   int64_t n = 2 * C * (4 + 2 * b);                     // two RMSNorms
   n += (q + kv) * 2 * b;                               // RoPE's input and rotated copy
   if (a.qk_norm) n += (q + kv) * (4 + b);              // the per-head norm before RoPE
-  if (model::kAttentionSavesScores) {
+  if (kAttentionSavesScores) {
     n += (q + 2 * kv) * b + heads * seq_len * (4 + (b == 2 ? 2 : 0));
   } else {
-    const int64_t kv_used = model::kAttentionRepeatsKvHeads ? q : kv;
+    const int64_t kv_used = kAttentionRepeatsKvHeads ? q : kv;
     n += (2 * q + 2 * kv_used) * b;
   }
   n += q * b;  // o_proj's input
@@ -146,27 +145,40 @@ int64_t layer_activation_bytes_per_token(const ModelArch& a, int64_t tp, int64_t
 int64_t zero3_gradient_buckets(int64_t layer, int64_t outer, int64_t freed_per_layer, int64_t group,
                                int64_t layers) {
   int64_t in_flight = 0;
-  for (int64_t k = 0; k <= std::min<int64_t>(optim::kZero2BucketsInFlight, layers - 1); ++k)
+  for (int64_t k = 0; k <= std::min<int64_t>(kZero2BucketsInFlight, layers - 1); ++k)
     in_flight = std::max(in_flight, layer * (1 + k) + layer / group * k - freed_per_layer * k);
   return outer + in_flight;
 }
 
-MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& role, const Mesh& mesh,
-                               config::DType dtype, const RoleWork& work) {
+namespace {
+
+// The parameters of the role's largest pipeline stage on one rank.
+struct StageParameters {
+  int64_t attn = 0;          // one layer's attention block (projections, biases, norms)
+  int64_t ffn = 0;           // one layer's MLP or MoE block
+  int64_t experts = 0;       // expert parameters per layer on this rank
+  int64_t per_layer = 0;     // attn + ffn
+  int64_t vocab_shard = 0;   // the embedding's (or the head's) V·C/tp
+  int64_t params = 0;        // the largest stage's parameters
+  int64_t stage_layers = 0;  // its layers
+  int64_t kv_local = 0;      // KV heads on this rank
+};
+
+StageParameters stage_parameters(const ModelArch& a, const config::ModelConfig& role, const Mesh& mesh) {
+  StageParameters sp;
   const int64_t tp = mesh.tp(), ep = mesh.ep(), pp = mesh.pp();
   const int64_t C = a.hidden_size, D = a.head_dim, H = a.num_heads, K = a.num_kv_heads, V = a.vocab_size;
-  const int64_t kv_local = K % tp == 0 ? K / tp : 1;
-  int64_t attn = 2 * C * (H / tp) * D + 2 * C * kv_local * D + 2 * C;  // q, o, k, v, two norms
-  if (a.attention_bias) attn += (H / tp) * D + 2 * kv_local * D;
-  if (a.qk_norm) attn += 2 * D;
-  int64_t ffn = 3 * C * a.intermediate_size / tp;
-  int64_t experts = 0;  // expert parameters per layer on this rank
+  sp.kv_local = K % tp == 0 ? K / tp : 1;
+  sp.attn = 2 * C * (H / tp) * D + 2 * C * sp.kv_local * D + 2 * C;  // q, o, k, v, two norms
+  if (a.attention_bias) sp.attn += (H / tp) * D + 2 * sp.kv_local * D;
+  if (a.qk_norm) sp.attn += 2 * D;
+  sp.ffn = 3 * C * a.intermediate_size / tp;
   if (a.num_experts > 0) {
-    experts = (a.num_experts / ep) * 3 * C * a.moe_intermediate_size;
-    ffn = C * a.num_experts + experts;
-    if (a.shared_expert_intermediate_size > 0) ffn += 3 * C * a.shared_expert_intermediate_size + C;
+    sp.experts = (a.num_experts / ep) * 3 * C * a.moe_intermediate_size;
+    sp.ffn = C * a.num_experts + sp.experts;
+    if (a.shared_expert_intermediate_size > 0) sp.ffn += 3 * C * a.shared_expert_intermediate_size + C;
   }
-  const int64_t per_layer = attn + ffn;
+  sp.per_layer = sp.attn + sp.ffn;
 
   std::vector<int64_t> layers(pp, a.num_layers / pp);
   if (static_cast<int64_t>(role.parallel.pp_layers.size()) == pp) {
@@ -174,81 +186,121 @@ MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& ro
   } else {
     for (int64_t s = 0; s < a.num_layers % pp; ++s) ++layers[s];
   }
-  const int64_t vocab_shard = V * C / tp;
-  int64_t params = 0, stage_layers = 0;
+  sp.vocab_shard = V * C / tp;
   for (int64_t s = 0; s < pp; ++s) {
-    int64_t p = layers[s] * per_layer;
-    if (s == 0) p += vocab_shard;  // embedding
-    if (s == pp - 1) p += C + ((a.tie_word_embeddings && pp == 1) ? 0 : vocab_shard);  // final norm, head
-    if (p > params) {
-      params = p;
-      stage_layers = layers[s];
+    int64_t p = layers[s] * sp.per_layer;
+    if (s == 0) p += sp.vocab_shard;  // embedding
+    if (s == pp - 1) p += C + ((a.tie_word_embeddings && pp == 1) ? 0 : sp.vocab_shard);  // final norm, head
+    if (p > sp.params) {
+      sp.params = p;
+      sp.stage_layers = layers[s];
     }
   }
+  return sp;
+}
 
-  // Trained parameters: all of them, or only the adapters (their layers' experts are never adapted).
-  const int64_t adapters = stage_layers * lora_parameters_per_layer(a, role.lora, tp);
-  const int64_t trained = role.lora.enabled() ? adapters : params;
-  const int64_t trained_experts = role.lora.enabled() ? 0 : stage_layers * experts;
-  const int64_t trained_largest = role.lora.enabled() ? 0 : vocab_shard;
+// What a trained role's stage holds for its update, in bytes: `trained` parameters, of which
+// `trained_experts` are experts and `trained_largest` the largest single one (the vocabulary shard).
+struct TrainedShare {
+  int64_t trained = 0, trained_experts = 0, trained_largest = 0;
+  int64_t bytes = 0;        // the dtype's
+  int64_t tokens = 0;       // one micro-batch's on this rank
+  int64_t full_layer = 0;   // one layer's activations for those tokens
+  int64_t dense_group = 0;  // dp·sp: the ranks dense gradients are averaged over
+};
 
-  MemoryEstimate e;
-  const int64_t bytes = dtype == config::DType::float32 ? 4 : 2;
-  e.parameters = params + adapters;
-  e.seq_len = work.seq_len;
-  e.weights = e.parameters * bytes;
-  if (work.trained || work.logprobs) e.micro_batch = std::max<int64_t>(work.micro_batch, 1);
-  const int64_t tokens = e.micro_batch * e.seq_len / mesh.sp();
-  if (work.logprobs) e.logits = tokens * (V / tp) * (bytes + 3 * 4);
-  if (work.trained) {
-    const int64_t full_layer = tokens * layer_activation_bytes_per_token(a, tp, e.seq_len, bytes);
-    const int64_t per_param = 8 + (bytes == 2 ? 4 : 0);
-    const int64_t dense_group = int64_t{mesh.dp()} * mesh.sp();
-    // n parameters of b bytes each over `shards` ranks.
-    auto sharded = [&](int64_t n, int64_t b, int64_t shards) { return (n * b + shards - 1) / shards; };
-    e.grads = trained * bytes;
-    if (role.optim.zero >= 2) {
-      const int64_t bucket = role.optim.bucket_bytes(), largest = trained_largest * bytes;
-      e.grads = sharded(trained - trained_experts, bytes, dense_group) + sharded(trained_experts, bytes, mesh.edp());
-      e.grad_buffers = std::min(trained * bytes, std::max(2 * bucket, largest + largest / dense_group) +
-                                                     optim::kZero2BucketsInFlight * (bucket + bucket / dense_group));
-      if (role.optim.zero == 3) {
-        // Buckets are units: the outer unit's and a layer's.
-        const int64_t layer = per_layer * bytes, outer = (params - stage_layers * per_layer) * bytes;
-        const int64_t freed_per_layer = role.activation_checkpointing ? tokens * C * bytes : full_layer;
-        e.grad_buffers = std::min(trained * bytes,
-                                  zero3_gradient_buckets(layer, outer, freed_per_layer, dense_group, stage_layers));
-        const int64_t shard = sharded(params - stage_layers * experts, bytes, dense_group) +
-                              sharded(stage_layers * experts, bytes, mesh.edp());
-        // LoRA's frozen base goes only when the backward reaches the layer below: one layer more.
-        e.param_gathers = outer + std::min<int64_t>(role.lora.enabled() ? 3 : 2, stage_layers) * layer;
-        if (a.num_experts > 0 || work.generates_in_place) e.whole_gathers = params * bytes - shard;
-        e.weights = shard;
-      }
-    } else if (role.optim.zero == 1) {  // the flat copy, and the shard it is reduced into beside it
-      e.grad_buffers = trained * bytes + sharded(trained - trained_experts, bytes, dense_group) +
-                       sharded(trained_experts, bytes, mesh.edp());
-      e.buffers_replace_activations = true;
-    } else if (dense_group > 1) {
-      e.grad_buffers = trained * bytes;  // the gradients flattened for the all-reduce: a second full copy
-      e.buffers_replace_activations = true;
-    }
-    e.optimizer = role.optim.zero >= 1 ? sharded(trained - trained_experts, per_param, dense_group) +
-                                             sharded(trained_experts, per_param, mesh.edp())
-                                       : trained * per_param;
-    e.activations_full = stage_layers * full_layer;
-    e.activations_checkpointed = stage_layers * tokens * C * bytes + full_layer;
-    e.activations = role.activation_checkpointing ? e.activations_checkpointed : e.activations_full;
+// n parameters of b bytes each over `shards` ranks.
+int64_t sharded(int64_t n, int64_t b, int64_t shards) { return (n * b + shards - 1) / shards; }
+
+// ZeRO-3: the weights become this rank's shard, the gradient buckets are units, and the gathers are counted.
+void add_zero3(MemoryEstimate& e, const ModelArch& a, const config::ModelConfig& role, const Mesh& mesh,
+               const RoleWork& work, const StageParameters& sp, const TrainedShare& t) {
+  const int64_t bytes = t.bytes, params = sp.params, stage_layers = sp.stage_layers, experts = sp.experts;
+  // Buckets are units: the outer unit's and a layer's.
+  const int64_t layer = sp.per_layer * bytes, outer = (params - stage_layers * sp.per_layer) * bytes;
+  const int64_t freed_per_layer = role.activation_checkpointing ? t.tokens * a.hidden_size * bytes : t.full_layer;
+  e.grad_buffers = std::min(t.trained * bytes,
+                            zero3_gradient_buckets(layer, outer, freed_per_layer, t.dense_group, stage_layers));
+  const int64_t shard = sharded(params - stage_layers * experts, bytes, t.dense_group) +
+                        sharded(stage_layers * experts, bytes, mesh.edp());
+  // LoRA's frozen base goes only when the backward reaches the layer below: one layer more.
+  e.param_gathers = outer + std::min<int64_t>(role.lora.enabled() ? 3 : 2, stage_layers) * layer;
+  if (a.num_experts > 0 || work.generates_in_place) e.whole_gathers = params * bytes - shard;
+  e.weights = shard;
+}
+
+// Gradients, their reduction's buffers, the optimizer state and the activations of a trained role.
+void add_training(MemoryEstimate& e, const ModelArch& a, const config::ModelConfig& role, const Mesh& mesh,
+                  const RoleWork& work, const StageParameters& sp, const TrainedShare& t) {
+  const int64_t bytes = t.bytes, trained = t.trained, trained_experts = t.trained_experts;
+  const int64_t per_param = 8 + (bytes == 2 ? 4 : 0);
+  const int64_t dense_group = t.dense_group;
+  e.grads = trained * bytes;
+  if (role.optim.zero >= 2) {
+    const int64_t bucket = role.optim.bucket_bytes(), largest = t.trained_largest * bytes;
+    e.grads = sharded(trained - trained_experts, bytes, dense_group) + sharded(trained_experts, bytes, mesh.edp());
+    e.grad_buffers = std::min(trained * bytes, std::max(2 * bucket, largest + largest / dense_group) +
+                                                   kZero2BucketsInFlight * (bucket + bucket / dense_group));
+    if (role.optim.zero == 3) add_zero3(e, a, role, mesh, work, sp, t);
+  } else if (role.optim.zero == 1) {  // the flat copy, and the shard it is reduced into beside it
+    e.grad_buffers = trained * bytes + sharded(trained - trained_experts, bytes, dense_group) +
+                     sharded(trained_experts, bytes, mesh.edp());
+    e.buffers_replace_activations = true;
+  } else if (dense_group > 1) {
+    e.grad_buffers = trained * bytes;  // the gradients flattened for the all-reduce: a second full copy
+    e.buffers_replace_activations = true;
   }
+  e.optimizer = role.optim.zero >= 1 ? sharded(trained - trained_experts, per_param, dense_group) +
+                                           sharded(trained_experts, per_param, mesh.edp())
+                                     : trained * per_param;
+  e.activations_full = sp.stage_layers * t.full_layer;
+  e.activations_checkpointed = sp.stage_layers * t.tokens * a.hidden_size * bytes + t.full_layer;
+  e.activations = role.activation_checkpointing ? e.activations_checkpointed : e.activations_full;
+}
+
+// A rollout engine's packed weights (float32 CPU engines) and KV cache.
+void add_generation(MemoryEstimate& e, const ModelArch& a, const RoleWork& work, const StageParameters& sp,
+                    int64_t bytes) {
   if (work.generates && work.packs_weights) {
-    const int64_t projections = attn - 2 * C - (a.qk_norm ? 2 * D : 0);  // the norms stay in the model
-    const int64_t dense_ffn = a.num_experts > 0 ? 0 : ffn;                // MoE blocks keep their own weights
-    e.engine_weights = (stage_layers * (projections + dense_ffn) + vocab_shard) * 4;
+    // The norms stay in the model.
+    const int64_t projections = sp.attn - 2 * a.hidden_size - (a.qk_norm ? 2 * a.head_dim : 0);
+    const int64_t dense_ffn = a.num_experts > 0 ? 0 : sp.ffn;  // MoE blocks keep their own weights
+    e.engine_weights = (sp.stage_layers * (projections + dense_ffn) + sp.vocab_shard) * 4;
   }
   if (work.generates) {
     e.kv_sequences = work.kv_sequences;
-    e.kv_cache = 2 * stage_layers * kv_local * D * bytes * work.kv_sequences * e.seq_len;
+    e.kv_cache = 2 * sp.stage_layers * sp.kv_local * a.head_dim * bytes * work.kv_sequences * e.seq_len;
   }
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const ModelArch& a, const config::ModelConfig& role, const Mesh& mesh,
+                               config::DType dtype, const RoleWork& work) {
+  const int64_t tp = mesh.tp();
+  const StageParameters sp = stage_parameters(a, role, mesh);
+
+  // Trained parameters: all of them, or only the adapters (their layers' experts are never adapted).
+  const int64_t adapters = sp.stage_layers * lora_parameters_per_layer(a, role.lora, tp);
+  TrainedShare t;
+  t.trained = role.lora.enabled() ? adapters : sp.params;
+  t.trained_experts = role.lora.enabled() ? 0 : sp.stage_layers * sp.experts;
+  t.trained_largest = role.lora.enabled() ? 0 : sp.vocab_shard;
+
+  MemoryEstimate e;
+  t.bytes = dtype == config::DType::float32 ? 4 : 2;
+  e.parameters = sp.params + adapters;
+  e.seq_len = work.seq_len;
+  e.weights = e.parameters * t.bytes;
+  if (work.trained || work.logprobs) e.micro_batch = std::max<int64_t>(work.micro_batch, 1);
+  t.tokens = e.micro_batch * e.seq_len / mesh.sp();
+  if (work.logprobs) e.logits = t.tokens * (a.vocab_size / tp) * (t.bytes + 3 * 4);
+  if (work.trained) {
+    t.full_layer = t.tokens * layer_activation_bytes_per_token(a, tp, e.seq_len, t.bytes);
+    t.dense_group = int64_t{mesh.dp()} * mesh.sp();
+    add_training(e, a, role, mesh, work, sp, t);
+  }
+  add_generation(e, a, work, sp, t.bytes);
   return e;
 }
 

@@ -88,16 +88,18 @@ std::string literal_default_system(const std::string& jinja) {
 
 std::vector<std::string> chat_template_names() { return {"none", "chatml", "qwen3", "llama3"}; }
 
-ChatTemplate ChatTemplate::named(const std::string& name) {
-  if (name == "model")
-    throw InputError("chat template 'model' is the tokenizer's own and is resolved with the tokenizer "
-                     "(ChatTemplate::model); by name, pick one of: " + str::join(chat_template_names(), ", "));
-  auto names = chat_template_names();
-  for (const auto& n : names)
-    if (n == name) return ChatTemplate(name);
-  std::string guess = str::closest(name, names);
-  throw InputError("unknown chat template '" + name + "'" + (guess.empty() ? "" : " (did you mean '" + guess + "'?)") +
-                   "; supported: " + str::join(names, ", "));
+ChatTemplate ChatTemplate::named(config::ChatTemplate which) {
+  switch (which) {
+    case config::ChatTemplate::none:
+    case config::ChatTemplate::chatml:
+    case config::ChatTemplate::qwen3:
+    case config::ChatTemplate::llama3:
+      return ChatTemplate(config::to_string(which));
+    case config::ChatTemplate::model:
+      break;
+  }
+  throw InputError("chat template 'model' is the tokenizer's own and is resolved with the tokenizer "
+                   "(ChatTemplate::model); by name, pick one of: " + str::join(chat_template_names(), ", "));
 }
 
 ChatTemplate ChatTemplate::chatml(std::string default_system) {

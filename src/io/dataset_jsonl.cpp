@@ -87,15 +87,9 @@ Dataset load_jsonl(const std::string& path, const JsonlOptions& options) {
       continue;
     }
     std::string where = path + ":" + std::to_string(line_no);
-    json row;
-    try {
-      row = json::parse(line);
-    } catch (const json::exception& e) {
-      throw InputError(path + ":" + json_errors::line_col(line, json_errors::offset(e, line), line_no) +
-                       ": invalid JSON (" + json_errors::problem(e) +
-                       "); each line must be one JSON object, e.g. {\"" + options.prompt_key + "\": \"...\", \"" +
-                       options.answer_key + "\": \"...\"}");
-    }
+    const json row = json_errors::parse_jsonl_line(
+        line, path, size_t(line_no),
+        "{\"" + options.prompt_key + "\": \"...\", \"" + options.answer_key + "\": \"...\"}");
     if (!row.is_object()) {
       throw InputError(where + ": expected a JSON object, got " + std::string(type_name(row)) +
                        "; each line must be one object like {\"" + options.prompt_key + "\": \"...\", \"" +

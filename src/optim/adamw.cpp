@@ -142,19 +142,19 @@ std::string AdamW::first_nonfinite_gradient() const {
 void AdamW::step(double lr) {
   torch::NoGradGuard no_grad;
   ++step_;
-  std::vector<at::Tensor> w, g, m, v;
+  AdamWTensors t;
   std::vector<size_t> with_master;  // bf16/f16 parameters: updated on their fp32 master, copied back
   for (size_t i = 0; i < params_.size(); ++i) {
     at::Tensor grad = params_[i].tensor.grad();
     if (!grad.defined()) continue;
     Slot& s = slots_[i];
-    w.push_back(s.master.defined() ? s.master : params_[i].tensor);
-    g.push_back(grad);
-    m.push_back(s.exp_avg);
-    v.push_back(s.exp_avg_sq);
+    t.w.push_back(s.master.defined() ? s.master : params_[i].tensor);
+    t.g.push_back(grad);
+    t.m.push_back(s.exp_avg);
+    t.v.push_back(s.exp_avg_sq);
     if (s.master.defined()) with_master.push_back(i);
   }
-  adamw_update_all(kernel_, w, g, m, v, lr, step_, options_);
+  adamw_update_all(kernel_, t, lr, step_, options_);
   for (size_t i : with_master) params_[i].tensor.copy_(slots_[i].master);
 }
 

@@ -42,8 +42,11 @@ std::vector<at::Tensor> as_weight_dtype(const std::vector<at::Tensor>& w, const 
 }
 
 // adamw_update_with_ops, each of its nine ops applied to the whole list.
-void multi_tensor_update(std::vector<at::Tensor>& w, const std::vector<at::Tensor>& g, std::vector<at::Tensor>& m,
-                         std::vector<at::Tensor>& v, double lr, int64_t step, const AdamWOptions& o) {
+void multi_tensor_update(AdamWTensors& t, const std::vector<at::Tensor>& g, double lr, int64_t step,
+                         const AdamWOptions& o) {
+  std::vector<at::Tensor>& w = t.w;
+  std::vector<at::Tensor>& m = t.m;
+  std::vector<at::Tensor>& v = t.v;
   const double bc1 = 1.0 - std::pow(o.beta1, double(step));
   const double bc2_sqrt = std::sqrt(1.0 - std::pow(o.beta2, double(step)));
   if (o.weight_decay != 0.0) at::_foreach_mul_(w, 1.0 - lr * o.weight_decay);
@@ -57,34 +60,34 @@ void multi_tensor_update(std::vector<at::Tensor>& w, const std::vector<at::Tenso
   at::_foreach_addcdiv_(w, m, denom, -lr / bc1);
 }
 
-void fused_update(std::vector<at::Tensor>& w, const std::vector<at::Tensor>& g, std::vector<at::Tensor>& m,
-                  std::vector<at::Tensor>& v, double lr, int64_t step, const AdamWOptions& o) {
+void fused_update(AdamWTensors& t, const std::vector<at::Tensor>& g, double lr, int64_t step,
+                  const AdamWOptions& o) {
 #if HPCRL_HAS_FUSED_ADAMW
+  std::vector<at::Tensor>& w = t.w;
   // The kernel reads the step from a float tensor on the weights' device, one per tensor.
   const at::Tensor t = at::full({}, double(step), w.front().options().dtype(at::kFloat));
   const std::vector<at::Tensor> steps(w.size(), t);
-  at::_fused_adamw_(w, g, m, v, /*max_exp_avg_sqs=*/{}, steps, lr, o.beta1, o.beta2, o.weight_decay, o.eps,
+  at::_fused_adamw_(w, g, t.m, t.v, /*max_exp_avg_sqs=*/{}, steps, lr, o.beta1, o.beta2, o.weight_decay, o.eps,
                     /*amsgrad=*/false, /*maximize=*/false);
 #else
-  (void)w, (void)g, (void)m, (void)v, (void)lr, (void)step, (void)o;
+  (void)t, (void)g, (void)lr, (void)step, (void)o;
   HPCRL_CHECK(false, "AdamW: this LibTorch (" TORCH_VERSION ") has no _fused_adamw_ (2.4 or later)");
 #endif
 }
 
 }  // namespace
 
-void adamw_update_all(AdamWKernel kernel, std::vector<at::Tensor>& w, const std::vector<at::Tensor>& g,
-                      std::vector<at::Tensor>& m, std::vector<at::Tensor>& v, double lr, int64_t step,
-                      const AdamWOptions& o) {
-  HPCRL_CHECK(g.size() == w.size() && m.size() == w.size() && v.size() == w.size(),
+void adamw_update_all(AdamWKernel kernel, AdamWTensors& t, double lr, int64_t step, const AdamWOptions& o) {
+  const size_t n = t.w.size();
+  HPCRL_CHECK(t.g.size() == n && t.m.size() == n && t.v.size() == n,
               "adamw_update_all: weights, gradients and moments differ in count");
-  if (w.empty()) return;
+  if (n == 0) return;
   switch (kernel) {
     case AdamWKernel::kPerTensor:
-      for (size_t i = 0; i < w.size(); ++i) adamw_update(w[i], g[i], m[i], v[i], lr, step, o);
+      for (size_t i = 0; i < n; ++i) adamw_update(t.w[i], t.g[i], t.m[i], t.v[i], lr, step, o);
       return;
-    case AdamWKernel::kMultiTensor: return multi_tensor_update(w, as_weight_dtype(w, g), m, v, lr, step, o);
-    case AdamWKernel::kFused: return fused_update(w, as_weight_dtype(w, g), m, v, lr, step, o);
+    case AdamWKernel::kMultiTensor: return multi_tensor_update(t, as_weight_dtype(t.w, t.g), lr, step, o);
+    case AdamWKernel::kFused: return fused_update(t, as_weight_dtype(t.w, t.g), lr, step, o);
   }
 }
 

@@ -75,53 +75,58 @@ Number finish(Rational r, bool decimal, bool percent) {
   return n;
 }
 
-// Unsigned decimal at `pos`: digits with optional ",ddd" groups, ".ddd",
-// exponent. Sets `end` and `decimal`. No sign, no fraction bar.
-std::optional<Rational> scan_decimal(const std::string& s, size_t pos, size_t& end, bool& decimal) {
-  size_t q = pos;
-  std::string digits;  // integer then fractional digits, separators dropped
-  while (q < s.size() && is_digit(s[q])) digits += s[q++];
-  size_t int_len = digits.size();
+// The digits of a decimal's mantissa, separators dropped: integer then fractional digits.
+struct Mantissa {
+  std::string digits;
+  size_t int_len = 0, frac_len = 0;
+};
+
+// Digits with optional ",ddd" groups and ".ddd" at `q`; moves `q` past them.
+Mantissa scan_mantissa(const std::string& s, size_t& q) {
+  Mantissa m;
+  while (q < s.size() && is_digit(s[q])) m.digits += s[q++];
+  m.int_len = m.digits.size();
   // Thousands groups: only after a 1-3 digit lead, each exactly three digits.
-  if (int_len >= 1 && int_len <= 3) {
+  if (m.int_len >= 1 && m.int_len <= 3) {
     while (q + 3 < s.size() && s[q] == ',' && is_digit(s[q + 1]) && is_digit(s[q + 2]) &&
            is_digit(s[q + 3]) && (q + 4 >= s.size() || !is_digit(s[q + 4]))) {
-      digits.append(s, q + 1, 3);
+      m.digits.append(s, q + 1, 3);
       q += 4;
     }
-    int_len = digits.size();
+    m.int_len = m.digits.size();
   }
-  size_t frac_len = 0;
   if (q + 1 < s.size() && s[q] == '.' && is_digit(s[q + 1])) {
     ++q;
     while (q < s.size() && is_digit(s[q])) {
-      digits += s[q++];
-      ++frac_len;
+      m.digits += s[q++];
+      ++m.frac_len;
     }
   }
-  if (digits.empty()) return std::nullopt;
-  long exponent = 0;
-  bool has_exp = false;
-  if (q < s.size() && (s[q] == 'e' || s[q] == 'E')) {
-    size_t e = q + 1;
-    bool neg = false;
-    if (e < s.size() && (s[e] == '+' || s[e] == '-')) neg = s[e++] == '-';
-    if (e < s.size() && is_digit(s[e])) {
-      long v = 0;
-      while (e < s.size() && is_digit(s[e])) {
-        if (v < 100000) v = v * 10 + (s[e] - '0');
-        ++e;
-      }
-      exponent = neg ? -v : v;
-      has_exp = true;
-      q = e;
-    }
-  }
-  end = q;
-  decimal = frac_len > 0 || has_exp;
+  return m;
+}
 
+// An exponent ("e5", "E-3") at `q`: sets `exponent` and moves `q` past it. False (q unchanged) when there is none.
+bool scan_exponent(const std::string& s, size_t& q, long& exponent) {
+  if (q >= s.size() || (s[q] != 'e' && s[q] != 'E')) return false;
+  size_t e = q + 1;
+  bool neg = false;
+  if (e < s.size() && (s[e] == '+' || s[e] == '-')) neg = s[e++] == '-';
+  if (e >= s.size() || !is_digit(s[e])) return false;
+  long v = 0;
+  while (e < s.size() && is_digit(s[e])) {
+    if (v < 100000) v = v * 10 + (s[e] - '0');
+    ++e;
+  }
+  exponent = neg ? -v : v;
+  q = e;
+  return true;
+}
+
+// The value of mantissa × 10^exponent: exact while it fits, always as a double.
+Rational decimal_value(const Mantissa& m, long exponent) {
   Rational r;
-  std::string plain = digits.substr(0, int_len) + "." + digits.substr(int_len) + "e" + std::to_string(exponent);
+  const std::string& digits = m.digits;
+  std::string plain = digits.substr(0, m.int_len) + "." + digits.substr(m.int_len) + "e" + std::to_string(exponent);
   r.value = std::strtod(plain.c_str(), nullptr);
   size_t first_nonzero = digits.find_first_not_of('0');
   std::string significant = first_nonzero == std::string::npos ? "0" : digits.substr(first_nonzero);
@@ -130,7 +135,7 @@ std::optional<Rational> scan_decimal(const std::string& s, size_t pos, size_t& e
     return r;
   }
   for (char c : significant) r.num = r.num * 10 + (c - '0');
-  long scale = static_cast<long>(frac_len) - exponent;  // value = num / 10^scale
+  long scale = static_cast<long>(m.frac_len) - exponent;  // value = num / 10^scale
   i128 p = pow10_128(scale < 0 ? -scale : scale);
   if (p == 0) {
     r.exact = r.num == 0;  // 0e999 is still exactly zero
@@ -144,6 +149,19 @@ std::optional<Rational> scan_decimal(const std::string& s, size_t pos, size_t& e
     r.exact = false;
   }
   return r;
+}
+
+// Unsigned decimal at `pos`: digits with optional ",ddd" groups, ".ddd",
+// exponent. Sets `end` and `decimal`. No sign, no fraction bar.
+std::optional<Rational> scan_decimal(const std::string& s, size_t pos, size_t& end, bool& decimal) {
+  size_t q = pos;
+  const Mantissa m = scan_mantissa(s, q);
+  if (m.digits.empty()) return std::nullopt;
+  long exponent = 0;
+  const bool has_exp = scan_exponent(s, q, exponent);
+  end = q;
+  decimal = m.frac_len > 0 || has_exp;
+  return decimal_value(m, exponent);
 }
 
 // A signed plain number for inside \frac{A}{B}: the whole string must be one.

@@ -72,10 +72,20 @@ nlohmann::json parse_request_line(const std::string& text, const std::string& wh
   if (kinds > 1) fail(where, "give only one of \"prompt\", \"messages\" and \"prompt_ids\" per line");
   return j;
 }
+
+// The template "messages" lines are rendered with: the tokenizer's own for `model`, else the fixed renderer.
+io::ChatTemplate chat_template_for(config::ChatTemplate chat_template, const io::Tokenizer& tok) {
+  switch (chat_template) {
+    case config::ChatTemplate::model:
+      return io::ChatTemplate::for_tokenizer(tok);
+    default:
+      return io::ChatTemplate::named(chat_template);
+  }
+}
 }  // namespace
 
 PromptFile read_prompt_file(const std::string& path, const io::Tokenizer& tok, int64_t vocab_size,
-                            const std::string& chat_template) {
+                            config::ChatTemplate chat_template) {
   std::istringstream in(fs::read_file(path, "prompt file"));
   std::optional<io::ChatTemplate> tmpl;  // resolved on the first "messages" line
   PromptFile file;
@@ -94,7 +104,7 @@ PromptFile read_prompt_file(const std::string& path, const io::Tokenizer& tok, i
     } else if (j.contains("messages")) {
       if (!tmpl) {
         try {
-          tmpl = chat_template == "auto" ? io::ChatTemplate::for_tokenizer(tok) : io::ChatTemplate::named(chat_template);
+          tmpl = chat_template_for(chat_template, tok);
         } catch (const InputError& e) {
           fail(where, std::string(e.what()) + " (--chat-template NAME picks one: none, chatml, qwen3, llama3)");
         }

@@ -45,6 +45,7 @@
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/strings.h"
 #include "hpcrl/util/log.h"
+#include "hpcrl/util/overloaded.h"
 
 namespace hpcrl::runner {
 namespace stdfs = std::filesystem;
@@ -52,7 +53,7 @@ namespace stdfs = std::filesystem;
 namespace {
 std::string stage_dir_name(int index, const config::StageConfig& s) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%02d-%s", index, config::to_string(s.kind).c_str());
+  std::snprintf(buf, sizeof buf, "%02d-%s", index, config::to_string(s.kind()).c_str());
   return buf;
 }
 
@@ -115,19 +116,24 @@ void print_final_table(const std::vector<StageRow>& rows, const std::string& run
 
 // What a stage that ran out of memory is told: the sizes that decide its
 // memory and how to shrink them (an allocator's own words name neither).
+std::string batch_text(const config::SftStage& s, const std::string& path) {
+  return path + ".batch = " + std::to_string(s.batch);
+}
+std::string batch_text(const config::RlStage& s, const std::string& path) {
+  return path + ".prompts × group = " + std::to_string(s.prompts) + " × " + std::to_string(s.group);
+}
+std::string batch_text(const config::GrpoStage& s, const std::string& path) {
+  return batch_text(static_cast<const config::RlStage&>(s), path);
+}
+std::string batch_text(const config::PpoStage& s, const std::string& path) {
+  return batch_text(static_cast<const config::RlStage&>(s), path);
+}
+std::string batch_text(const config::DistillStage& s, const std::string& path) {
+  return path + ".batch = " + std::to_string(s.batch);
+}
+
 std::string out_of_memory(const config::StageConfig& stage, int rank, const std::string& what) {
-  std::string batch;
-  switch (stage.kind) {
-    case config::StageKind::sft: batch = stage.path + ".batch = " + std::to_string(stage.sft.batch); break;
-    case config::StageKind::grpo:
-    case config::StageKind::ppo: {
-      const auto& rl = stage.kind == config::StageKind::grpo ? static_cast<const config::RlStage&>(stage.grpo)
-                                                             : stage.ppo;
-      batch = stage.path + ".prompts × group = " + std::to_string(rl.prompts) + " × " + std::to_string(rl.group);
-      break;
-    }
-    case config::StageKind::distill: batch = stage.path + ".batch = " + std::to_string(stage.distill.batch); break;
-  }
+  const std::string batch = std::visit([&](const auto& s) { return batch_text(s, stage.path); }, stage.body);
   return stage.path + " ran out of memory on rank " + std::to_string(rank) + " (" + what + "): its batch (" + batch +
          " sequences per step) needs more than this machine has; lower it, or run it in pieces with " + stage.path +
          ".micro_batch or .micro_batch_tokens. `hpcrl plan PIPELINE --world N` estimates each role's memory per rank";
@@ -135,15 +141,14 @@ std::string out_of_memory(const config::StageConfig& stage, int rank, const std:
 
 // Runs the stage of `env` inside its span; `seconds` is the span's duration.
 algo::StageResult run_stage(algo::StageEnv& env, double& seconds) {
-  trace::TimedSpan span(config::to_string(env.stage->kind), {{"stage_index", double(env.stage_index)}});
+  trace::TimedSpan span(config::to_string(env.stage->kind()), {{"stage_index", double(env.stage_index)}});
   algo::StageResult result;
   try {
-    switch (env.stage->kind) {
-      case config::StageKind::sft: result = algo::run_sft(env); break;
-      case config::StageKind::grpo: result = algo::run_grpo(env); break;
-      case config::StageKind::ppo: result = algo::run_ppo(env); break;
-      case config::StageKind::distill: result = algo::run_distill(env); break;
-    }
+    result = std::visit(util::overloaded{[&](const config::SftStage&) { return algo::run_sft(env); },
+                                         [&](const config::GrpoStage&) { return algo::run_grpo(env); },
+                                         [&](const config::PpoStage&) { return algo::run_ppo(env); },
+                                         [&](const config::DistillStage&) { return algo::run_distill(env); }},
+                        env.stage->body);
   } catch (const std::bad_alloc&) {
     throw RuntimeError(out_of_memory(*env.stage, env.world->rank(), "std::bad_alloc"));
   } catch (const c10::Error& e) {
@@ -158,16 +163,27 @@ algo::StageResult run_stage(algo::StageEnv& env, double& seconds) {
 // the roles with their init weights) loaded and checked, then the run
 // directory, and the stages run in order. Collective over the world from
 // construction on.
-class PipelineRun {
+// One `hpcrl run`; the stages find their roles and datasets through it (algo::StageInputs).
+class PipelineRun : public algo::StageInputs {
  public:
   explicit PipelineRun(const RunOptions& options);
   int run();
+
+  algo::Role& role(const std::string& name) override { return roles_->get(name); }
+  algo::Role* rollout_role(const std::string& name) override { return roles_->rollout_of(name); }
+  const algo::DataSplits& data(const std::string& name) override { return inputs_.data.at(name); }
 
  private:
   // The row of stage `index` when an earlier run completed it and its final
   // checkpoint `latest` is intact (its trained roles take their final
   // weights); nullopt when it still has to run.
   std::optional<StageRow> completed_before(size_t index, const std::string& sdir, const std::string& latest);
+  // A stop signal before the first stage: nothing to checkpoint yet.
+  int stop_before_first_step();
+  // Runs stage `index` and records it complete; nullopt when it stopped on request (checkpoint written).
+  std::optional<StageRow> run_stage_at(size_t index, const std::string& sdir, const std::string& latest);
+  // After the last stage: the trace closed and rank 0's table of stages.
+  int finish(const std::vector<StageRow>& rows);
   algo::StageEnv stage_env(size_t index, const std::string& sdir, const std::string& latest);
   // Rank 0 of a job on several nodes: `hpcrl plan`'s warnings for groups that span nodes, at the
   // launch's ranks per node.
@@ -270,7 +286,7 @@ PipelineRun::PipelineRun(const RunOptions& options)
       cfg_(load_config(options.config_path, options.overrides, w_.size)),
       root_(checked_root(options, cfg_, w_.rank, w_.size)),
       // Before the run directory exists: a device this build or node cannot use is bad input.
-      gpu_(dist::bind_device(config::to_string(cfg_.run.device))),
+      gpu_(dist::bind_device(cfg_.run.device)),
       // Every input is read and checked before the directory is touched: a data error
       // never leaves a half-made run behind, nor replaces a finished one (--force).
       inputs_(load_inputs(cfg_, w_)),
@@ -311,16 +327,7 @@ StartCommand PipelineRun::start_command() const {
 }
 
 int PipelineRun::run() {
-  if (stop_requested(world_)) {  // arrived while the job started: nothing to checkpoint yet
-    trace::stop();
-    world_->barrier();
-    spdlog::warn("{} arrived while the job was starting, before its first step: stopping with no new checkpoint; "
-                 "{} continues from {}. Continue with: {}",
-                 stop_signalled() ? stop_signal_name() : std::string("a stop signal"), dir_.root(),
-                 dir_.resumed() ? "its last checkpoint" : "the beginning (nothing to resume from yet)",
-                 resume_command(start_command()));
-    return kExitResumable;
-  }
+  if (stop_requested(world_)) return stop_before_first_step();
   std::vector<StageRow> rows;
   bool earlier_stage_ran = false;
   for (size_t i = 0; i < cfg_.stages.size(); ++i) {
@@ -339,35 +346,57 @@ int PipelineRun::run() {
     // From a checkpoint, resume_stage drops the later lines once the checkpoint has
     // loaded, so that a resume it refuses leaves metrics.jsonl as it was.
     if (metrics_ && dir_.resumed() && latest.empty()) metrics_->truncate_after(int(i), -1);
-    algo::StageEnv env = stage_env(i, sdir, latest);
-    spdlog::info("stage {} ({}) starts", i, config::to_string(stage.kind));
-    StageRow row{stage_dir_name(int(i), stage), 0, stage.configured_steps()};
-    reset_stage_memory_peaks(cfg_.run.device == config::Device::cuda);
-    const algo::StageResult result = run_stage(env, row.seconds);
-    // Collective; not for a stopped stage (agreed by every rank), so that a resumed run's
-    // metrics.jsonl has the lines of an uninterrupted one: its resumed job writes them.
-    if (!result.stopped) write_stage_memory_peaks(env, result.steps_done);
-    row.accuracy = result.eval_accuracy;
-    row.steps = result.steps_done;
-    if (result.stopped) {
-      trace::stop();
-      if (stop_signalled())  // the ranks that got no signal of their own learnt of it from the others
-        spdlog::warn("checkpoint written {:.1f} s after {} arrived", seconds_since_stop_signal(), stop_signal_name());
-      // Every rank's checkpoint and trace are on disk before any rank exits: a launcher
-      // ends the others as soon as one exits non-zero (mpirun, srun --kill-on-bad-exit).
-      world_->barrier();
-      spdlog::warn("stopped at step {} of stage {} on request; checkpoint written. Continue with: {}",
-                   result.steps_done, i, resume_command(start_command()));
-      return kExitResumable;
-    }
-    for (const auto& name : stage.trained_roles()) roles_->mark_initialised(name);
-    if (w_.rank == 0)
-      fs::write_file_atomic(sdir + "/complete.json",
-                            nlohmann::json{{"steps", result.steps_done}, {"eval_accuracy", result.eval_accuracy},
-                                           {"eval_loss", result.eval_loss}, {"seconds", row.seconds}}
-                                .dump(1));
-    rows.push_back(row);
+    std::optional<StageRow> row = run_stage_at(i, sdir, latest);
+    if (!row) return kExitResumable;
+    rows.push_back(*row);
   }
+  return finish(rows);
+}
+
+int PipelineRun::stop_before_first_step() {
+  trace::stop();
+  world_->barrier();
+  spdlog::warn("{} arrived while the job was starting, before its first step: stopping with no new checkpoint; "
+               "{} continues from {}. Continue with: {}",
+               stop_signalled() ? stop_signal_name() : std::string("a stop signal"), dir_.root(),
+               dir_.resumed() ? "its last checkpoint" : "the beginning (nothing to resume from yet)",
+               resume_command(start_command()));
+  return kExitResumable;
+}
+
+std::optional<StageRow> PipelineRun::run_stage_at(size_t i, const std::string& sdir, const std::string& latest) {
+  const auto& stage = cfg_.stages[i];
+  algo::StageEnv env = stage_env(i, sdir, latest);
+  spdlog::info("stage {} ({}) starts", i, config::to_string(stage.kind()));
+  StageRow row{stage_dir_name(int(i), stage), 0, stage.configured_steps()};
+  reset_stage_memory_peaks(cfg_.run.device == config::Device::cuda);
+  const algo::StageResult result = run_stage(env, row.seconds);
+  // Collective; not for a stopped stage (agreed by every rank), so that a resumed run's
+  // metrics.jsonl has the lines of an uninterrupted one: its resumed job writes them.
+  if (!result.stopped) write_stage_memory_peaks(env, result.steps_done);
+  row.accuracy = result.eval_accuracy;
+  row.steps = result.steps_done;
+  if (result.stopped) {
+    trace::stop();
+    if (stop_signalled())  // the ranks that got no signal of their own learnt of it from the others
+      spdlog::warn("checkpoint written {:.1f} s after {} arrived", seconds_since_stop_signal(), stop_signal_name());
+    // Every rank's checkpoint and trace are on disk before any rank exits: a launcher
+    // ends the others as soon as one exits non-zero (mpirun, srun --kill-on-bad-exit).
+    world_->barrier();
+    spdlog::warn("stopped at step {} of stage {} on request; checkpoint written. Continue with: {}",
+                 result.steps_done, i, resume_command(start_command()));
+    return std::nullopt;
+  }
+  for (const auto& name : stage.trained_roles()) roles_->mark_initialised(name);
+  if (w_.rank == 0)
+    fs::write_file_atomic(sdir + "/complete.json",
+                          nlohmann::json{{"steps", result.steps_done}, {"eval_accuracy", result.eval_accuracy},
+                                         {"eval_loss", result.eval_loss}, {"seconds", row.seconds}}
+                              .dump(1));
+  return row;
+}
+
+int PipelineRun::finish(const std::vector<StageRow>& rows) {
   const std::string stopping = stop_latency_markdown(worst_stop_latency(world_), options_.stop_lead_s);
   world_->barrier();
   trace::stop();
@@ -411,7 +440,7 @@ void PipelineRun::forget_stage(size_t index, const std::string& sdir) {
   if (w_.rank == 0 && stdfs::exists(sdir, ec)) {
     spdlog::warn("stage {} ({}) had run before this resume, but an earlier stage has just run again, so it starts "
                  "over from that stage's result: its checkpoints ({}) are removed and its metrics lines replaced",
-                 index, config::to_string(cfg_.stages[index].kind), sdir);
+                 index, config::to_string(cfg_.stages[index].kind()), sdir);
     stdfs::remove_all(sdir, ec);  // hpcrl's own checkpoints/NN-kind folder
   }
   world_->barrier();
@@ -424,9 +453,7 @@ algo::StageEnv PipelineRun::stage_env(size_t index, const std::string& sdir, con
   env.stage_index = int(index);
   env.world = world_;
   env.metrics = metrics_.get();
-  env.role = [this](const std::string& n) -> algo::Role& { return roles_->get(n); };
-  env.rollout_role = [this](const std::string& n) { return roles_->rollout_of(n); };
-  env.data = [this](const std::string& n) -> const algo::DataSplits& { return inputs_.data.at(n); };
+  env.inputs = this;
   env.should_stop = [this] { return stop_requested(world_); };
   env.stop_signalled = [] { return stop_signalled(); };
   env.checkpoint_dir = sdir;

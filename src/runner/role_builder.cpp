@@ -25,8 +25,7 @@ namespace {
 bool needs_generation_copy(const config::PipelineConfig& cfg, const config::ModelConfig& mc) {
   bool policy = false;
   for (const auto& st : cfg.stages)
-    policy = policy || (st.kind == config::StageKind::grpo && st.grpo.policy == mc.name) ||
-             (st.kind == config::StageKind::ppo && st.ppo.policy == mc.name);
+    policy = policy || (st.rl() && st.rl()->policy == mc.name);
   if (!policy) return false;
   const auto &t = mc.parallel, &g = mc.rollout.parallel;
   if (t.tp != g.tp || t.sp != g.sp || t.ep != g.ep) return true;
@@ -134,8 +133,7 @@ void Roles::snapshot_for(const config::StageConfig& stage) {
   used.insert(used.end(), trained.begin(), trained.end());
   // The role of a `type: model` reward is read by the stage too.
   std::vector<std::string> rewards;
-  if (stage.kind == config::StageKind::grpo) rewards = stage.grpo.rewards;
-  if (stage.kind == config::StageKind::ppo) rewards = stage.ppo.rewards;
+  if (const config::RlStage* rl = stage.rl()) rewards = rl->rewards;
   for (const auto& r : rewards)
     if (const config::RewardConfig* rc = cfg_.find_reward(r); rc && rc->type == config::RewardType::model)
       used.push_back(rc->model);

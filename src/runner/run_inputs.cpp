@@ -18,7 +18,6 @@
 namespace hpcrl::runner {
 namespace {
 namespace stdfs = std::filesystem;
-using config::StageKind;
 
 // How a stage uses its rows, for the length check: the roles that read them,
 // and whether a row's tokens are its prompt and response (supervised) or its
@@ -30,31 +29,35 @@ struct RowUse {
   std::string new_tokens_key;  // the key that sets new_tokens, for the fix
 };
 
-RowUse train_use(const config::StageConfig& s) {
-  switch (s.kind) {
-    case StageKind::sft: return {{s.sft.model}, true, 0, ""};
-    case StageKind::grpo:
-    case StageKind::ppo: {
-      const auto& rl = s.kind == StageKind::grpo ? static_cast<const config::RlStage&>(s.grpo) : s.ppo;
-      RowUse u{{rl.policy}, false, rl.sampling.max_new_tokens, s.path + ".max_new_tokens"};
-      if (!rl.reference.empty()) u.roles.push_back(rl.reference);
-      if (s.kind == StageKind::ppo) u.roles.push_back(s.ppo.critic);
-      return u;
-    }
-    case StageKind::distill: break;
-  }
-  const auto& d = s.distill;
+RowUse train_use(const config::SftStage& s, const std::string&) { return {{s.model}, true, 0, ""}; }
+
+// `critic`: PPO's, null for GRPO.
+RowUse rl_use(const config::RlStage& s, const std::string* critic, const std::string& path) {
+  RowUse u{{s.policy}, false, s.sampling.max_new_tokens, path + ".max_new_tokens"};
+  if (!s.reference.empty()) u.roles.push_back(s.reference);
+  if (critic) u.roles.push_back(*critic);
+  return u;
+}
+
+RowUse train_use(const config::GrpoStage& s, const std::string& path) { return rl_use(s, nullptr, path); }
+RowUse train_use(const config::PpoStage& s, const std::string& path) { return rl_use(s, &s.critic, path); }
+
+RowUse train_use(const config::DistillStage& d, const std::string& path) {
   if (d.on_policy || d.sequence_level)
-    return {{d.student, d.teacher}, false, d.sampling.max_new_tokens, s.path + ".max_new_tokens"};
+    return {{d.student, d.teacher}, false, d.sampling.max_new_tokens, path + ".max_new_tokens"};
   return {{d.student, d.teacher}, true, 0, ""};
 }
 
+RowUse train_use(const config::StageConfig& s) {
+  return std::visit([&](const auto& body) { return train_use(body, s.path); }, s.body);
+}
+
 // Held-out rows are generated from (run.eval_sampling) by the stage's trained
-// or generating role; SFT and distillation also score their responses.
+// or generating role; SFT and distillation also score their responses (the
+// stages whose training rows are supervised: SFT, and distillation off-policy).
 RowUse eval_use(const config::StageConfig& s, const config::PipelineConfig& cfg) {
   RowUse u = train_use(s);
   u.roles.resize(1);
-  u.supervised = s.kind == StageKind::sft || (s.kind == StageKind::distill && u.supervised);
   u.new_tokens = cfg.run.eval_sampling.max_new_tokens;
   u.new_tokens_key = "run.eval_sampling.max_new_tokens";
   return u;

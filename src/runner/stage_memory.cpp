@@ -71,7 +71,7 @@ void write_stage_memory_peaks(const algo::StageEnv& env, int64_t step) {
     add_measured(line, trace::kCudaPeakReserved, int(rank), p.cuda_reserved);
     add_measured(line, trace::kHostPeakRss, int(rank), p.host_rss);
   }
-  env.metrics->write(config::to_string(env.stage->kind), env.stage_index, step, line);
+  env.metrics->write(config::to_string(env.stage->kind()), env.stage_index, step, line);
 }
 
 }  // namespace hpcrl::runner

@@ -107,15 +107,20 @@ std::string comm_group_key(const std::string& group) {
   return group.substr(0, open);
 }
 
-Summary summarize(const std::vector<TraceFile>& files) {
-  Summary s;
+namespace {
+// The files' complete events gathered by what the summary reports them under.
+struct Gathered {
   std::map<std::string, Accumulator> spans;
-  std::map<std::pair<std::string, std::string>, Accumulator> comms;
+  std::map<std::pair<std::string, std::string>, Accumulator> comms;  // (op, group)
   // A rank's wall time: its first span's start to its last span's end, summed over the
   // processes that wrote its file. A resumed run appends to the file of the run it resumes,
   // each process starting with its process_name record; the time between them (a job
   // waiting in the queue) is no rank's.
   std::map<int64_t, std::vector<std::pair<double, double>>> rank_intervals_us;
+};
+
+// Every file's events into `g`; the files' counts into `s`.
+void gather_events(const std::vector<TraceFile>& files, Summary& s, Gathered& g) {
   for (const auto& f : files) {
     FileStats file{f.path, static_cast<int64_t>(f.events.size()), f.skipped, f.terminated};
     s.files.push_back(file);
@@ -125,28 +130,25 @@ Summary summarize(const std::vector<TraceFile>& files) {
     for (const auto& e : f.events) {
       if (e.ph == "M" && e.name == "process_name") process_started[e.pid] = true;
       if (e.ph != "X") continue;
-      auto& intervals = rank_intervals_us[e.pid];
+      auto& intervals = g.rank_intervals_us[e.pid];
       if (intervals.empty() || process_started[e.pid]) intervals.emplace_back(e.ts_us, e.ts_us + e.dur_us);
       process_started[e.pid] = false;
       intervals.back().first = std::min(intervals.back().first, e.ts_us);
       intervals.back().second = std::max(intervals.back().second, e.ts_us + e.dur_us);
       if (e.cat == "comm") {
-        auto& acc = comms[{e.name, comm_group_key(e.group)}];
+        auto& acc = g.comms[{e.name, comm_group_key(e.group)}];
         acc.add(e);
         for (const auto& [key, value] : e.args)
           if (key == "bytes") acc.bytes += value;
       } else {
-        spans[e.name].add(e);
+        g.spans[e.name].add(e);
       }
     }
   }
-  for (const auto& [rank, intervals] : rank_intervals_us) {
-    double wall = 0;
-    for (const auto& [first, last] : intervals) wall += (last - first) * 1e-6;
-    s.ranks.push_back(rank);
-    s.wall_s = std::max(s.wall_s, wall);
-    s.rank_wall_sum_s += wall;
-  }
+}
+
+// The spans in tree order, each with its share of its parent's time (of the ranks' wall time at the top).
+void add_span_stats(Summary& s, std::map<std::string, Accumulator>& spans) {
   for (const auto& name : tree_order(spans)) {
     SpanStats st;
     st.name = name;
@@ -164,6 +166,9 @@ Summary summarize(const std::vector<TraceFile>& files) {
     }
     st.share = whole > 0 ? st.total_s / whole : (std::isnan(whole) ? whole : 0.0);
   }
+}
+
+void add_comm_stats(Summary& s, std::map<std::pair<std::string, std::string>, Accumulator>& comms) {
   for (auto& [key, acc] : comms) {
     CommStats st;
     st.op = key.first;
@@ -173,6 +178,22 @@ Summary summarize(const std::vector<TraceFile>& files) {
     st.gbytes_per_s = st.total_s > 0 ? st.bytes / st.total_s / 1e9 : 0;
     s.comm.push_back(std::move(st));
   }
+}
+}  // namespace
+
+Summary summarize(const std::vector<TraceFile>& files) {
+  Summary s;
+  Gathered g;
+  gather_events(files, s, g);
+  for (const auto& [rank, intervals] : g.rank_intervals_us) {
+    double wall = 0;
+    for (const auto& [first, last] : intervals) wall += (last - first) * 1e-6;
+    s.ranks.push_back(rank);
+    s.wall_s = std::max(s.wall_s, wall);
+    s.rank_wall_sum_s += wall;
+  }
+  add_span_stats(s, g.spans);
+  add_comm_stats(s, g.comms);
   s.bubbles = pipeline_bubbles(files);
   s.roles = role_idle(files);
   return s;

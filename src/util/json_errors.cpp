@@ -1,6 +1,8 @@
 // Positions and words for nlohmann::json failures (see json_errors.h).
 #include "hpcrl/util/json_errors.h"
 
+#include "hpcrl/util/error.h"
+
 #include <algorithm>
 
 namespace hpcrl::json_errors {
@@ -46,6 +48,16 @@ std::string line_col(std::string_view text, size_t offset, size_t first_line) {
   const size_t line_start = offset == 0 ? std::string_view::npos : text.rfind('\n', offset - 1);
   const size_t col = line_start == std::string_view::npos ? offset + 1 : offset - line_start;
   return std::to_string(line) + ":" + std::to_string(col);
+}
+
+nlohmann::json parse_jsonl_line(const std::string& line, const std::string& path, size_t line_no,
+                                const std::string& example) {
+  try {
+    return nlohmann::json::parse(line);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ":" + line_col(line, offset(e, line), line_no) + ": invalid JSON (" + problem(e) +
+                     "); each line must be one JSON object, e.g. " + example);
+  }
 }
 
 }  // namespace hpcrl::json_errors

@@ -9,6 +9,7 @@
 #include <torch/utils.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,20 @@ inline std::string rm_pipeline_yaml(const std::string& policy, const std::string
 }
 inline const char* kRewardPos = "rm.yaml:6:7: rewards.rm: ";
 
+// The pipeline's roles, by name; it has no datasets the tests read.
+struct RmInputs : algo::StageInputs {
+  runner::Roles* roles = nullptr;
+  algo::Role& role(const std::string& n) override { return roles->get(n); }
+  algo::Role* rollout_role(const std::string& n) override { return roles->rollout_of(n); }
+  const algo::DataSplits& data(const std::string& n) override {
+    throw std::logic_error("the reward-model tests read no dataset (" + n + ")");
+  }
+};
+
 struct RmPipeline {
   config::PipelineConfig cfg;
   std::unique_ptr<runner::Roles> roles;
+  RmInputs inputs;
   algo::StageEnv env;
 
   algo::Role& policy() { return roles->get("policy"); }
@@ -68,8 +80,8 @@ inline std::unique_ptr<RmPipeline> make_rm_pipeline(const std::string& yaml) {
   p->env.pipeline = &p->cfg;
   p->env.stage = &p->cfg.stages.front();
   p->env.world = dist::world_comm();
-  runner::Roles* roles = p->roles.get();
-  p->env.role = [roles](const std::string& n) -> algo::Role& { return roles->get(n); };
+  p->inputs.roles = p->roles.get();
+  p->env.inputs = &p->inputs;
   return p;
 }
 

@@ -3,7 +3,7 @@
 // more than k updates after the weights that generated it).
 #include <gtest/gtest.h>
 
-#include "hpcrl/algo/remote/rl_rounds.h"
+#include "hpcrl/algo/stages/rl_rounds.h"
 
 using namespace hpcrl::algo;
 

@@ -23,7 +23,7 @@ const std::vector<ChatMessage> kThinkingTurns = {
 
 TEST(ModelTemplate, Qwen3FixtureMatchesTheFixedQwen3Renderer) {
   auto model = ChatTemplate::model(testing::fixture_tokenizer("qwen3"));
-  auto fixed = ChatTemplate::named("qwen3");
+  auto fixed = ChatTemplate::named(config::ChatTemplate::qwen3);
   EXPECT_EQ(model.name(), "model");
   for (bool thinking : {true, false})
     EXPECT_EQ(model.render(kThinkingTurns, true, thinking), fixed.render(kThinkingTurns, true, thinking))
@@ -34,7 +34,7 @@ TEST(ModelTemplate, Llama3FixtureMatchesTheFixedLlama3Renderer) {
   // The template writes bos_token itself; model() passes the tokenizer's "<|begin_of_text|>". (This
   // fixture's template appends the generation prompt unconditionally, so only `true` agrees.)
   auto model = ChatTemplate::model(testing::fixture_tokenizer("llama3"));
-  EXPECT_EQ(model.render(kThinkingTurns, true), ChatTemplate::named("llama3").render(kThinkingTurns, true));
+  EXPECT_EQ(model.render(kThinkingTurns, true), ChatTemplate::named(config::ChatTemplate::llama3).render(kThinkingTurns, true));
 }
 
 TEST(ModelTemplate, AutoPicksTheModelsOwnTemplate) {
@@ -55,7 +55,7 @@ TEST(ModelTemplate, ToolsListReachesTheTemplate) {
 
 TEST(ModelTemplate, FixedRenderersRefuseTools) {
   json tools = json::parse(R"([{"type": "function", "function": {"name": "add"}}])");
-  EXPECT_THROW(ChatTemplate::named("chatml").render_json(json::parse(R"([{"role": "user", "content": "x"}])"), true,
+  EXPECT_THROW(ChatTemplate::named(config::ChatTemplate::chatml).render_json(json::parse(R"([{"role": "user", "content": "x"}])"), true,
                                                           json{{"tools", tools}}),
                InputError);
 }

@@ -69,12 +69,12 @@ TEST(Loader, QuickstartLoadsWithItsValues) {
   EXPECT_EQ(c.run.name, "quickstart");
   EXPECT_EQ(c.run.out, "runs/quickstart");
   ASSERT_EQ(c.stages.size(), 3u);
-  EXPECT_EQ(c.stages[0].kind, StageKind::sft);
-  EXPECT_EQ(c.stages[1].kind, StageKind::grpo);
-  EXPECT_EQ(c.stages[2].kind, StageKind::distill);
-  EXPECT_DOUBLE_EQ(c.stages[1].grpo.clip_low, 0.2);
-  EXPECT_DOUBLE_EQ(c.stages[1].grpo.clip_high, 0.28);
-  EXPECT_EQ(c.stages[1].grpo.rewards, std::vector<std::string>{"math"});
+  EXPECT_EQ(c.stages[0].kind(), StageKind::sft);
+  EXPECT_EQ(c.stages[1].kind(), StageKind::grpo);
+  EXPECT_EQ(c.stages[2].kind(), StageKind::distill);
+  EXPECT_DOUBLE_EQ(std::get<GrpoStage>(c.stages[1].body).clip_low, 0.2);
+  EXPECT_DOUBLE_EQ(std::get<GrpoStage>(c.stages[1].body).clip_high, 0.28);
+  EXPECT_EQ(std::get<GrpoStage>(c.stages[1].body).rewards, std::vector<std::string>{"math"});
   const ModelConfig& ref = c.model("reference");
   EXPECT_EQ(ref.init.kind, InitKind::from);
   EXPECT_TRUE(ref.frozen);
@@ -113,8 +113,8 @@ TEST(Loader, DocumentedDefaultsAndInheritedValues) {
   EXPECT_TRUE(c.trace.chrome && c.trace.metrics && c.trace.comm);
   EXPECT_EQ(c.data[0].synthetic.seed, 1);  // run.seed
   EXPECT_EQ(c.data[0].synthetic.train, 20000);
-  EXPECT_EQ(c.stages[0].sft.eval_every, 25);  // run.eval_every
-  const GrpoStage& g = c.stages[1].grpo;
+  EXPECT_EQ(std::get<SftStage>(c.stages[0].body).eval_every, 25);  // run.eval_every
+  const GrpoStage& g = std::get<GrpoStage>(c.stages[1].body);
   EXPECT_EQ(g.group, 8);
   EXPECT_DOUBLE_EQ(g.clip_low, 0.2);
   EXPECT_DOUBLE_EQ(g.clip_high, 0.2);
@@ -125,7 +125,7 @@ TEST(Loader, DocumentedDefaultsAndInheritedValues) {
   EXPECT_EQ(g.policy_loss, PolicyLossKind::ppo_clip);
   EXPECT_EQ(g.epochs, 1);
   EXPECT_EQ(g.reference, "reference");
-  const PpoStage& p = c.stages[2].ppo;
+  const PpoStage& p = std::get<PpoStage>(c.stages[2].body);
   EXPECT_EQ(p.reference, "");
   EXPECT_EQ(p.group, 1);
   EXPECT_EQ(p.eval_every, 7);           // its own
@@ -149,18 +149,18 @@ TEST(Loader, AsyncGenerationIsDecoupledUnlessRecomputeIsWrittenFalse) {
   const std::vector<std::string> lag{"stages[1].grpo.async.max_staleness=1"};
   LoadResult implied = check_pipeline_text(async, "p.yaml", lag, {});
   ASSERT_TRUE(implied.ok()) << joined(implied);
-  EXPECT_TRUE(implied.config.stages[1].grpo.recompute_old_logprobs);
-  EXPECT_TRUE(implied.config.stages[1].grpo.decoupled());
+  EXPECT_TRUE(std::get<GrpoStage>(implied.config.stages[1].body).recompute_old_logprobs);
+  EXPECT_TRUE(std::get<GrpoStage>(implied.config.stages[1].body).decoupled());
   std::vector<std::string> coupled_sets = lag;
   coupled_sets.push_back("stages[1].grpo.recompute_old_logprobs=false");
   LoadResult coupled = check_pipeline_text(async, "p.yaml", coupled_sets, {});
   ASSERT_TRUE(coupled.ok()) << joined(coupled);
-  EXPECT_FALSE(coupled.config.stages[1].grpo.recompute_old_logprobs);
-  EXPECT_FALSE(coupled.config.stages[1].grpo.decoupled());
+  EXPECT_FALSE(std::get<GrpoStage>(coupled.config.stages[1].body).recompute_old_logprobs);
+  EXPECT_FALSE(std::get<GrpoStage>(coupled.config.stages[1].body).decoupled());
   LoadResult again = check_pipeline_text(to_yaml(coupled.config), "p.yaml", {}, {});
   ASSERT_TRUE(again.ok()) << joined(again);
-  EXPECT_FALSE(again.config.stages[1].grpo.decoupled());
-  EXPECT_EQ(again.config.stages[1].grpo.async.max_staleness, 1);
+  EXPECT_FALSE(std::get<GrpoStage>(again.config.stages[1].body).decoupled());
+  EXPECT_EQ(std::get<GrpoStage>(again.config.stages[1].body).async.max_staleness, 1);
 }
 
 TEST(Loader, RolloutLayoutInheritsUnsetDegrees) {

@@ -41,11 +41,11 @@ TEST(Overrides, TypedValuesReplaceFileValues) {
   ASSERT_TRUE(r.ok()) << str::join(errors(r), "\n");
   EXPECT_EQ(r.config.run.seed, 7);
   EXPECT_EQ(r.config.data[0].synthetic.seed, 7);  // inherits the overridden run.seed
-  EXPECT_EQ(r.config.stages[0].sft.steps, 5);
-  EXPECT_DOUBLE_EQ(r.config.stages[1].grpo.clip_low, 0.1);
-  EXPECT_DOUBLE_EQ(r.config.stages[1].grpo.clip_high, 0.3);
-  EXPECT_EQ(r.config.stages[1].grpo.kl.estimator, KlEstimator::k1);
-  EXPECT_DOUBLE_EQ(r.config.stages[1].grpo.kl.coef, 0.01);  // siblings untouched
+  EXPECT_EQ(std::get<SftStage>(r.config.stages[0].body).steps, 5);
+  EXPECT_DOUBLE_EQ(std::get<GrpoStage>(r.config.stages[1].body).clip_low, 0.1);
+  EXPECT_DOUBLE_EQ(std::get<GrpoStage>(r.config.stages[1].body).clip_high, 0.3);
+  EXPECT_EQ(std::get<GrpoStage>(r.config.stages[1].body).kl.estimator, KlEstimator::k1);
+  EXPECT_DOUBLE_EQ(std::get<GrpoStage>(r.config.stages[1].body).kl.coef, 0.01);  // siblings untouched
   EXPECT_EQ(r.config.models[0].parallel.tp, 2);
   EXPECT_EQ(r.config.models[0].rollout.parallel.tp, 2);  // inherited by the rollout layout
   EXPECT_EQ(r.config.run.device, Device::cuda);
@@ -62,7 +62,7 @@ TEST(Overrides, NewKeysAndWholeMappings) {
   ASSERT_EQ(r.config.models.size(), 3u);
   EXPECT_EQ(r.config.models[2].init.preset, "tiny-2l");
   ASSERT_EQ(r.config.stages.size(), 3u);
-  EXPECT_EQ(r.config.stages[2].distill.steps, 3);
+  EXPECT_EQ(std::get<DistillStage>(r.config.stages[2].body).steps, 3);
 }
 
 TEST(Overrides, ErrorsNameTheOverride) {
@@ -113,7 +113,7 @@ TEST(Overrides, ResolvedYamlCarriesTheOverrideAndLoadsBack) {
   EXPECT_NE(yaml.find("temperature: 0.7"), std::string::npos) << yaml;
   LoadResult again = check_pipeline_text(yaml, "resolved.yaml", {}, {});
   ASSERT_TRUE(again.ok()) << str::join(errors(again), "\n");
-  EXPECT_DOUBLE_EQ(again.config.stages[1].grpo.sampling.temperature, 0.7);
+  EXPECT_DOUBLE_EQ(std::get<GrpoStage>(again.config.stages[1].body).sampling.temperature, 0.7);
   EXPECT_EQ(again.config.run.name, "tuned");
   EXPECT_EQ(again.config.run.out, "runs/tuned");
   auto body = [](const std::string& y) { return y.substr(y.find('\n')); };  // after the "# FILE ..." header

@@ -60,7 +60,7 @@ TEST(EvalEstimate, OneEvaluationCostsARolloutOfItsPromptsAtTheTokenCap) {
   ASSERT_EQ(est.size(), 1u);
   EXPECT_EQ(est[0].eval.evaluations, 3);  // before, after 5, at 10
   // The same rollout by hand: 32 sequences of 64 prompt tokens (the default), 16 new tokens, 64 a batch.
-  const RolloutCost r = rollout(*cfg.models[0].arch, Layout{}, hw, 32, 64, 16, 16, 64, 4);
+  const RolloutCost r = rollout(*cfg.models[0].arch, Layout{}, hw, RolloutShape{32, 64, 16, 16, 64}, 4);
   EXPECT_DOUBLE_EQ(est[0].eval_seconds(), r.prefill.seconds() + r.decode.seconds());
   EXPECT_GT(est[0].eval_seconds(), 0.0);
   EXPECT_NE(estimate_text(est, hw).find("evaluation: 32 prompts x 1 sample(s), up to 16 new tokens each"),

@@ -119,7 +119,7 @@ TEST(MeasuredOpCost, ATrainingPassChargesTheTrainingOpCostAndAForwardTheEagerOne
   hw.async_launch = true;
   hw.eager_op_s = 1e-4;
   hw.train_op_s = 1e-3;
-  const PhaseCost train = training_pass(kTiny2l, Layout{}, hw, 1, 1, 0, false, false, 4);
+  const PhaseCost train = training_pass(kTiny2l, Layout{}, hw, {1, 1, 0, false, false}, 4);
   const PhaseCost forward = forward_pass(kTiny2l, Layout{}, hw, 1, 1, 0, 4);
   EXPECT_DOUBLE_EQ(train.ops, 340.0);
   EXPECT_NEAR(train.seconds(), 0.34, 1e-12);
@@ -135,8 +135,8 @@ TEST(MeasuredOpCost, AReplayedDecodeGraphStillPaysTheGraphKernelCost) {
   gpu.async_launch = true;
   gpu.eager_op_s = 1.5e-5;
   gpu.graph_kernel_overhead_s = 2e-6;
-  const PhaseCost eager = rollout(kTiny2l, Layout{}, gpu, 1, 1, 1, 1, 1, 4, 1, EngineMode{}).decode;
-  const PhaseCost graph = rollout(kTiny2l, Layout{}, gpu, 1, 1, 1, 1, 1, 4, 1, EngineMode{true}).decode;
+  const PhaseCost eager = rollout(kTiny2l, Layout{}, gpu, RolloutShape{1, 1, 1, 1, 1}, 4, EngineMode{}).decode;
+  const PhaseCost graph = rollout(kTiny2l, Layout{}, gpu, RolloutShape{1, 1, 1, 1, 1}, 4, EngineMode{true}).decode;
   EXPECT_NEAR(eager.seconds(), eager.ops * 1.5e-5, 1e-15);
   EXPECT_NEAR(graph.seconds(), graph.ops * 2e-6, 1e-15);
 }

@@ -81,7 +81,7 @@ TEST(OpCounts, ElementWiseWorkIsALargerShareOfASmallModel) {
   // The same 8 × 64 tokens: the element-wise seconds relative to the matmul seconds fall with the width.
   const HardwareProfile hw = test_cpu();
   auto share = [&](const ModelArch& a) {
-    const PhaseCost c = training_pass(a, Layout{}, hw, 8, 64, 0, false, true, 4);
+    const PhaseCost c = training_pass(a, Layout{}, hw, {8, 64, 0, false, true}, 4);
     return (c.elementwise_s + c.overhead_s) / c.compute_s;
   };
   EXPECT_GT(share(kTiny2l), 2 * share(model_arch_preset("base-100m")));
@@ -89,8 +89,8 @@ TEST(OpCounts, ElementWiseWorkIsALargerShareOfASmallModel) {
 
 TEST(OpCounts, CheckpointingRecomputesTheForwardsOps) {
   const HardwareProfile hw = test_cpu();
-  const PhaseCost plain = training_pass(kTiny2l, Layout{}, hw, 8, 64, 0, false, false, 4);
-  const PhaseCost ckpt = training_pass(kTiny2l, Layout{}, hw, 8, 64, 0, true, false, 4);
+  const PhaseCost plain = training_pass(kTiny2l, Layout{}, hw, {8, 64, 0, false, false}, 4);
+  const PhaseCost ckpt = training_pass(kTiny2l, Layout{}, hw, {8, 64, 0, true, false}, 4);
   const OpWork layers = layers_forward_ops(kTiny2l, Layout{}, 8, 64, 64, 4);
   EXPECT_DOUBLE_EQ(ckpt.elementwise_bytes - plain.elementwise_bytes, layers.bytes);
   EXPECT_DOUBLE_EQ(ckpt.ops - plain.ops, layers.ops);
@@ -99,8 +99,8 @@ TEST(OpCounts, CheckpointingRecomputesTheForwardsOps) {
 TEST(OpCounts, LongerPaddedRowsCostMore) {
   // A batch padded to its longest row (64 tokens) costs more than the same rows at their mean (40).
   const HardwareProfile hw = test_cpu();
-  EXPECT_GT(training_pass(kTiny2l, Layout{}, hw, 8, 64, 0, false, false, 4).seconds(),
-            training_pass(kTiny2l, Layout{}, hw, 8, 40, 0, false, false, 4).seconds() * 1.4);
+  EXPECT_GT(training_pass(kTiny2l, Layout{}, hw, {8, 64, 0, false, false}, 4).seconds(),
+            training_pass(kTiny2l, Layout{}, hw, {8, 40, 0, false, false}, 4).seconds() * 1.4);
 }
 
 TEST(OpCounts, AsynchronousLaunchesHideBehindTheWork) {
@@ -108,8 +108,8 @@ TEST(OpCounts, AsynchronousLaunchesHideBehindTheWork) {
   // launches the step costs the larger of the two.
   HardwareProfile sync = test_cpu(), async = test_cpu();
   async.async_launch = true;
-  const PhaseCost s = rollout(kTiny2l, Layout{}, sync, 1, 1, 1, 1, 1, 4).decode;
-  const PhaseCost a = rollout(kTiny2l, Layout{}, async, 1, 1, 1, 1, 1, 4).decode;
+  const PhaseCost s = rollout(kTiny2l, Layout{}, sync, RolloutShape{1, 1, 1, 1, 1}, 4).decode;
+  const PhaseCost a = rollout(kTiny2l, Layout{}, async, RolloutShape{1, 1, 1, 1, 1}, 4).decode;
   const double work = s.roofline_s + s.elementwise_s, launches = s.ops * sync.kernel_overhead_s;
   EXPECT_DOUBLE_EQ(s.overhead_s, launches);
   EXPECT_NEAR(a.seconds(), std::max(work, launches), 1e-15);
@@ -122,8 +122,8 @@ TEST(OpCounts, AReplayedDecodeGraphPaysTheGraphKernelOverheadPerOp) {
   gpu.async_launch = true;
   gpu.kernel_overhead_s = 1e-5;
   gpu.graph_kernel_overhead_s = 2e-6;
-  const PhaseCost eager = rollout(kTiny2l, Layout{}, gpu, 1, 1, 1, 1, 1, 4, 1, EngineMode{}).decode;
-  const PhaseCost graph = rollout(kTiny2l, Layout{}, gpu, 1, 1, 1, 1, 1, 4, 1, EngineMode{true}).decode;
+  const PhaseCost eager = rollout(kTiny2l, Layout{}, gpu, RolloutShape{1, 1, 1, 1, 1}, 4, EngineMode{}).decode;
+  const PhaseCost graph = rollout(kTiny2l, Layout{}, gpu, RolloutShape{1, 1, 1, 1, 1}, 4, EngineMode{true}).decode;
   EXPECT_EQ(graph.ops, eager.ops);
   EXPECT_EQ(graph.roofline_s + graph.elementwise_s, eager.roofline_s + eager.elementwise_s);
   EXPECT_NEAR(eager.seconds(), eager.ops * 1e-5, 1e-15);

@@ -33,7 +33,7 @@ TEST(Bootstrap, WorldMatchesMpiAndOneNode) {
   EXPECT_EQ(w.node, 0);
   EXPECT_EQ(w.local_size, w.size);
   EXPECT_EQ(w.local_rank, w.rank);
-  EXPECT_EQ(bind_device("cpu"), -1);
+  EXPECT_EQ(bind_device(config::Device::cpu), -1);
 }
 
 TEST(AllReduce, SumAvgMaxMinEveryDtype) {

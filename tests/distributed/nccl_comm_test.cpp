@@ -28,7 +28,7 @@ using testing::world_comm_for_test;
 at::Device gpu() {
   static int index = [] {
     world_comm_for_test();
-    return bind_device("cuda");
+    return bind_device(config::Device::cuda);
   }();
   return at::Device(at::kCUDA, static_cast<int8_t>(index));
 }

@@ -54,7 +54,8 @@ TEST(CommandRewardConfig, BothSpellingsLoadAndScore) {
   const config::RewardConfig& argv = *r.config.find_reward("argv");
   EXPECT_EQ(argv.command, (std::vector<std::string>{helper, "exact"}));
   EXPECT_DOUBLE_EQ(argv.timeout_s, 30.0);
-  EXPECT_EQ(r.config.stages[1].grpo.rewards, (std::vector<std::string>{"math", "judge", "argv"}));
+  EXPECT_EQ(std::get<config::GrpoStage>(r.config.stages[1].body).rewards,
+            (std::vector<std::string>{"math", "judge", "argv"}));
 
   for (const auto* rc : {&judge, &argv}) {
     reward::CommandReward cmd({rc->name, rc->command, rc->timeout_s});

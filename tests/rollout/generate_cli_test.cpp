@@ -143,6 +143,8 @@ TEST_F(GenerateCli, BadInputExitsTwoWithTheReasonAndWritesNothing) {
   expect_error("--prompts " + prompts_ + " --temprature 0.5",
                "unknown option '--temprature' for hpcrl generate; did you mean --temperature?");
   expect_error("--prompts " + prompts_ + " --top-p 1.5", "--top-p 1.5: must be in (0, 1] (1 = off)");
+  expect_error("--prompts " + prompts_ + " --chat-template chatm",
+               "--chat-template 'chatm': did you mean 'chatml'? (one of auto, none, chatml, qwen3, llama3)");
   const std::string long_prompt = write("long.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": \"" +
                                                           std::string(2040, 'x') + "\"}\n");
   expect_error("--prompts " + long_prompt + " --max-new-tokens 20",

@@ -20,7 +20,7 @@ TEST(ChatTemplate, DetectsFixtureTemplates) {
 
 TEST(ChatTemplate, Qwen3NoThinkingSystemUser) {
   const Tokenizer& tok = testing::fixture_tokenizer("qwen3");
-  auto t = ChatTemplate::named("qwen3");
+  auto t = ChatTemplate::named(config::ChatTemplate::qwen3);
   std::string text = t.render(kSystemUser, true, /*enable_thinking=*/false);
   EXPECT_EQ(text,
             "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
@@ -32,7 +32,7 @@ TEST(ChatTemplate, Qwen3NoThinkingSystemUser) {
 }
 
 TEST(ChatTemplate, Qwen3Thinking) {
-  auto t = ChatTemplate::named("qwen3");
+  auto t = ChatTemplate::named(config::ChatTemplate::qwen3);
   EXPECT_EQ(t.render(kSystemUser, true),
             "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
             "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n");
@@ -40,7 +40,7 @@ TEST(ChatTemplate, Qwen3Thinking) {
 }
 
 TEST(ChatTemplate, Qwen3DropsReasoningOfEarlierTurns) {
-  auto t = ChatTemplate::named("qwen3");
+  auto t = ChatTemplate::named(config::ChatTemplate::qwen3);
   std::vector<ChatMessage> msgs = {
       {"user", "1+1?"}, {"assistant", "<think>\nadd them\n</think>\n\n2"}, {"user", "2+2?"}};
   EXPECT_EQ(t.render(msgs, true),
@@ -55,7 +55,7 @@ TEST(ChatTemplate, Qwen3DropsReasoningOfEarlierTurns) {
 }
 
 TEST(ChatTemplate, Qwen3ToolResponsesAreUserTurns) {
-  auto t = ChatTemplate::named("qwen3");
+  auto t = ChatTemplate::named(config::ChatTemplate::qwen3);
   // The assistant turn is not the last message, so it gets no think block.
   std::vector<ChatMessage> msgs = {{"user", "q"}, {"assistant", "call"}, {"tool", "r1"}, {"tool", "r2"}};
   EXPECT_EQ(t.render(msgs, false),
@@ -66,7 +66,7 @@ TEST(ChatTemplate, Qwen3ToolResponsesAreUserTurns) {
 
 TEST(ChatTemplate, Llama3SystemUser) {
   const Tokenizer& tok = testing::fixture_tokenizer("llama3");
-  auto t = ChatTemplate::named("llama3");
+  auto t = ChatTemplate::named(config::ChatTemplate::llama3);
   std::string text = t.render({{"system", "You are a helpful assistant."}, {"user", "  Hello \n"}}, true);
   // Contents are trimmed (the template's `| trim`).
   EXPECT_EQ(text,
@@ -83,11 +83,11 @@ TEST(ChatTemplate, Llama3SystemUser) {
 }
 
 TEST(ChatTemplate, ChatmlAndNone) {
-  auto chatml = ChatTemplate::named("chatml");
+  auto chatml = ChatTemplate::named(config::ChatTemplate::chatml);
   EXPECT_EQ(chatml.render(kSystemUser, true),
             "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
             "<|im_start|>assistant\n");
-  EXPECT_EQ(ChatTemplate::named("none").render(kSystemUser, true), "You are a helpful assistant.Hello");
+  EXPECT_EQ(ChatTemplate::named(config::ChatTemplate::none).render(kSystemUser, true), "You are a helpful assistant.Hello");
   ByteTokenizer tok;
   auto ids = tok.encode(chatml.render({{"user", "2+2"}}, true));
   EXPECT_EQ(ids.front(), ByteTokenizer::kImStart);
@@ -114,13 +114,14 @@ TEST(ChatTemplate, UnsupportedTemplatesAreNamedErrors) {
   EXPECT_FALSE(ChatTemplate::detect("{{ bos_token }}{% for m in messages %}[INST] {{ m.content }}{% endfor %}"));
   EXPECT_FALSE(ChatTemplate::detect("<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: ...<|eot_id|>"));
   try {
-    ChatTemplate::named("chatm");
+    ChatTemplate::named(config::ChatTemplate::model);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("did you mean 'chatml'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("chat template 'model' is the tokenizer's own"), std::string::npos)
+        << e.what();
   }
   try {
-    ChatTemplate::named("qwen3").render({{"robot", "x"}}, false);
+    ChatTemplate::named(config::ChatTemplate::qwen3).render({{"robot", "x"}}, false);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("chat message 0 has role 'robot'"), std::string::npos) << e.what();

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "hpcrl/config/diagnostics.h"
@@ -267,6 +268,8 @@ struct RlStage {
   // false beside async: the clip is around the engine's behaviour policy, as in
   // veRL's fully asynchronous trainer). Read after check_rl has resolved it.
   bool decoupled() const { return recompute_old_logprobs && (async.max_staleness > 0 || tis_cap > 0); }
+  // Responses generated (and trained on) per iteration: prompts × group.
+  int64_t responses() const { return prompts * group; }
 };
 
 // The critic-free advantage estimators: A from the G rewards of a prompt's
@@ -303,22 +306,68 @@ struct DistillStage {
   double stop_at_accuracy = 0;        // end at the first periodic eval reaching it (0 = off)
 };
 
+// A stage's body: one alternative per kind, in StageKind's order (StageConfig::kind()).
+using StageBody = std::variant<SftStage, GrpoStage, PpoStage, DistillStage>;
+
+// The facts of each kind, one overload per kind: a kind without one is a
+// compile error wherever StageConfig dispatches on its body.
+// Roles the stage updates.
+std::vector<std::string> trained_roles(const SftStage& s);
+std::vector<std::string> trained_roles(const GrpoStage& s);
+std::vector<std::string> trained_roles(const PpoStage& s);
+std::vector<std::string> trained_roles(const DistillStage& s);
+// Roles it only reads (a reference, a teacher), when set.
+std::vector<std::string> read_roles(const SftStage& s);
+std::vector<std::string> read_roles(const GrpoStage& s);
+std::vector<std::string> read_roles(const PpoStage& s);
+std::vector<std::string> read_roles(const DistillStage& s);
+// The role its held-out evaluations decode with.
+const std::string& evaluated_role(const SftStage& s);
+const std::string& evaluated_role(const GrpoStage& s);
+const std::string& evaluated_role(const PpoStage& s);
+const std::string& evaluated_role(const DistillStage& s);
+// Steps (sft, distill) or iterations (grpo, ppo), and that unit's name.
+int64_t configured_steps(const SftStage& s);
+int64_t configured_steps(const GrpoStage& s);
+int64_t configured_steps(const PpoStage& s);
+int64_t configured_steps(const DistillStage& s);
+const char* step_unit(const SftStage& s);
+const char* step_unit(const GrpoStage& s);
+const char* step_unit(const PpoStage& s);
+const char* step_unit(const DistillStage& s);
+// Sequences one step / iteration processes (batch, or prompts × group).
+int64_t sequences_per_step(const SftStage& s);
+int64_t sequences_per_step(const GrpoStage& s);
+int64_t sequences_per_step(const PpoStage& s);
+int64_t sequences_per_step(const DistillStage& s);
+
 struct StageConfig {
-  StageKind kind = StageKind::sft;
   std::string path;                    // "stages[1].grpo", for messages and pos()
-  SftStage sft;                        // the member matching `kind` is the one set
-  GrpoStage grpo;
-  PpoStage ppo;
-  DistillStage distill;
+  StageBody body;                      // the kind is the alternative held
+
+  StageKind kind() const;
+  // The body as kind T, or null when the stage is another kind.
+  template <class T> const T* as() const { return std::get_if<T>(&body); }
+  template <class T> T* as() { return std::get_if<T>(&body); }
+  // The body as the part GRPO and PPO share; null for other kinds.
+  const RlStage* rl() const;
+  RlStage* rl();
 
   // Roles the stage updates / only reads, and the dataset it draws from.
   std::vector<std::string> trained_roles() const;
   std::vector<std::string> used_roles() const;
   const std::string& data() const;
+  const std::string& evaluated_role() const;
+  int64_t eval_every() const;
   // Steps (sft, distill) or iterations (grpo, ppo) the stage is configured
-  // for; stop_at_accuracy may end it sooner.
+  // for; stop_at_accuracy may end it sooner. step_unit(): "steps" or "iterations".
   int64_t configured_steps() const;
+  const char* step_unit() const;
+  int64_t sequences_per_step() const;
 };
+
+// A stage body of `kind` with its defaults (the inverse of StageConfig::kind()).
+StageBody default_body(StageKind kind);
 
 // --- trace -------------------------------------------------------------------
 

@@ -51,11 +51,18 @@ struct PhaseCost {
 PhaseCost forward_pass(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int64_t sequences,
                        int64_t tokens, int64_t micro, int bytes_per_value);
 
-// Forward + backward of `sequences` × `tokens` on `layout` (per rank) in `micro`-row micro-batches: compute,
-// the non-matmul ops (log-probs with the policy's `entropy` or without), tp/sp/ep/pp communication and the
-// pipeline bubble.
-PhaseCost training_pass(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int64_t sequences,
-                        int64_t tokens, int64_t micro, bool checkpointing, bool entropy, int bytes_per_value);
+// The batch of one training phase: `sequences` (over all dp replicas) of `tokens` tokens each, in
+// micro-batches of `micro` rows (0: one), with activation checkpointing (a recomputed forward) and the
+// policy's entropy term where asked.
+struct TrainingBatch {
+  int64_t sequences = 0, tokens = 0, micro = 0;
+  bool checkpointing = false, entropy = false;
+};
+
+// Forward + backward of `batch` on `layout` (per rank): compute, the non-matmul ops (log-probs with the
+// entropy or without), tp/sp/ep/pp communication and the pipeline bubble.
+PhaseCost training_pass(const ModelArch& a, const Layout& layout, const HardwareProfile& hw,
+                        const TrainingBatch& batch, int bytes_per_value);
 
 // Micro-batches per rank of `sequences` split over the layout's dp in `micro`-row micro-batches (0: one).
 int64_t micro_batch_count(int64_t sequences, const Layout& layout, int64_t micro);
@@ -69,8 +76,16 @@ int64_t micro_batch_count(int64_t sequences, const Layout& layout, int64_t micro
 // (`overlap_s` is then one micro-batch's backward, and the cost is paid
 // micro_batches times: ZeRO-2 keeps no full gradient to accumulate into).
 // bucket_bytes: optim.bucket_mb in bytes (0: its 8 MiB default).
+// How a step's gradients are synchronised: behind `overlap_s` seconds of backward, by ZeRO stage
+// `zero`, once per micro-batch of `micro_batches` at ZeRO-2/3, in buckets of `bucket_bytes` (0: the default).
+struct GradientSyncShape {
+  double overlap_s = 0;
+  int zero = 0;
+  int64_t micro_batches = 1;
+  double bucket_bytes = 0;
+};
 PhaseCost gradient_sync(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int bytes_per_value,
-                        double overlap_s = 0, int zero = 0, int64_t micro_batches = 1, double bucket_bytes = 0);
+                        const GradientSyncShape& shape = {});
 PhaseCost optimizer_step(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int zero);
 
 // Generation of `sequences` responses (mean `response` tokens, the longest `max_response`) after prompts
@@ -79,6 +94,14 @@ PhaseCost optimizer_step(const ModelArch& a, const Layout& layout, const Hardwar
 // steps, then the longest responses' tail (max − mean steps) runs alone. `group` samples share a prompt,
 // which is prefilled once (the engine copies its KV cache to the group's other slots). Prefill and
 // decode apart. `engine` describes a serving engine other than hpcrl's (a published run's).
+struct RolloutShape {
+  int64_t sequences = 0;      // responses generated, over all dp replicas
+  int64_t prompt = 0;         // tokens per prompt
+  int64_t response = 0;       // mean new tokens per response
+  int64_t max_response = 0;   // new tokens of the longest response
+  int64_t max_batch = 0;      // continuous-batching slots per replica; 0 = every sequence at once
+  int64_t group = 1;          // samples per prompt
+};
 struct RolloutCost {
   PhaseCost prefill, decode;
 };
@@ -91,8 +114,7 @@ struct EngineMode {
   // alone: the tail's tokens are decoded at full slots with everyone else's.
   bool partial_rollouts = false;
 };
-RolloutCost rollout(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, int64_t sequences,
-                    int64_t prompt, int64_t response, int64_t max_response, int64_t max_batch, int bytes_per_value,
-                    int64_t group = 1, EngineMode engine = {});
+RolloutCost rollout(const ModelArch& a, const Layout& layout, const HardwareProfile& hw, const RolloutShape& shape,
+                    int bytes_per_value, EngineMode engine = {});
 
 }  // namespace hpcrl::cost

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hpcrl/config/enums.h"
 #include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::dist {
@@ -35,11 +36,11 @@ CommPtr new_group(const std::vector<int>& world_ranks, const std::string& name);
 // or nullptr when this rank is in none of them.
 CommPtr new_groups(const std::vector<std::vector<int>>& groups, const std::string& name);
 
-// Binds this rank's accelerator for `device` ("cpu" or "cuda"). For "cuda":
+// Binds this rank's accelerator for `device` (run.device). For cuda:
 // cuda:<local_rank>, or cuda:0 when the launcher exposes one device per rank
-// (Slurm --gpus-per-task=1). Returns the device index, -1 for "cpu". InputError
-// when "cuda" is asked of a build without a CUDA LibTorch or a node without GPUs.
-int bind_device(const std::string& device);
+// (Slurm --gpus-per-task=1). Returns the device index, -1 for cpu. InputError
+// when cuda is asked of a build without a CUDA LibTorch or a node without GPUs.
+int bind_device(config::Device device);
 
 // Logs `message` with the rank and ends the whole job (MPI_Abort) with `code`.
 [[noreturn]] void abort_job(const std::string& message, int code);

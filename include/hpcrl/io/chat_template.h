@@ -29,6 +29,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hpcrl/config/enums.h"
+
 namespace hpcrl::io {
 
 struct ChatMessage {
@@ -43,8 +45,9 @@ class Template;
 
 class ChatTemplate {
  public:
-  // One of chat_template_names(); InputError with "did you mean" otherwise.
-  static ChatTemplate named(const std::string& name);
+  // A fixed renderer (none, chatml, qwen3, llama3). `model`, the tokenizer's
+  // own, needs the tokenizer (model(tok)): InputError.
+  static ChatTemplate named(config::ChatTemplate which);
   // ChatML with a default system prompt, used when messages[0] is not "system"
   // (Qwen2/2.5 templates insert one).
   static ChatTemplate chatml(std::string default_system = "");

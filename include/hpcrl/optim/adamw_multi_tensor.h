@@ -28,12 +28,16 @@ bool has_fused_adamw();
 AdamWKernel adamw_kernel_for(const std::vector<at::Tensor>& weights);
 const char* to_string(AdamWKernel kernel);
 
-// One AdamW update at step `step` (1-based) of every w[i] from g[i] with
-// moments m[i], v[i], in place. w, m and v are fp32; g any float dtype (cast
-// to fp32 first where it differs). kPerTensor runs adamw_update on each.
-void adamw_update_all(AdamWKernel kernel, std::vector<at::Tensor>& w, const std::vector<at::Tensor>& g,
-                      std::vector<at::Tensor>& m, std::vector<at::Tensor>& v, double lr, int64_t step,
-                      const AdamWOptions& o);
+// The tensors one AdamW update walks, index by index: the weights w and the
+// moments m, v (fp32, updated in place) and the gradients g (any float dtype:
+// cast to fp32 first where it differs). The vectors hold tensor handles.
+struct AdamWTensors {
+  std::vector<at::Tensor> w, g, m, v;
+};
+
+// One AdamW update at step `step` (1-based) of every t.w[i] from t.g[i] with
+// moments t.m[i], t.v[i], in place. kPerTensor runs adamw_update on each.
+void adamw_update_all(AdamWKernel kernel, AdamWTensors& t, double lr, int64_t step, const AdamWOptions& o);
 
 // L2 norms of `tensors` as one [n] fp32 tensor on their device, by one
 // _foreach_norm (no host sync: the caller reads the sum once).

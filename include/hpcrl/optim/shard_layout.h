@@ -21,13 +21,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "hpcrl/distributed/plan_constants.h"
+
 namespace hpcrl::optim {
 
 // ZeRO-2's default buckets (optim.bucket_mb, as the dp all-reduce's; a larger
 // parameter is a bucket of its own) and how many reduced buckets may wait at
-// once (GradReduceScatter). `hpcrl plan` counts their buffers from these.
-constexpr int64_t kZero2BucketBytes = 8 << 20;
-constexpr int kZero2BucketsInFlight = 2;
+// once (GradReduceScatter). `hpcrl plan` counts their buffers from these; they
+// are defined in distributed/plan_constants.h, which it reads them from.
+using dist::kZero2BucketBytes;
+using dist::kZero2BucketsInFlight;
 
 struct ShardLayout {
   struct Bucket {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "hpcrl/config/enums.h"
 #include "hpcrl/io/tokenizer.h"
 
 namespace hpcrl::rollout {
@@ -28,10 +29,11 @@ struct PromptFile {
   bool chat = false;  // some line used a chat template other than "none"
 };
 
-// chat_template: "auto" (the one the tokenizer declares), a name from
-// io::chat_template_names(), or "none". vocab_size bounds prompt_ids.
+// chat_template: `model` (the one the tokenizer declares; `hpcrl generate
+// --chat-template auto`) or a fixed renderer (none, chatml, qwen3, llama3).
+// vocab_size bounds prompt_ids.
 PromptFile read_prompt_file(const std::string& path, const io::Tokenizer& tokenizer, int64_t vocab_size,
-                            const std::string& chat_template = "auto");
+                            config::ChatTemplate chat_template = config::ChatTemplate::model);
 
 // The ids that end a generation: the tokenizer's EOS and, for chat prompts, the
 // end-of-turn token of the ChatML and Llama-3 formats when the vocabulary has it.

@@ -4,7 +4,7 @@
 // is small next to the models; sharding happens by index in the samplers).
 #pragma once
 
-#include "hpcrl/algo/stages/stage_env.h"
+#include "hpcrl/algo/training/stage_env.h"
 #include "hpcrl/config/pipeline_config.h"
 #include "hpcrl/io/tokenizer.h"
 

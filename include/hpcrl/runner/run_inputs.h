@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "hpcrl/algo/stages/stage_env.h"
+#include "hpcrl/algo/training/stage_env.h"
 #include "hpcrl/config/pipeline_config.h"
 
 namespace hpcrl::runner {

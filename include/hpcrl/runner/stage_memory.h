@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "hpcrl/algo/stages/stage_env.h"
+#include "hpcrl/algo/training/stage_env.h"
 
 namespace hpcrl::runner {
 

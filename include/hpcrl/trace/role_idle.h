@@ -1,5 +1,5 @@
 // Where each role of a disaggregated RL stage spent its time, as the trace
-// measured it. The executor (algo/remote/disaggregated_rl.h) records its whole run as
+// measured it. The executor (algo/stages/disaggregated_rl.h) records its whole run as
 // "<stage>/rounds" with args {generates, scores, rewards} (1 on generating
 // ranks, on a reference's or critic's own ranks, on a reward model's own ranks
 // respectively; all 0 on the trainer's) on every rank, and inside it the

@@ -27,4 +27,9 @@ std::string problem(const nlohmann::json::exception& e);
 // number of the text's first line (a JSONL row is one line of a larger file).
 std::string line_col(std::string_view text, size_t offset, size_t first_line = 1);
 
+// Line `line_no` of JSONL file `path` parsed; InputError "PATH:LINE:COL: invalid
+// JSON (problem); each line must be one JSON object, e.g. EXAMPLE" when it is not JSON.
+nlohmann::json parse_jsonl_line(const std::string& line, const std::string& path, size_t line_no,
+                                const std::string& example);
+
 }  // namespace hpcrl::json_errors

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "hpcrl/algo/remote/remote_reward.h"
+#include "hpcrl/algo/objectives/remote_reward.h"
 #include "hpcrl/algo/training/token_batch.h"
 #include "hpcrl/algo/training/value_pass.h"
 #include "hpcrl/util/check.h"

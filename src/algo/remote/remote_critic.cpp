@@ -63,7 +63,7 @@ void RemoteCritic::serve(Trainer& trainer, int64_t iteration, int64_t n_mini) {
   }
   const at::Tensor target_returns = scatter_response_values(b, returns);
   const ValueTargets target{b.loss_mask, old_values, target_returns, cfg_.value_clip};
-  const CriticSums sums = critic_update(cfg_, critic_, trainer, b, target, iteration, n_mini, me);
+  const CriticSums sums = critic_update({cfg_, critic_, trainer, n_mini, me}, b, target, iteration);
   const double tokens = std::max(1.0, sum_over_dp(critic_, b.loss_mask.sum().item<double>()));
   const auto metrics = critic_loss_metrics(cfg_, critic_, sums, tokens, n_mini);
   if (leads_replica(critic_.mesh, me))

@@ -47,10 +47,16 @@ void check_pair(const config::DistillStage& cfg, const Role& teacher, const Role
 // One distillation stage run: the student learns the teacher's token
 // distributions (top-k support or the full vocabulary) on dataset responses,
 // its own (on-policy) or the teacher's (sequence-level).
-class DistillRun {
+class DistillRun : public StageSteps {
  public:
   explicit DistillRun(StageEnv& env);
   StageResult run();
+
+  std::string step(int64_t step) override;
+  void evaluate(int64_t step) override;
+  void checkpoint(int64_t step, bool eval_owed) override {
+    checkpoint_stage(env_, step, saved_, sampler_, "distill", eval_owed);
+  }
 
  private:
   double train_step(int64_t step, const std::vector<size_t>& rows);
@@ -62,7 +68,6 @@ class DistillRun {
   TopK teacher_topk_of(const TokenBatch& batch);
   // The student's forward and backward; returns this rank's loss sum (at pp > 1 on the last stage only).
   at::Tensor student_forward_backward(const TokenBatch& batch, const TopK& teacher, double global_tokens);
-  void evaluate(int64_t step);
 
   StageEnv& env_;
   const config::DistillStage& cfg_;
@@ -94,7 +99,7 @@ bool teacher_apart(const Role& teacher, const Role& student) {
 }
 
 Role& checked_student(StageEnv& env) {
-  const config::DistillStage& cfg = env.stage->distill;
+  const config::DistillStage& cfg = std::get<config::DistillStage>(env.stage->body);
   Role& teacher = env.role(cfg.teacher);
   Role& student = env.role(cfg.student);
   // Sharing ranks, a rank holds both or neither (a rank of another stage's role idles here).
@@ -108,7 +113,7 @@ Role& checked_student(StageEnv& env) {
 
 DistillRun::DistillRun(StageEnv& env)
     : env_(env),
-      cfg_(env.stage->distill),
+      cfg_(std::get<config::DistillStage>(env.stage->body)),
       teacher_(env.role(cfg_.teacher)),
       student_(checked_student(env)),
       data_(env.data(cfg_.data)),
@@ -137,21 +142,18 @@ StageResult DistillRun::run() {
   loop.total = cfg_.steps;
   loop.eval_every = cfg_.eval_every;
   loop.stop_at_accuracy = cfg_.stop_at_accuracy;
-  loop.step = [&](int64_t step) -> std::string {
-    // Every rank draws, so the data cursor a checkpoint records is the same on all of them.
-    const auto rows = sampler_.next_batch(cfg_.batch, student_.ctx.dp_rank(), student_.mesh.dp());
-    if (!student_.member()) {
-      if (remote_teacher_ && teacher_.member()) remote_teacher_->serve();
-      return "";
-    }
-    return fmt::format("loss {:.4f}", train_step(step, rows));
-  };
-  loop.evaluate = [&](int64_t step) { evaluate(step); };
-  loop.checkpoint = [&](int64_t step, bool eval_owed) {
-    checkpoint_stage(env_, step, saved_, sampler_, "distill", eval_owed);
-  };
-  run_stage_loop(env_, loop, result_);
+  run_stage_loop(env_, loop, *this, result_);
   return result_;
+}
+
+std::string DistillRun::step(int64_t step) {
+  // Every rank draws, so the data cursor a checkpoint records is the same on all of them.
+  const auto rows = sampler_.next_batch(cfg_.batch, student_.ctx.dp_rank(), student_.mesh.dp());
+  if (!student_.member()) {
+    if (remote_teacher_ && teacher_.member()) remote_teacher_->serve();
+    return "";
+  }
+  return fmt::format("loss {:.4f}", train_step(step, rows));
 }
 
 double DistillRun::train_step(int64_t step, const std::vector<size_t>& rows) {

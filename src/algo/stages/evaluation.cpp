@@ -59,6 +59,65 @@ rollout::SamplingParams eval_sampling(const EvalOptions& options, const PromptBu
   return sampling;
 }
 
+// One rank's evaluation in progress: what it samples with and what it has added up.
+struct EvalPass {
+  Role& role;
+  const io::Dataset& eval;
+  const PromptBuilder& prompts;
+  const reward::VerifiableReward& verifier;
+  const EvalOptions& options;
+  rollout::Engine& engine;
+  rollout::SamplingParams sampling;
+  bool keeps_samples = false;  // dp rank 0 keeps the first kEvalSamplesKept for the report
+  EvalSums sums;
+  std::vector<trace::SampleLine> kept;
+  at::Tensor correct_per_example;  // [total] doubles
+};
+
+// Examples [start, end): the reference responses' loss (options.loss) and n samples each, scored.
+void eval_batch(EvalPass& pass, int64_t start, int64_t end) {
+  const EvalOptions& options = pass.options;
+  std::vector<std::vector<int32_t>> p_ids, r_ids;
+  for (int64_t i = start; i < end; ++i) {
+    p_ids.push_back(pass.prompts.prompt_ids(pass.eval[i]));
+    r_ids.push_back(pass.prompts.response_ids(pass.eval[i]));
+  }
+  if (options.loss) {
+    auto [nll, tokens] = batch_nll(pass.role, p_ids, r_ids);
+    pass.sums.nll += nll;
+    pass.sums.loss_tokens += tokens;
+  }
+  pass.sampling.seed = options.seed + static_cast<uint64_t>(start);
+  auto per_example = pass.correct_per_example.accessor<double, 1>();
+  for (const auto& s : pass.engine.generate(p_ids, options.n, pass.sampling)) {
+    std::string text = pass.role.tokenizer->decode(s.tokens, /*skip_special=*/true);
+    const io::Example& ex = pass.eval[start + s.prompt_index];
+    const double correct = pass.verifier.score(text, ex.answer).correct ? 1.0 : 0.0;
+    if (pass.keeps_samples && pass.kept.size() < kEvalSamplesKept)
+      pass.kept.push_back({ex.prompt, text, ex.answer, correct});
+    pass.sums.correct += correct;
+    per_example[start + s.prompt_index] += correct;
+    pass.sums.samples += 1.0;
+    pass.sums.response_tokens += static_cast<double>(s.tokens.size());
+  }
+}
+
+// The ranks' sums added over dp: loss, accuracy, response length and each example's correct samples.
+EvalResult sum_evaluation(Role& role, const EvalSums& sums, const at::Tensor& correct_per_example, int64_t total) {
+  // Rows were split over dp only; tp/sp ranks of one dp slot computed the same sums.
+  const at::Tensor both = sum_over_dp(role, at::cat({pack(sums), correct_per_example}));
+  const auto tot = unpack<EvalSums>(both.slice(0, 0, sums_fields<EvalSums>()));
+  const at::Tensor per_example_tot = both.slice(0, sums_fields<EvalSums>()).contiguous();
+  EvalResult r;
+  r.loss = tot.loss_tokens > 0 ? tot.nll / tot.loss_tokens : 0.0;
+  r.accuracy = tot.samples > 0 ? tot.correct / tot.samples : 0.0;
+  r.response_len = tot.samples > 0 ? tot.response_tokens / tot.samples : 0.0;
+  r.examples = total;
+  auto counts = per_example_tot.accessor<double, 1>();
+  for (int64_t i = 0; i < total; ++i) r.correct_per_example.push_back(static_cast<int64_t>(counts[i]));
+  return r;
+}
+
 EvalResult evaluate_unguarded(Role& role, const io::Dataset& eval, const PromptBuilder& prompts,
                               const reward::VerifiableReward& verifier, const EvalOptions& options) {
   trace::TimedSpan span("eval");
@@ -72,11 +131,8 @@ EvalResult evaluate_unguarded(Role& role, const io::Dataset& eval, const PromptB
   rollout::EngineOptions engine_options{options.batch, true};
   if (options.stops) engine_options.abandon = options.stops->engine_hook(*model, "evaluation");
   rollout::Engine engine(model, role.tokenizer.get(), engine_options);
-  rollout::SamplingParams sampling = eval_sampling(options, prompts);
-  EvalSums sums;
-  std::vector<trace::SampleLine> kept;
-  at::Tensor correct_per_example = at::zeros({total}, at::kDouble);
-  auto per_example = correct_per_example.accessor<double, 1>();
+  EvalPass pass{role, eval, prompts, verifier, options, engine, eval_sampling(options, prompts), dp_rank == 0,
+                /*sums=*/{}, /*kept=*/{}, /*correct_per_example=*/at::zeros({total}, at::kDouble)};
   const bool was_training = role.model->is_training();
   role.model->eval();
   // Every dp rank runs as many rounds as the largest share needs, so that the
@@ -93,45 +149,14 @@ EvalResult evaluate_unguarded(Role& role, const io::Dataset& eval, const PromptB
     if (options.stops) options.stops->between_batches("evaluation");
     const int64_t start = lo + round * options.batch;
     if (start >= hi) continue;
-    const int64_t end = std::min(hi, start + options.batch);
-    std::vector<std::vector<int32_t>> p_ids, r_ids;
-    for (int64_t i = start; i < end; ++i) {
-      p_ids.push_back(prompts.prompt_ids(eval[i]));
-      r_ids.push_back(prompts.response_ids(eval[i]));
-    }
-    if (options.loss) {
-      auto [nll, tokens] = batch_nll(role, p_ids, r_ids);
-      sums.nll += nll;
-      sums.loss_tokens += tokens;
-    }
-    sampling.seed = options.seed + static_cast<uint64_t>(start);
-    for (const auto& s : engine.generate(p_ids, options.n, sampling)) {
-      std::string text = role.tokenizer->decode(s.tokens, /*skip_special=*/true);
-      const io::Example& ex = eval[start + s.prompt_index];
-      const double correct = verifier.score(text, ex.answer).correct ? 1.0 : 0.0;
-      if (dp_rank == 0 && kept.size() < kEvalSamplesKept) kept.push_back({ex.prompt, text, ex.answer, correct});
-      sums.correct += correct;
-      per_example[start + s.prompt_index] += correct;
-      sums.samples += 1.0;
-      sums.response_tokens += static_cast<double>(s.tokens.size());
-    }
+    eval_batch(pass, start, std::min(hi, start + options.batch));
   }
   if (options.stops) options.stops->check("evaluation");
   progress.finish();
   if (was_training) role.model->train();
-  // Rows were split over dp only; tp/sp ranks of one dp slot computed the same sums.
-  const at::Tensor both = sum_over_dp(role, at::cat({pack(sums), correct_per_example}));
-  const auto tot = unpack<EvalSums>(both.slice(0, 0, sums_fields<EvalSums>()));
-  const at::Tensor per_example_tot = both.slice(0, sums_fields<EvalSums>()).contiguous();
-  EvalResult r;
-  r.loss = tot.loss_tokens > 0 ? tot.nll / tot.loss_tokens : 0.0;
-  r.accuracy = tot.samples > 0 ? tot.correct / tot.samples : 0.0;
-  r.response_len = tot.samples > 0 ? tot.response_tokens / tot.samples : 0.0;
-  r.examples = total;
-  auto counts = per_example_tot.accessor<double, 1>();
-  for (int64_t i = 0; i < total; ++i) r.correct_per_example.push_back(static_cast<int64_t>(counts[i]));
+  EvalResult r = sum_evaluation(role, pass.sums, pass.correct_per_example, total);
   r.seconds = span.elapsed_seconds();
-  r.samples = std::move(kept);
+  r.samples = std::move(pass.kept);
   return r;
 }
 

@@ -39,54 +39,93 @@ GaeResult ppo_advantages(const config::PpoStage& cfg, bool has_reference, const 
   return g;
 }
 
+// PPO's trainer: the critic's values, GAE advantages, the actor's update
+// (after the critic's warm-up) and the critic's update, here or on its own ranks.
+class PpoTraining : public PolicyTraining {
+ public:
+  PpoTraining(StageEnv& env, const config::PpoStage& cfg, PolicyStage& stage, Role& critic, Role* reference);
+
+  void train(Experience& exp, RlMetrics& m, int64_t it) override;
+  double lr(int64_t it) const override { return actor_->lr(it * cfg_.epochs * n_mini_); }
+  void serve(int64_t it) override {
+    if (remote_ && critic_.member()) remote_->serve(*critic_trainer_, it, n_mini_);
+  }
+
+ private:
+  // The critic's values of the experience's tokens (masked), here or from its own ranks.
+  at::Tensor old_values(const Experience& exp);
+  // The critic's update towards the returns; adds its metrics.
+  void update_critic(const Experience& exp, const at::Tensor& old_values, const GaeResult& g, int64_t it,
+                     double tokens, RlMetrics& m);
+
+  StageEnv& env_;
+  const config::PpoStage& cfg_;
+  PolicyStage& stage_;
+  Role& critic_;
+  const bool has_reference_;
+  const PolicyLossConfig pl_;
+  const int64_t n_mini_;
+  std::optional<Trainer> actor_, critic_trainer_;
+  std::unique_ptr<RemoteCritic> remote_;  // a critic on ranks of its own
+};
+
+PpoTraining::PpoTraining(StageEnv& env, const config::PpoStage& cfg, PolicyStage& stage, Role& critic,
+                         Role* reference)
+    : env_(env), cfg_(cfg), stage_(stage), critic_(critic), has_reference_(reference != nullptr),
+      pl_(policy_loss_config(cfg)), n_mini_(stage.actor().minibatches_per_epoch()) {
+  Role& policy = stage.policy();
+  const int64_t steps = cfg.iterations * cfg.epochs * n_mini_;
+  if (policy.member()) actor_.emplace(policy, cfg.train, steps);
+  if (critic.member()) critic_trainer_.emplace(critic, cfg.train, steps, cfg.critic_lr);
+  if (on_own_ranks(critic, policy))  // values and updates come from its ranks
+    remote_ = std::make_unique<RemoteCritic>(critic, policy, env.world->size(), cfg, "ppo");
+  saved_ = {{&policy, actor_ ? &actor_->optimizer() : nullptr},
+            {&critic, critic_trainer_ ? &critic_trainer_->optimizer() : nullptr}};
+}
+
+at::Tensor PpoTraining::old_values(const Experience& exp) {
+  trace::ScopedSpan span("ppo/values");
+  const at::Tensor& mask = exp.batch.loss_mask;
+  if (remote_) return remote_->values(exp.batch) * mask;
+  return forward_values(critic_, exp.batch, micro_batch_options(cfg_.train, critic_.ctx.sp_size())) * mask;
+}
+
+void PpoTraining::update_critic(const Experience& exp, const at::Tensor& old_values, const GaeResult& g, int64_t it,
+                                double tokens, RlMetrics& m) {
+  if (remote_) {
+    for (const auto& kv : remote_->update(exp.batch, g.returns)) m.extra.push_back(kv);
+    return;
+  }
+  const ValueTargets target{exp.batch.loss_mask, old_values, g.returns, cfg_.value_clip};
+  const CriticSums sums =
+      critic_update({cfg_, critic_, *critic_trainer_, n_mini_, env_.world->rank()}, exp.batch, target, it);
+  for (const auto& kv : critic_loss_metrics(cfg_, critic_, sums, tokens, n_mini_)) m.extra.push_back(kv);
+}
+
+void PpoTraining::train(Experience& exp, RlMetrics& m, int64_t it) {
+  const at::Tensor& mask = exp.batch.loss_mask;
+  const at::Tensor values = old_values(exp);
+  const GaeResult g = ppo_advantages(cfg_, has_reference_, values, exp);
+  if (it >= cfg_.critic_warmup) stage_.actor().update(exp, *actor_, pl_, it, m);
+  const double tokens = response_tokens(stage_.policy(), mask);
+  update_critic(exp, values, g, it, tokens, m);
+  m.extra.emplace_back("critic/values_mean", values_mean(stage_.policy(), values, mask, tokens));
+  if (actor_ && actor_->skips_nonfinite())
+    m.extra.emplace_back("nonfinite/skipped_steps", double(actor_->skipped_steps()));
+}
+
 }  // namespace
 
 StageResult run_ppo(StageEnv& env) {
-  const config::PpoStage& cfg = env.stage->ppo;
+  const config::PpoStage& cfg = std::get<config::PpoStage>(env.stage->body);
   Role& policy = env.role(cfg.policy);
   Role& critic = env.role(cfg.critic);
   Role* reference = cfg.reference.empty() ? nullptr : &env.role(cfg.reference);
-  PolicyStage stage(env, cfg, policy, reference, env.data(cfg.data), "ppo", rollout_role_of(env, cfg.policy));
-  const bool critic_apart = on_own_ranks(critic, policy);  // values and updates come from its ranks
+  PolicyStage stage(env, cfg, policy, reference, env.data(cfg.data), "ppo", env.rollout_role(cfg.policy));
   check_critic(env, policy, critic);
-  if (!critic_apart) check_same_rows(env.world, policy, critic, env.stage->path);  // it scores the policy's rows
+  if (!on_own_ranks(critic, policy)) check_same_rows(env.world, policy, critic, env.stage->path);  // it scores the policy's rows
   if (reference && !on_own_ranks(*reference, policy)) check_same_rows(env.world, policy, *reference, env.stage->path);
-  const int64_t n_mini = stage.minibatches_per_epoch();
-  const int64_t steps = cfg.iterations * cfg.epochs * n_mini;
-  std::optional<Trainer> actor, critic_trainer;
-  if (policy.member()) actor.emplace(policy, cfg.train, steps);
-  if (critic.member()) critic_trainer.emplace(critic, cfg.train, steps, cfg.critic_lr);
-  std::unique_ptr<RemoteCritic> remote;
-  if (critic_apart) remote = std::make_unique<RemoteCritic>(critic, policy, env.world->size(), cfg, "ppo");
-  PolicyTraining training;
-  training.saved = {{&policy, actor ? &actor->optimizer() : nullptr},
-                    {&critic, critic_trainer ? &critic_trainer->optimizer() : nullptr}};
-  const PolicyLossConfig pl = policy_loss_config(cfg);
-  training.train = [&](Experience& exp, RlMetrics& m, int64_t it) {
-    const at::Tensor& mask = exp.batch.loss_mask;
-    at::Tensor old_values;
-    {
-      trace::ScopedSpan span("ppo/values");
-      old_values = (remote ? remote->values(exp.batch)
-                           : forward_values(critic, exp.batch, micro_batch_options(cfg.train, critic.ctx.sp_size()))) *
-                   mask;
-    }
-    const GaeResult g = ppo_advantages(cfg, reference != nullptr, old_values, exp);
-    if (it >= cfg.critic_warmup) stage.update(exp, *actor, pl, it, m);
-    const double tokens = response_tokens(policy, mask);
-    if (remote) {
-      for (const auto& kv : remote->update(exp.batch, g.returns)) m.extra.push_back(kv);
-    } else {
-      const ValueTargets target{mask, old_values, g.returns, cfg.value_clip};
-      const CriticSums sums = critic_update(cfg, critic, *critic_trainer, exp.batch, target, it, n_mini, env.world->rank());
-      for (const auto& kv : critic_loss_metrics(cfg, critic, sums, tokens, n_mini)) m.extra.push_back(kv);
-    }
-    m.extra.emplace_back("critic/values_mean", values_mean(policy, old_values, mask, tokens));
-    if (actor && actor->skips_nonfinite())
-      m.extra.emplace_back("nonfinite/skipped_steps", double(actor->skipped_steps()));
-  };
-  if (remote && critic.member()) training.serve = [&](int64_t it) { remote->serve(*critic_trainer, it, n_mini); };
-  training.lr = [&](int64_t it) { return actor->lr(it * cfg.epochs * n_mini); };
+  PpoTraining training(env, cfg, stage, critic, reference);
   return run_policy_stage(env, stage, training);
 }
 

@@ -18,11 +18,11 @@ std::string PromptBuilder::prompt_text(const io::Example& ex) const {
     case config::ChatTemplate::none:
       return (j.system_prompt.empty() ? "" : j.system_prompt + "\n") + ex.prompt;
     case config::ChatTemplate::qwen3:
-      return io::ChatTemplate::named("qwen3").render(msgs, true, j.thinking);
+      return io::ChatTemplate::named(config::ChatTemplate::qwen3).render(msgs, true, j.thinking);
     case config::ChatTemplate::model:  // the tokenizer's own Jinja template; `thinking` is its enable_thinking
       return io::ChatTemplate::model(tok_).render(msgs, true, j.thinking);
     default:
-      return io::ChatTemplate::named(config::to_string(j.chat_template)).render(msgs, true);
+      return io::ChatTemplate::named(j.chat_template).render(msgs, true);
   }
 }
 

@@ -21,10 +21,20 @@ namespace {
 
 // One SFT stage run. Ranks outside the role hold no trainer and only advance
 // the shared data cursor with the others.
-class SftRun {
+class SftRun : public StageSteps {
  public:
   explicit SftRun(StageEnv& env);
   StageResult run();
+
+  // Every rank advances the shared cursor, members of the role or not.
+  std::string step(int64_t step) override {
+    auto rows = sampler_.next_batch(cfg_.batch, role_.ctx.dp_rank(), role_.mesh.dp());
+    return role_.member() ? train_step(step, rows) : std::string();
+  }
+  void evaluate(int64_t step) override;
+  void checkpoint(int64_t step, bool eval_owed) override {
+    checkpoint_stage(env_, step, saved_, sampler_, "sft", eval_owed);
+  }
 
  private:
   // One optimizer step on this rank's `rows`; returns the progress note.
@@ -33,7 +43,6 @@ class SftRun {
   // The step's forward and backward over its micro-batches; returns this
   // rank's NLL sum (at pp > 1 on the last stage only).
   at::Tensor forward_backward_nll(const TokenBatch& batch, double global_tokens);
-  void evaluate(int64_t step);
 
   StageEnv& env_;
   const config::SftStage& cfg_;
@@ -50,7 +59,7 @@ class SftRun {
 
 SftRun::SftRun(StageEnv& env)
     : env_(env),
-      cfg_(env.stage->sft),
+      cfg_(std::get<config::SftStage>(env.stage->body)),
       role_(env.role(cfg_.model)),
       data_(env.data(cfg_.data)),
       sampler_(data_.train.size(), static_cast<uint64_t>(env.pipeline->run.seed) + 17u * env.stage_index,
@@ -72,16 +81,7 @@ StageResult SftRun::run() {
   loop.total = cfg_.steps;
   loop.eval_every = cfg_.eval_every;
   loop.stop_at_accuracy = cfg_.stop_at_accuracy;
-  loop.step = [&](int64_t step) {
-    // Every rank advances the shared cursor, members of the role or not.
-    auto rows = sampler_.next_batch(cfg_.batch, role_.ctx.dp_rank(), role_.mesh.dp());
-    return role_.member() ? train_step(step, rows) : std::string();
-  };
-  loop.evaluate = [&](int64_t step) { evaluate(step); };
-  loop.checkpoint = [&](int64_t step, bool eval_owed) {
-    checkpoint_stage(env_, step, saved_, sampler_, "sft", eval_owed);
-  };
-  run_stage_loop(env_, loop, result_);
+  run_stage_loop(env_, loop, *this, result_);
   return result_;
 }
 

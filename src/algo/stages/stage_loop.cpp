@@ -30,13 +30,13 @@ bool ends_at_target(const StageEnv& env, const StageLoop& loop, const StageResul
 }
 }  // namespace
 
-void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result) {
+void run_stage_loop(StageEnv& env, const StageLoop& loop, StageSteps& steps, StageResult& result) {
   int64_t done = loop.start;  // complete steps
   bool eval_owed = false;     // the evaluation after `done` steps is running, not yet written
   int64_t evaluated = -1;     // the step whose evaluation has been written
   auto evaluate = [&](int64_t s) {
     eval_owed = true;
-    loop.evaluate(s);
+    steps.evaluate(s);
     eval_owed = false;
     evaluated = s;
   };
@@ -46,37 +46,37 @@ void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result) {
     // Before the first step, unless a checkpoint exists: its evaluation is in metrics.jsonl already.
     if (loop.eval_owed) {
       evaluate(done);
-      if (ends_at_target(env, loop, result, done)) return loop.checkpoint(done, false);
+      if (ends_at_target(env, loop, result, done)) return steps.checkpoint(done, false);
     } else if (done == 0 && !env.resume_from && env.pipeline->run.eval_before_train) {
       evaluate(0);
     }
     for (int64_t s = done; s < loop.total; ++s) {
       stop_point("step", env.world->rank());
       if (env.should_stop && env.should_stop()) {
-        loop.checkpoint(s, false);
+        steps.checkpoint(s, false);
         result.stopped = true;
         return;
       }
-      progress.update(s + 1, loop.step(s));
+      progress.update(s + 1, steps.step(s));
       result.steps_done = done = s + 1;
       const bool last = done == loop.total;
       if (loop.eval_every > 0 && done % loop.eval_every == 0 && !last) {
         evaluate(done);
         if (ends_at_target(env, loop, result, done)) {
           progress.finish();
-          return loop.checkpoint(done, false);
+          return steps.checkpoint(done, false);
         }
       }
-      if (env.checkpoint_every > 0 && done % env.checkpoint_every == 0 && !last) loop.checkpoint(done, false);
+      if (env.checkpoint_every > 0 && done % env.checkpoint_every == 0 && !last) steps.checkpoint(done, false);
     }
     progress.finish();
     if (evaluated != loop.total) evaluate(loop.total);
-    loop.checkpoint(loop.total, false);
+    steps.checkpoint(loop.total, false);
   } catch (const StepAbandoned&) {
     progress.finish();
     // Cut short inside step `done`: back to its start. Inside an evaluation: step `done` is complete.
-    if (!eval_owed && loop.rewind) loop.rewind();
-    loop.checkpoint(done, eval_owed);
+    if (!eval_owed) steps.rewind();
+    steps.checkpoint(done, eval_owed);
     result.stopped = true;
     result.steps_done = done;
   }
@@ -128,10 +128,7 @@ int64_t resume_stage(const StageEnv& env, const std::vector<TrainedRole>& saved,
   const int64_t step = state.at("step").get<int64_t>();
   const int64_t total = env.stage->configured_steps();
   HPCRL_CHECK_INPUT(step <= total, dir << "/state.json: step " << step << " is past the " << total << " "
-                                       << (env.stage->kind == config::StageKind::sft ||
-                                                   env.stage->kind == config::StageKind::distill
-                                               ? "steps"
-                                               : "iterations")
+                                       << env.stage->step_unit()
                                        << " " << env.stage->path << " is configured for; the file is damaged or "
                                        << "belongs to another configuration: resume with the pipeline the run was "
                                           "started with, or from an earlier step directory");

@@ -55,8 +55,11 @@ void critic_forward_backward(Role& critic, Trainer& trainer, const TokenBatch& b
 
 }  // namespace
 
-CriticSums critic_update(const config::PpoStage& cfg, Role& critic, Trainer& trainer, const TokenBatch& batch,
-                         const ValueTargets& target, int64_t iteration, int64_t n_mini, int world_rank) {
+CriticSums critic_update(const CriticTrainer& who, const TokenBatch& batch, const ValueTargets& target,
+                         int64_t iteration) {
+  const config::PpoStage& cfg = who.cfg;
+  Role& critic = who.critic;
+  const int64_t n_mini = who.n_mini;
   trace::ScopedSpan span("ppo/critic_update");
   CriticSums sums;
   const int64_t B = batch.rows();
@@ -66,8 +69,8 @@ CriticSums critic_update(const config::PpoStage& cfg, Role& critic, Trainer& tra
     for (int64_t k = 0; k < n_mini; ++k, ++step) {
       const int64_t lo = k * B / n_mini, hi = (k + 1) * B / n_mini;
       const double den = std::max(1.0, sum_over_dp(critic, target.mask.slice(0, lo, hi).sum().item<double>()));
-      critic_forward_backward(critic, trainer, batch, target, lo, hi, micro, den, sums);
-      trainer.finish_step("ppo_critic", step, world_rank);
+      critic_forward_backward(critic, who.trainer, batch, target, lo, hi, micro, den, sums);
+      who.trainer.finish_step("ppo_critic", step, who.world_rank);
     }
   }
   return sums;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "hpcrl/algo/objectives/reward_model.h"
-#include "hpcrl/algo/stages/stage_env.h"
+#include "hpcrl/algo/training/stage_env.h"
 #include "hpcrl/config/pipeline_config.h"
 #include "hpcrl/reward/command_reward.h"
 #include "hpcrl/reward/verifiable.h"
@@ -47,7 +47,7 @@ class RewardFunction {
   // One sample by its text: for functions without model rewards (they need ids).
   ScoredResponse score(const std::string& prompt, const std::string& response, const std::string& answer);
 
-  // Model rewards on ranks of their own (algo/remote/remote_reward.h): on generating
+  // Model rewards on ranks of their own (algo/objectives/remote_reward.h): on generating
   // ranks, after an iteration's last score_batch(); on a reward model's ranks,
   // answering that iteration's requests. Nothing for rewards beside the generator.
   void end_iteration();

@@ -19,7 +19,7 @@
 // generator's; tp and sp may differ (sp splits the sequence; the last-token
 // values are summed over the sp group). On ranks of its own (disaggregated,
 // disjoint from the generation's) it answers the generating ranks' requests
-// round by round (algo/remote/remote_reward.h), in any tp/sp/dp layout.
+// round by round (algo/objectives/remote_reward.h), in any tp/sp/dp layout.
 // A pipelined reward role (pp > 1) scores through the forward-only pipeline
 // (algo/training/value_pass.h), whose values every rank of the role receives.
 #pragma once
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "hpcrl/algo/training/role.h"
-#include "hpcrl/algo/stages/stage_env.h"
+#include "hpcrl/algo/training/stage_env.h"
 #include "hpcrl/rollout/engine.h"
 
 namespace hpcrl::algo {

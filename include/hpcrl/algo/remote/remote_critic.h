@@ -7,7 +7,7 @@
 // clipped value-loss steps with its own optimizer, and answers critic/loss and
 // critic/clip_frac. Values travel per response token, so the two may differ in
 // sp. The critic's checkpoint is written with the trainer's (one group over
-// both, algo/remote/disaggregated_rl.h).
+// both, algo/stages/disaggregated_rl.h).
 #pragma once
 
 #include <string>

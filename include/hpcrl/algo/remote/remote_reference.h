@@ -12,7 +12,10 @@
 #include <vector>
 
 #include "hpcrl/algo/training/micro_batches.h"
-#include "hpcrl/algo/stages/policy_stage.h"
+#include "hpcrl/algo/training/role.h"
+#include "hpcrl/algo/training/rollout_samples.h"
+#include "hpcrl/algo/training/token_batch.h"
+#include "hpcrl/config/pipeline_config.h"
 #include "hpcrl/distributed/communicator.h"
 
 namespace hpcrl::algo {

@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "hpcrl/algo/stages/policy_stage.h"
+#include "hpcrl/algo/training/role.h"
+#include "hpcrl/algo/training/rollout_samples.h"
+#include "hpcrl/algo/training/token_batch.h"
+#include "hpcrl/config/pipeline_config.h"
 #include "hpcrl/distributed/communicator.h"
 #include "hpcrl/io/dataset_cursor.h"
 

@@ -8,7 +8,7 @@
 // distill/teacher_forward, distill/student_update (and distill/rollout on-policy).
 #pragma once
 
-#include "hpcrl/algo/stages/stage_env.h"
+#include "hpcrl/algo/training/stage_env.h"
 
 namespace hpcrl::algo {
 

@@ -8,7 +8,7 @@
 // dp=2 run follows a dp=1 run with the same seed and global batch.
 #pragma once
 
-#include "hpcrl/algo/stages/stage_env.h"
+#include "hpcrl/algo/training/stage_env.h"
 
 namespace hpcrl::algo {
 

@@ -6,7 +6,7 @@
 // ppo/critic_update, plus the shared ppo/rollout, ppo/reward, ppo/actor_update, ...
 #pragma once
 
-#include "hpcrl/algo/stages/stage_env.h"
+#include "hpcrl/algo/training/stage_env.h"
 
 namespace hpcrl::algo {
 

@@ -6,7 +6,7 @@
 // tokens in the step, so any dp/sp/micro-batch split gives the same update.
 #pragma once
 
-#include "hpcrl/algo/stages/stage_env.h"
+#include "hpcrl/algo/training/stage_env.h"
 
 namespace hpcrl::algo {
 

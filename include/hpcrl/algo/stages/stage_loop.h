@@ -20,13 +20,14 @@
 #include <vector>
 
 #include "hpcrl/algo/stages/evaluation.h"
-#include "hpcrl/algo/stages/stage_env.h"
+#include "hpcrl/algo/training/stage_env.h"
 #include "hpcrl/algo/checkpoint/train_checkpoint.h"
 #include "hpcrl/io/dataset_cursor.h"
 #include "hpcrl/rollout/engine.h"
 
 namespace hpcrl::algo {
 
+// How many steps a stage runs and when it evaluates.
 struct StageLoop {
   std::string name;                               // "sft", "grpo", ... (progress label, spans)
   std::string unit = "step";                      // progress unit
@@ -34,19 +35,28 @@ struct StageLoop {
   int64_t eval_every = 0;
   double stop_at_accuracy = 0;                    // 0 = off; needs eval_every > 0
   bool eval_owed = false;                         // resumed where the evaluation after `start` steps was cut short
-  std::function<std::string(int64_t)> step;       // runs 0-based step s; returns the progress note
-  std::function<void(int64_t)> evaluate;          // held-out evaluation after s steps
-  // Checkpoint after s steps; eval_owed: the evaluation after step s was abandoned (resume does it first).
-  std::function<void(int64_t s, bool eval_owed)> checkpoint;
-  // Undoes what a step abandoned part-way did to the stage's own state (its data
-  // position), so that checkpoint(s) saves the start of step s. Unset where no
-  // step can be abandoned (the stage's steps poll no stop).
-  std::function<void()> rewind;
 };
 
-// Fills result.steps_done and result.stopped; evaluate() fills the accuracy
+// A stage's work as run_stage_loop drives it, implemented by each stage's run
+// (SftRun, DistillRun, the GRPO/PPO iterations of policy_run.cpp).
+class StageSteps {
+ public:
+  virtual ~StageSteps() = default;
+  // Runs 0-based step s; returns the progress note.
+  virtual std::string step(int64_t s) = 0;
+  // Held-out evaluation after s steps.
+  virtual void evaluate(int64_t s) = 0;
+  // Checkpoint after s steps; eval_owed: the evaluation after step s was abandoned (resume does it first).
+  virtual void checkpoint(int64_t s, bool eval_owed) = 0;
+  // Undoes what a step abandoned part-way did to the stage's own state (its data
+  // position), so that checkpoint(s) saves the start of step s. Nothing where no
+  // step can be abandoned (the stage's steps poll no stop).
+  virtual void rewind() {}
+};
+
+// Fills result.steps_done and result.stopped; steps.evaluate() fills the accuracy
 // fields, which the early stop reads (collectively: any rank's evaluation counts).
-void run_stage_loop(StageEnv& env, const StageLoop& loop, StageResult& result);
+void run_stage_loop(StageEnv& env, const StageLoop& loop, StageSteps& steps, StageResult& result);
 
 // What a supervised step (SFT, distillation) reports.
 struct StepMetrics {

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "hpcrl/algo/training/role.h"
-#include "hpcrl/algo/stages/stage_env.h"
+#include "hpcrl/algo/training/stage_env.h"
 
 namespace hpcrl::algo {
 

@@ -8,8 +8,11 @@
 #include <utility>
 #include <vector>
 
-#include "hpcrl/algo/stages/policy_stage.h"
+#include "hpcrl/algo/training/role.h"
+#include "hpcrl/algo/training/stage_env.h"
+#include "hpcrl/algo/training/rollout_samples.h"
 #include "hpcrl/algo/training/token_batch.h"
+#include "hpcrl/config/pipeline_config.h"
 #include "hpcrl/algo/training/train_step.h"
 
 namespace hpcrl::algo {
@@ -29,10 +32,20 @@ struct ValueTargets {
   double clip;  // value_clip; 0 = unclipped
 };
 
+// Who updates the critic and how often: the stage, the critic's role and
+// trainer, optimizer steps per epoch, and this rank's world rank (for the trainer's messages).
+struct CriticTrainer {
+  const config::PpoStage& cfg;
+  Role& critic;
+  Trainer& trainer;
+  int64_t n_mini;
+  int world_rank;
+};
+
 // The critic's cfg.epochs passes over `batch` in mini-batches, one optimizer
 // step each (token mean over the mini-batch's global tokens).
-CriticSums critic_update(const config::PpoStage& cfg, Role& critic, Trainer& trainer, const TokenBatch& batch,
-                         const ValueTargets& target, int64_t iteration, int64_t n_mini, int world_rank);
+CriticSums critic_update(const CriticTrainer& who, const TokenBatch& batch, const ValueTargets& target,
+                         int64_t iteration);
 
 // critic/loss and critic/clip_frac from this rank's sums (collective over the
 // critic's ranks); `tokens`: the iteration's response tokens over every replica.

@@ -1,5 +1,5 @@
 // A GRPO/PPO stage whose generation runs on ranks of its own (`<policy>.rollout`
-// beside `<policy>` in placement.ranges): the executor of algo/remote/rl_rounds.h's
+// beside `<policy>` in placement.ranges): the executor of algo/stages/rl_rounds.h's
 // plan. Generating ranks draw prompts, sample, score and send the kept samples
 // to the trainer's ranks; the trainer computes old/reference log-probs,
 // advantages and updates, and sends new weights back at each sync (one trainer
@@ -21,7 +21,7 @@
 
 namespace hpcrl::algo {
 
-// training.saved is set on every rank (optimizers where the rank holds the role).
+// training.saved() is set on every rank (optimizers where the rank holds the role).
 StageResult run_disaggregated(StageEnv& env, PolicyStage& stage, PolicyTraining& training);
 
 }  // namespace hpcrl::algo

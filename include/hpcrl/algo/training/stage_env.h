@@ -22,17 +22,28 @@ struct DataSplits {
   io::Dataset eval;
 };
 
+// Where a stage finds its roles and datasets by name: the run's (the runner
+// builds them from the pipeline file), or a test's.
+class StageInputs {
+ public:
+  virtual ~StageInputs() = default;
+  virtual Role& role(const std::string& name) = 0;
+  // The generation copy of `role` ("<role>.rollout": on ranks of its own or in
+  // another layout); null when `role` generates with its own model.
+  virtual Role* rollout_role(const std::string& name) = 0;
+  virtual const DataSplits& data(const std::string& name) = 0;
+};
+
 struct StageEnv {
   const config::PipelineConfig* pipeline = nullptr;
   const config::StageConfig* stage = nullptr;
   int stage_index = 0;
   dist::CommPtr world;
   trace::MetricsWriter* metrics = nullptr;        // rank 0 writes; may be null in tests
-  std::function<Role&(const std::string&)> role;  // by role name
-  // The generation copy of `role` ("<role>.rollout": on ranks of its own or in
-  // another layout); null when `role` generates with its own model.
-  std::function<Role*(const std::string&)> rollout_role;
-  std::function<const DataSplits&(const std::string&)> data;  // by dataset name
+  StageInputs* inputs = nullptr;                  // the stage's roles and datasets
+  Role& role(const std::string& name) const { return inputs->role(name); }
+  Role* rollout_role(const std::string& name) const { return inputs ? inputs->rollout_role(name) : nullptr; }
+  const DataSplits& data(const std::string& name) const { return inputs->data(name); }
   // Collective over the world: true when any rank was asked to stop (SIGTERM/SIGUSR1).
   std::function<bool()> should_stop;
   // This rank was asked to stop (not collective, cheap): polled inside long work,
@@ -45,10 +56,6 @@ struct StageEnv {
   std::optional<std::string> resume_from;  // a step directory of this stage to continue from
   bool progress = true;                    // show a progress line (rank 0)
 };
-
-inline Role* rollout_role_of(const StageEnv& env, const std::string& role) {
-  return env.rollout_role ? env.rollout_role(role) : nullptr;
-}
 
 struct StageResult {
   bool stopped = false;      // preempted: a checkpoint was written, exit resumable

@@ -1,5 +1,5 @@
 // Planning a disaggregated RL stage's rounds (rl_rounds.h).
-#include "hpcrl/algo/remote/rl_rounds.h"
+#include "hpcrl/algo/stages/rl_rounds.h"
 
 #include "hpcrl/util/check.h"
 

@@ -1,7 +1,7 @@
 // The order of a disaggregated RL stage's work, as data (like the pipeline
 // schedules of parallel/pipeline/schedule.h): one list of actions for the
 // generating ranks and one for the trainer's, which one executor
-// (algo/remote/disaggregated_rl.h) runs. Both lists are fixed by (start, end,
+// (algo/stages/disaggregated_rl.h) runs. Both lists are fixed by (start, end,
 // max_staleness) alone, so every rank knows in advance which weight sync it
 // meets the others at.
 //

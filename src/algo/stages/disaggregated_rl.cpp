@@ -1,5 +1,5 @@
 // The executor of a disaggregated RL stage's round plan (disaggregated_rl.h).
-#include "hpcrl/algo/remote/disaggregated_rl.h"
+#include "hpcrl/algo/stages/disaggregated_rl.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -9,7 +9,7 @@
 #include <map>
 #include <numeric>
 
-#include "hpcrl/algo/remote/rl_rounds.h"
+#include "hpcrl/algo/stages/rl_rounds.h"
 #include "hpcrl/algo/training/role_sums.h"
 #include "hpcrl/algo/remote/sample_transfer.h"
 #include "hpcrl/distributed/bootstrap.h"
@@ -42,12 +42,6 @@ struct RoundState {
 };
 }  // namespace
 
-// What this rank does in the stage: generate, train the policy, help the
-// trainer from ranks of its own (a reference answering log-prob requests, a
-// critic answering values and training on returns), or score the generator's
-// rounds from ranks of its own (a reward model).
-enum class Side { kGenerator, kTrainer, kHelper, kScorer };
-
 class DisaggregatedRun {
  public:
   DisaggregatedRun(StageEnv& env, PolicyStage& stage, PolicyTraining& training);
@@ -56,7 +50,7 @@ class DisaggregatedRun {
  private:
   // Weights to the generator and the collective stop check; true: the stage ends here.
   bool sync_weights();
-  void generate(int64_t it) { state_.produced = stage_.produce(it); }
+  void generate(int64_t it) { state_.produced = stage_.producer().produce(it); }
   void send(int64_t it);
   void receive(int64_t it);
   void update(int64_t it);
@@ -68,7 +62,7 @@ class DisaggregatedRun {
   PolicyStage& stage_;
   PolicyTraining& training_;
   const config::RlStage& cfg_;
-  Side side_;
+  StageSide side_;  // what this rank does (policy_plan.h)
   dist::Bridge bridge_;        // the trainer's first rank → every generating rank
   dist::CommPtr saving_;       // the ranks of the roles a checkpoint holds (the trainer's, a critic's own)
   SampleChannel channel_;
@@ -88,22 +82,16 @@ std::vector<int> saving_ranks(const std::vector<TrainedRole>& saved) {
   return out;
 }
 
-Side side_of(PolicyStage& stage) {
-  if (stage.generates()) return Side::kGenerator;
-  if (stage.scores_rewards()) return Side::kScorer;
-  return stage.trains() ? Side::kTrainer : Side::kHelper;
-}
-
 DisaggregatedRun::DisaggregatedRun(StageEnv& env, PolicyStage& stage, PolicyTraining& training)
     : env_(env),
       stage_(stage),
       training_(training),
       cfg_(stage.config()),
-      side_(side_of(stage)),
+      side_(stage.plan().side),
       bridge_(dist::Bridge::create(stage.policy().mesh.first_rank(),
                                    {stage.generator().mesh.first_rank(), stage.generator().mesh.last_rank()},
                                    stage.name() + "/weights")),
-      saving_(dist::new_group(saving_ranks(training.saved), stage.name() + "/trainer")),
+      saving_(dist::new_group(saving_ranks(training.saved()), stage.name() + "/trainer")),
       channel_(stage.generator(), stage.policy(), dist::new_group(all_ranks(env.world->size()), stage.name() + "/samples"),
                cfg_.group),
       saving_env_(env) {
@@ -112,14 +100,14 @@ DisaggregatedRun::DisaggregatedRun(StageEnv& env, PolicyStage& stage, PolicyTrai
 
 StageResult DisaggregatedRun::run() {
   // Ranks outside every saved role read only the step and the data cursor.
-  const int64_t start = resume_stage(saving_env_, saving_ ? training_.saved : std::vector<TrainedRole>{},
+  const int64_t start = resume_stage(saving_env_, saving_ ? training_.saved() : std::vector<TrainedRole>{},
                                      stage_.sampler(), stage_.name());
   state_.version = start;
   state_.consumed = stage_.sampler().cursor();
   state_.last_update_us = trace::now_us();
   progress_ = std::make_unique<Progress>(stage_.name(), cfg_.iterations, env_.progress && env_.world->rank() == 0,
                                          "iter");
-  if (side_ == Side::kTrainer && start == 0 && env_.pipeline->run.eval_before_train) stage_.evaluate(0, result_);
+  if (side_ == StageSide::kTrainer && start == 0 && env_.pipeline->run.eval_before_train) stage_.evaluate(0, result_);
   const RoundPlan plan = plan_rounds(start, cfg_.iterations, cfg_.async.max_staleness);
   if (env_.world->rank() == 0)
     spdlog::info("{}: generation on ranks {}-{}, training on {}-{}, max_staleness {}; trainer rounds: {}",
@@ -128,27 +116,27 @@ StageResult DisaggregatedRun::run() {
                  describe(plan.training));
   result_.steps_done = start;
   // Helpers follow the trainer's rounds: its syncs, and their answers at each update; a reward model the generator's.
-  trace::TimedSpan rounds(stage_.name() + "/rounds", {{"generates", side_ == Side::kGenerator ? 1.0 : 0.0},
-                                                      {"scores", side_ == Side::kHelper ? 1.0 : 0.0},
-                                                      {"rewards", side_ == Side::kScorer ? 1.0 : 0.0}});
-  const bool follows_generation = side_ == Side::kGenerator || side_ == Side::kScorer;
+  trace::TimedSpan rounds(stage_.name() + "/rounds", {{"generates", side_ == StageSide::kGenerator ? 1.0 : 0.0},
+                                                      {"scores", side_ == StageSide::kHelper ? 1.0 : 0.0},
+                                                      {"rewards", side_ == StageSide::kScorer ? 1.0 : 0.0}});
+  const bool follows_generation = side_ == StageSide::kGenerator || side_ == StageSide::kScorer;
   for (const RoundAction& a : follows_generation ? plan.generation : plan.training) {
     switch (a.step) {
       case RoundStep::kSyncWeights:
         if (sync_weights()) return result_;
         break;
       case RoundStep::kGenerate:
-        if (side_ == Side::kGenerator) generate(a.iteration);
+        if (side_ == StageSide::kGenerator) generate(a.iteration);
         else stage_.serve_rewards();
         break;
       case RoundStep::kSendSamples:
-        if (side_ == Side::kGenerator) send(a.iteration);
+        if (side_ == StageSide::kGenerator) send(a.iteration);
         break;
       case RoundStep::kReceiveSamples:
-        if (side_ == Side::kTrainer) receive(a.iteration);
+        if (side_ == StageSide::kTrainer) receive(a.iteration);
         break;
       case RoundStep::kUpdate:
-        if (side_ == Side::kTrainer) update(a.iteration);
+        if (side_ == StageSide::kTrainer) update(a.iteration);
         else help(a.iteration);
         break;
     }
@@ -156,14 +144,14 @@ StageResult DisaggregatedRun::run() {
   channel_.wait_sends();
   progress_->finish();
   result_.steps_done = cfg_.iterations;
-  if (side_ == Side::kTrainer) stage_.evaluate(cfg_.iterations, result_);
+  if (side_ == StageSide::kTrainer) stage_.evaluate(cfg_.iterations, result_);
   if (saving_) checkpoint(cfg_.iterations);
   return result_;
 }
 
 bool DisaggregatedRun::sync_weights() {
   torch::NoGradGuard no_grad;
-  const bool trainer = side_ == Side::kTrainer;
+  const bool trainer = side_ == StageSide::kTrainer;
   {
     trace::TimedSpan span(stage_.name() + (trainer ? "/weight_sync" : "/wait_weights"));
     channel_.wait_sends();  // the generator's sends complete once the trainer receives them: part of its wait
@@ -223,7 +211,7 @@ void DisaggregatedRun::update(int64_t it) {
   m.seconds_by_span.emplace_back("wait_samples", state_.waited_samples);
   m.seconds_by_span.emplace_back("weight_sync", state_.synced);
   m.seconds_by_span.emplace_back("wait_weights", msg.wait_weights_seconds);
-  Experience exp = stage_.experience_of(msg.round.kept, it, staleness, m);
+  Experience exp = stage_.experience().make(msg.round.kept, it, staleness, m);
   training_.train(exp, m, it);
   state_.version = it + 1;
   state_.consumed = msg.cursor;
@@ -242,8 +230,8 @@ void DisaggregatedRun::update(int64_t it) {
 }
 
 void DisaggregatedRun::help(int64_t it) {
-  if (stage_.scores_reference()) stage_.serve_reference();  // first: the trainer asks while collecting
-  if (training_.serve) training_.serve(it);
+  if (stage_.plan().serves_reference) stage_.experience().serve_reference();  // first: the trainer asks while collecting
+  training_.serve(it);
   state_.version = it + 1;
   result_.steps_done = it + 1;
   evaluate_and_checkpoint(it + 1);
@@ -251,7 +239,7 @@ void DisaggregatedRun::help(int64_t it) {
 
 void DisaggregatedRun::evaluate_and_checkpoint(int64_t done) {
   if (done == cfg_.iterations) return;  // the final evaluation and checkpoint follow the plan
-  if (side_ == Side::kTrainer && cfg_.eval_every > 0 && done % cfg_.eval_every == 0) {
+  if (side_ == StageSide::kTrainer && cfg_.eval_every > 0 && done % cfg_.eval_every == 0) {
     stage_.evaluate(done, result_);
     state_.target_reached = cfg_.stop_at_accuracy > 0 && result_.eval_accuracy >= cfg_.stop_at_accuracy;
   }
@@ -261,7 +249,7 @@ void DisaggregatedRun::evaluate_and_checkpoint(int64_t done) {
 void DisaggregatedRun::checkpoint(int64_t step) {
   // The data position of the last trained iteration: later draws are regenerated on resume.
   stage_.sampler().restore(state_.consumed, "the trainer's data position");
-  checkpoint_stage(saving_env_, step, training_.saved, stage_.sampler(), stage_.name());
+  checkpoint_stage(saving_env_, step, training_.saved(), stage_.sampler(), stage_.name());
 }
 
 StageResult run_disaggregated(StageEnv& env, PolicyStage& stage, PolicyTraining& training) {

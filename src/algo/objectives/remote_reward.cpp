@@ -1,5 +1,5 @@
 // Model-reward scores computed on the reward model's own ranks (remote_reward.h).
-#include "hpcrl/algo/remote/remote_reward.h"
+#include "hpcrl/algo/objectives/remote_reward.h"
 
 #include <torch/utils.h>
 

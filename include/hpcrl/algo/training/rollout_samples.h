@@ -1,0 +1,49 @@
+// The samples an RL iteration generates, as they travel from the generating
+// ranks to the trainer's: token ids with the engine's log-probs, the scores,
+// and the iteration's totals over every sample drawn. Plain data, below the
+// classes that produce (stages/rollout_producer.h), move
+// (remote/sample_transfer.h) and consume them (stages/experience_builder.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hpcrl::algo {
+
+// The sampled responses of some prompts, before they become an Experience.
+struct RolloutSamples {
+  std::vector<std::vector<int32_t>> prompt_ids, response_ids;
+  std::vector<std::vector<float>> logprobs;  // behaviour log-probs from the engine
+  std::vector<size_t> example;               // dataset index of each sample's prompt
+  std::vector<double> scores;
+  std::vector<bool> truncated;
+  void append(const RolloutSamples& o, size_t first, size_t count);  // samples [first, first+count) of o
+  size_t size() const { return scores.size(); }
+};
+
+// What every rollout of an iteration adds up on a rank (before dynamic-sampling
+// filtering), summed over the policy's dp group for the iteration's metrics.
+struct RolloutSums {
+  double score = 0;            // Σ reward
+  double score_squared = 0;    // Σ reward²
+  double samples = 0;
+  double correct = 0;          // samples the verifier judged correct
+  double response_tokens = 0;
+  double tokens = 0;           // prompt + response tokens
+};
+
+// One iteration's generation as the generating ranks hand it on: the kept
+// samples of this rank's prompts and the totals over every generating replica
+// (the same on each), which the iteration's reward and length metrics come from.
+struct RolloutRound {
+  RolloutSamples kept;
+  RolloutSums totals;             // over every sample drawn, before dynamic-sampling filtering
+  double max_response_len = 0;    // over every generating replica
+  double kept_groups = 0, rounds = 0;
+  std::vector<std::pair<std::string, double>> seconds_by_span;  // rollout, reward
+};
+
+}  // namespace hpcrl::algo

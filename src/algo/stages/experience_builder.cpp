@@ -1,0 +1,111 @@
+// The training half of collecting a GRPO/PPO iteration (experience_builder.h).
+#include "hpcrl/algo/stages/experience_builder.h"
+
+#include <torch/utils.h>
+
+#include "hpcrl/algo/objectives/logprob_mismatch.h"
+#include "hpcrl/algo/objectives/policy_loss.h"
+#include "hpcrl/algo/remote/remote_reference.h"
+#include "hpcrl/algo/training/micro_batches.h"
+#include "hpcrl/algo/training/role_sums.h"
+#include "hpcrl/algo/training/step_sums.h"
+
+namespace hpcrl::algo {
+
+ExperienceBuilder::ExperienceBuilder(const PolicyStageContext& stage) : stage_(stage) {
+  Role* reference = stage.reference;
+  if (reference && on_own_ranks(*reference, stage.policy))
+    remote_reference_ = std::make_unique<RemoteReference>(*reference, stage.policy, stage.env.world->size(),
+                                                          stage.cfg.train, sampling_temperature(stage.cfg), stage.name);
+}
+
+ExperienceBuilder::~ExperienceBuilder() = default;
+
+void ExperienceBuilder::serve_reference() { remote_reference_->serve(); }
+
+Experience ExperienceBuilder::make(RolloutSamples& kept, int64_t iteration, int64_t staleness, RlMetrics& m) {
+  Experience e;
+  const int32_t pad = std::max(0, stage_.policy.tokenizer->pad_id());
+  if (kept.size() == 0) {
+    kept.prompt_ids.push_back({pad});  // an empty batch still needs a shape; its mask is all zero
+    kept.response_ids.push_back({});
+  }
+  e.batch =
+      make_token_batch(kept.prompt_ids, kept.response_ids, pad, stage_.policy.ctx.sp_size(), stage_.policy.device());
+  if (kept.size() == 0) return empty(std::move(e), iteration, staleness, m);
+  e.scores = at::tensor(std::vector<float>(kept.scores.begin(), kept.scores.end())).to(stage_.policy.device());
+  e.truncated = kept.truncated;
+  const MicroBatchOptions micro = micro_batch_options(stage_.cfg.train, stage_.policy.ctx.sp_size());
+  const double temperature = sampling_temperature(stage_.cfg);
+  const at::Tensor engine_logp = scatter_response_values(e.batch, kept.logprobs);
+  if (stage_.cfg.recompute_old_logprobs)  // also whenever decoupled(), which requires it
+    timed_phase(stage_.name, "old_logprob", m, [&] { e.old_logp = forward_logprobs(stage_.policy, e.batch, micro, temperature); });
+  else
+    e.old_logp = engine_logp;
+  if (stage_.cfg.decoupled()) {
+    e.behaviour_logp = engine_logp.to(e.old_logp.device());
+    add_offpolicy_metrics(e, m);
+  }
+  if (measures_mismatch(iteration, staleness)) {
+    at::Tensor trainer_logp = e.old_logp;  // the old-log-prob pass, where it ran
+    if (!stage_.cfg.recompute_old_logprobs)
+      timed_phase(stage_.name, "mismatch_logprob", m, [&] { trainer_logp = forward_logprobs(stage_.policy, e.batch, micro, temperature); });
+    add_mismatch_metrics(trainer_logp, engine_logp, e.batch, m);
+  }
+  if (remote_reference_)
+    timed_phase(stage_.name, "ref_logprob", m, [&] { e.ref_logp = remote_reference_->logprobs(kept, e.batch); });
+  else if (stage_.reference)
+    timed_phase(stage_.name, "ref_logprob", m, [&] { e.ref_logp = forward_logprobs(*stage_.reference, e.batch, micro, temperature); });
+  return e;
+}
+
+Experience ExperienceBuilder::empty(Experience e, int64_t iteration, int64_t staleness, RlMetrics& m) {
+  e.batch = slice_rows(e.batch, 0, 0);
+  if (remote_reference_) remote_reference_->logprobs(RolloutSamples(), e.batch);  // the reference still answers
+  e.old_logp = e.batch.loss_mask.clone();
+  e.scores = at::zeros({0}, e.batch.loss_mask.options());
+  // No tokens here, but the dp group reduces the figures together.
+  if (measures_mismatch(iteration, staleness)) add_mismatch_metrics(e.old_logp, e.old_logp, e.batch, m);
+  return e;
+}
+
+bool ExperienceBuilder::measures_mismatch(int64_t iteration, int64_t staleness) const {
+  if (staleness != 0) return false;  // the engine sampled with older weights: a policy lag, not a kernel mismatch
+  return stage_.cfg.recompute_old_logprobs || mismatch_pass_due(iteration, stage_.cfg.logprob_mismatch_every);
+}
+
+void ExperienceBuilder::add_mismatch_metrics(const at::Tensor& trainer_logp, const at::Tensor& engine_logp,
+                                       const TokenBatch& batch, RlMetrics& m) {
+  double abs_max = 0;
+  const MismatchSums local =
+      mismatch_sums(trainer_logp, engine_logp.to(trainer_logp.device()), batch.loss_mask, abs_max);
+  for (const auto& kv : mismatch_metrics(reduce_mismatch(local, abs_max, stage_.policy.ctx.dp))) m.extra.push_back(kv);
+}
+
+namespace {
+// The decoupled objective's importance weights over a batch's response tokens, summed over dp.
+struct OffpolicySums {
+  double weights = 0, capped = 0, kl = 0, tokens = 0;
+};
+}  // namespace
+
+void ExperienceBuilder::add_offpolicy_metrics(const Experience& e, RlMetrics& m) {
+  const at::Tensor mask = e.batch.loss_mask.to(at::kDouble);
+  const at::Tensor raw = importance_weights(e.old_logp, e.behaviour_logp, 0).to(at::kDouble) * mask;
+  const at::Tensor kl = kl_estimate(e.behaviour_logp, e.old_logp, KlEstimator::k3).to(at::kDouble) * mask;
+  OffpolicySums local;
+  local.weights = raw.sum().item<double>();
+  local.capped = stage_.cfg.tis_cap > 0 ? ((raw > stage_.cfg.tis_cap).to(at::kDouble) * mask).sum().item<double>() : 0;
+  local.kl = kl.sum().item<double>();
+  local.tokens = mask.sum().item<double>();
+  const OffpolicySums tot = unpack<OffpolicySums>(sum_over_dp(stage_.policy, pack(local)));
+  at::Tensor w_max = at::full({1}, raw.numel() ? raw.max().item<double>() : 0.0, at::kDouble);
+  dist::all_reduce(stage_.policy.ctx.dp, w_max, dist::ReduceOp::kMax);
+  const double tokens = std::max(1.0, tot.tokens);
+  m.extra.emplace_back("offpolicy/iw_mean", tot.weights / tokens);
+  m.extra.emplace_back("offpolicy/iw_max", w_max.item<double>());
+  m.extra.emplace_back("offpolicy/iw_capped_share", tot.capped / tokens);
+  m.extra.emplace_back("offpolicy/kl_behaviour_old", tot.kl / tokens);
+}
+
+}  // namespace hpcrl::algo

@@ -1,0 +1,174 @@
+// The generating half of a GRPO/PPO iteration (rollout_producer.h).
+#include "hpcrl/algo/stages/rollout_producer.h"
+
+#include <torch/utils.h>
+
+#include <nlohmann/json.hpp>
+
+#include "hpcrl/algo/stages/rollout_copy.h"
+#include "hpcrl/algo/stages/stage_loop.h"
+#include "hpcrl/algo/training/role_sums.h"
+#include "hpcrl/algo/training/step_sums.h"
+
+namespace hpcrl::algo {
+
+namespace {
+constexpr int64_t kMaxSamplingRounds = 4;  // dynamic sampling: 1 + up to 3 refills
+
+// DAPO's soft overlong punishment: a penalty ramping from 0 to `penalty` over
+// the last `buffer` tokens before `limit` (buffer 0: all of it on truncation).
+double overlong_penalty(const config::OverlongConfig& ol, int64_t limit, int64_t len, bool truncated) {
+  if (ol.penalty <= 0) return 0;
+  const int64_t start = limit - ol.buffer;
+  if (ol.buffer > 0 && len > start) return ol.penalty * double(len - start) / double(ol.buffer);
+  if (ol.buffer == 0 && truncated) return ol.penalty;
+  return 0;
+}
+}  // namespace
+
+RolloutProducer::RolloutProducer(const PolicyStageContext& stage, RewardFunction& rewards,
+                                 const PromptBuilder* prompts, io::DataSampler& sampler)
+    : stage_(stage), rewards_(rewards), prompts_(prompts), sampler_(sampler),
+      generation_stops_(stage.env, stage.generator) {
+  if (!stage.plan.generates) return;
+  // A pipelined generator samples from its pp = 1 copy, refreshed at each produce().
+  auto model = sync_rollout_model(stage.generator);
+  rollout::EngineOptions options{stage.generator.config->rollout.max_batch, true};
+  options.abandon = generation_stops_.engine_hook(*model, "rollout");
+  engine_ = std::make_unique<rollout::Engine>(model, stage.generator.tokenizer.get(), options);
+}
+
+void RolloutProducer::rewind() {
+  sampler_.restore(iteration_start_, stage_.name + "'s data position at the iteration's start");
+}
+
+// The rollout copy of a pipelined generator, or the generation copy in another layout, gets the updated weights.
+void RolloutProducer::refresh_weights(RlMetrics& m) {
+  Role& generator = stage_.generator;
+  if (stage_.plan.pipeline_copy) timed_phase(stage_.name, "weight_sync", m, [&] { sync_rollout_model(generator); });
+  if (stage_.plan.placement == GenerationPlacement::kResharded) {
+    released_.restore(*generator.model);
+    timed_phase(stage_.name, "weight_sync", m,
+                [&] { rollout::reshard_weights(*stage_.policy.model, *generator.model); });
+  }
+}
+
+// A resharded copy gives its storage back: the update and the log-probs use that memory.
+void RolloutProducer::release_weights() {
+  if (stage_.plan.placement == GenerationPlacement::kResharded) released_.release(*stage_.generator.model);
+}
+
+RolloutRound RolloutProducer::produce(int64_t iteration) {
+  iteration_start_ = sampler_.cursor();
+  RlMetrics m;  // the spans' seconds
+  refresh_weights(m);
+  RolloutRound round;
+  RolloutSums sums;
+  double max_response_len = 0, kept_groups = 0;
+  round.kept = draw_groups(iteration, m, sums, max_response_len, kept_groups);
+  rewards_.end_iteration();  // a reward model on ranks of its own stops answering for this iteration
+  release_weights();
+  // Metrics over every sample drawn (before dynamic-sampling filtering).
+  at::Tensor maxlen = at::full({1}, max_response_len, at::kDouble);
+  dist::all_reduce(stage_.generator.ctx.dp, maxlen, dist::ReduceOp::kMax);
+  round.totals = unpack<RolloutSums>(sum_over_dp(stage_.generator, pack(sums)));
+  round.max_response_len = maxlen.item<double>();
+  round.kept_groups = kept_groups;
+  round.rounds = m.sampling_rounds;
+  round.seconds_by_span = m.seconds_by_span;
+  return round;
+}
+
+RolloutSamples RolloutProducer::draw_groups(int64_t iteration, RlMetrics& m, RolloutSums& sums,
+                                        double& max_response_len, double& kept_total) {
+  const int64_t local_prompts = stage_.generator.local_batch(stage_.cfg.prompts, stage_.env.stage->path + ".prompts");
+  const size_t G = static_cast<size_t>(stage_.cfg.group);
+  RolloutSamples kept;
+  int64_t kept_groups = 0, rounds = 0;
+  while (true) {
+    const auto rows = sampler_.next_batch(stage_.cfg.prompts, stage_.generator.ctx.dp_rank(), stage_.generator.mesh.dp());
+    std::vector<std::vector<int32_t>> p_ids;
+    for (size_t i : rows) p_ids.push_back(prompts_->prompt_ids(stage_.data.train[i]));
+    const auto samples = generate(p_ids, iteration, rounds, m);
+    RolloutSamples round = score(rows, p_ids, samples, iteration, m, sums, max_response_len);
+    ++rounds;
+    for (size_t g = 0; g * G < round.size() && kept_groups < local_prompts; ++g) {
+      bool all_equal = true;
+      for (size_t k = 1; k < G; ++k) all_equal &= round.scores[g * G + k] == round.scores[g * G];
+      if (stage_.cfg.dynamic_sampling && all_equal) continue;  // no learning signal in this group
+      kept.append(round, g * G, G);
+      ++kept_groups;
+    }
+    kept_total = sum_over_dp(stage_.generator, double(kept_groups));
+    if (!stage_.cfg.dynamic_sampling) break;
+    if (kept_total >= double(stage_.cfg.prompts) || rounds >= kMaxSamplingRounds) break;
+  }
+  m.sampling_rounds = double(rounds);
+  return kept;
+}
+
+std::vector<rollout::Sample> RolloutProducer::generate(const std::vector<std::vector<int32_t>>& p_ids,
+                                                   int64_t iteration, int64_t round, RlMetrics& m) {
+  rollout::SamplingParams sampling = stage_sampling(stage_.cfg.sampling, prompts_->stop_ids());
+  sampling.seed = static_cast<uint64_t>(stage_.env.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(iteration) * 101u +
+                  static_cast<uint64_t>(round);
+  sampling.prompt_offset = static_cast<int64_t>(stage_.generator.ctx.dp_rank() * p_ids.size());
+  sampling.logprobs_at_temperature = true;
+  std::vector<rollout::Sample> samples;
+  timed_phase(stage_.name, "rollout", m, [&] {
+    torch::NoGradGuard no_grad;
+    stage_.generator.model->eval();
+    samples = engine_->generate(p_ids, stage_.cfg.group, sampling);
+    stage_.generator.model->train();
+    // Every generating rank meets here, abandoned or not: the world learns of a stop.
+    generation_stops_.check(stage_.name + " iteration " + std::to_string(iteration) + "'s rollout");
+  });
+  return samples;
+}
+
+RolloutSamples RolloutProducer::score(const std::vector<size_t>& rows, const std::vector<std::vector<int32_t>>& p_ids,
+                                  const std::vector<rollout::Sample>& samples, int64_t iteration, RlMetrics& m,
+                                  RolloutSums& sums, double& max_response_len) {
+  RolloutSamples out;
+  timed_phase(stage_.name, "reward", m, [&] {
+    // Scored as one batch, so a command reward streams the whole round to its program.
+    std::vector<std::string> texts;
+    std::vector<nlohmann::json> meta;
+    for (const auto& s : samples) {
+      const auto& ex = stage_.data.train[rows[s.prompt_index]];
+      texts.push_back(stage_.generator.tokenizer->decode(s.tokens, /*skip_special=*/true));
+      meta.push_back({{"stage", stage_.name}, {"iteration", iteration}, {"example", rows[s.prompt_index]},
+                      {"sample", s.sample_index}});
+      if (ex.line > 0) meta.back()["line"] = ex.line;
+    }
+    std::vector<reward::RewardSample> batch;
+    for (size_t k = 0; k < samples.size(); ++k) {
+      const auto& ex = stage_.data.train[rows[samples[k].prompt_index]];
+      batch.push_back({ex.prompt, texts[k], ex.answer, &meta[k]});
+    }
+    const std::vector<ScoredResponse> scored = rewards_.score_batch(batch, sample_ids(p_ids, samples));
+    for (size_t k = 0; k < samples.size(); ++k) {
+      const auto& s = samples[k];
+      const int64_t len = static_cast<int64_t>(s.tokens.size());
+      const bool truncated = s.finish_reason == "length";
+      const double score =
+          scored[k].score - overlong_penalty(stage_.cfg.overlong, stage_.cfg.sampling.max_new_tokens, len, truncated);
+      out.prompt_ids.push_back(p_ids[s.prompt_index]);
+      out.response_ids.push_back(s.tokens);
+      out.logprobs.push_back(s.logprobs);
+      out.example.push_back(rows[s.prompt_index]);
+      out.scores.push_back(score);
+      out.truncated.push_back(truncated);
+      sums.score += score;
+      sums.score_squared += score * score;
+      sums.samples += 1;
+      sums.correct += scored[k].correct ? 1 : 0;
+      sums.response_tokens += double(len);
+      sums.tokens += double(len + p_ids[s.prompt_index].size());
+      max_response_len = std::max(max_response_len, double(len));
+    }
+  });
+  return out;
+}
+
+}  // namespace hpcrl::algo

@@ -65,8 +65,8 @@ void fused_update(AdamWTensors& t, const std::vector<at::Tensor>& g, double lr, 
 #if HPCRL_HAS_FUSED_ADAMW
   std::vector<at::Tensor>& w = t.w;
   // The kernel reads the step from a float tensor on the weights' device, one per tensor.
-  const at::Tensor t = at::full({}, double(step), w.front().options().dtype(at::kFloat));
-  const std::vector<at::Tensor> steps(w.size(), t);
+  const at::Tensor step_t = at::full({}, double(step), w.front().options().dtype(at::kFloat));
+  const std::vector<at::Tensor> steps(w.size(), step_t);
   at::_fused_adamw_(w, g, t.m, t.v, /*max_exp_avg_sqs=*/{}, steps, lr, o.beta1, o.beta2, o.weight_decay, o.eps,
                     /*amsgrad=*/false, /*maximize=*/false);
 #else

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "hpcrl/config/layout.h"
+#include "hpcrl/config/old_logprobs.h"
 #include "hpcrl/cost/comm_cost.h"
 #include "hpcrl/cost/work_depth.h"
 #include "hpcrl/util/error.h"
@@ -140,15 +141,15 @@ void add_training_side(StageEstimate& e, const PipelineConfig& cfg, const config
                        const RoleOnRanks& policy, const std::string& critic, int64_t world,
                        const HardwareProfile& hw, const RlShapes& sh, int bytes) {
   const int64_t n = s.responses(), len = sh.row, micro = s.train.micro_batch;
-  if (s.recompute_old_logprobs)  // also whenever decoupled(), which requires it
+  // A pass only where the stage runs one: not with the engine's log-probs, nor when π_old is the update's forward.
+  if (config::old_logprob_source(s) == config::OldLogprobs::kPass)
     e.spans.push_back(span("old_logprob", policy, "A",
                            forward_pass(*policy.model->arch, policy.layout, hw, n, len, micro, bytes)));
   if (!s.reference.empty()) {
     const RoleOnRanks ref = role_on_ranks(cfg, s.reference, false, world);
     e.spans.push_back(span("ref_logprob", ref, "A", forward_pass(*ref.model->arch, ref.layout, hw, n, len, micro, bytes)));
   }
-  const int64_t mini = s.mini_batch > 0 ? s.mini_batch : n;
-  const int64_t steps = std::max<int64_t>(1, n / mini) * s.epochs;
+  const int64_t steps = config::minibatches_per_epoch(s) * s.epochs;
   add_training(e, "actor_update", policy, hw, {n * s.epochs, len, micro, false, true}, steps, bytes);
   if (critic.empty()) return;
   const RoleOnRanks cr = role_on_ranks(cfg, critic, false, world);

@@ -41,7 +41,8 @@ const char* kOneAndOne = "placement: {mode: disaggregated, ranges: {policy: [0, 
                          "policy.rollout: [1, 1]}}\n";
 
 TEST(StageEstimate, ColocatedIterationIsGenerationPlusAuxiliaryPlusTraining) {
-  const auto est = estimate_pipeline(grpo_config(1, ""), 1, profile(), {});
+  // Two mini-batches of 16 of the 32 responses: two optimizer steps, so the old-log-prob pass runs.
+  const auto est = estimate_pipeline(grpo_config(1, "", ", mini_batch: 16"), 1, profile(), {});
   ASSERT_EQ(est.size(), 2u);
   const StageEstimate& g = est[1];
   EXPECT_EQ(g.unit, "iteration");
@@ -73,7 +74,7 @@ TEST(StageEstimate, AsynchronousIsTheLongerOfGenerationAndTrainingAndNeverSlower
 
 // The coupled objective takes the engine's log-probs as π_old: the trainer's A is the reference pass alone.
 TEST(StageEstimate, CoupledAsyncDropsOnlyTheOldLogProbPass) {
-  const std::string lag = ", async: {max_staleness: 1}";
+  const std::string lag = ", async: {max_staleness: 1}, mini_batch: 16";  // two steps: the decoupled run has a pass
   const auto decoupled = estimate_pipeline(grpo_config(2, kOneAndOne, lag), 2, profile(), {})[1];
   const auto coupled = estimate_pipeline(grpo_config(2, kOneAndOne, lag, false), 2, profile(), {})[1];
   double old_pass = 0;
@@ -86,10 +87,28 @@ TEST(StageEstimate, CoupledAsyncDropsOnlyTheOldLogProbPass) {
   EXPECT_DOUBLE_EQ(coupled.generation_s, decoupled.generation_s);
 }
 
+// One optimizer step a batch: π_old is the update's own forward, so the estimate has no pass for it,
+// and the trainer's A is the reference's log-probs alone.
+TEST(StageEstimate, OneOptimizerStepABatchHasNoOldLogProbPass) {
+  const auto one = estimate_pipeline(grpo_config(1, ""), 1, profile(), {})[1];  // 8 prompts × 4: one mini-batch
+  const auto two = estimate_pipeline(grpo_config(1, "", ", mini_batch: 16"), 1, profile(), {})[1];
+  double ref = 0, old_pass = 0;
+  for (const auto& s : one.spans) {
+    EXPECT_NE(s.name, "old_logprob");
+    if (s.name == "ref_logprob") ref += s.cost.seconds();
+  }
+  for (const auto& s : two.spans)
+    if (s.name == "old_logprob") old_pass += s.cost.seconds();
+  EXPECT_GT(old_pass, 0.0);
+  EXPECT_DOUBLE_EQ(one.aux_s, ref);
+  EXPECT_DOUBLE_EQ(two.aux_s, ref + old_pass);  // the same reference pass, then the old-log-prob pass
+}
+
 TEST(StageEstimate, AReferenceOnRanksOfItsOwnRunsBesideTheTrainer) {
   const auto e = estimate_pipeline(
       grpo_config(3, "placement: {mode: disaggregated, ranges: {policy: [0, 0], reference: [1, 1], "
-                     "policy.rollout: [2, 2]}}\n"),
+                     "policy.rollout: [2, 2]}}\n",
+                  ", mini_batch: 16"),  // two optimizer steps: the trainer runs an old-log-prob pass
       3, profile(), {})[1];
   double old_lp = 0, ref_lp = 0;
   for (const auto& s : e.spans) {
@@ -97,6 +116,7 @@ TEST(StageEstimate, AReferenceOnRanksOfItsOwnRunsBesideTheTrainer) {
     if (s.name == "ref_logprob") ref_lp = s.cost.seconds();
   }
   EXPECT_GT(ref_lp, 0.0);
+  EXPECT_GT(old_lp, 0.0);
   EXPECT_DOUBLE_EQ(e.aux_s, std::max(old_lp, ref_lp));
 }
 

@@ -3,6 +3,7 @@
 
 #include <torch/utils.h>
 
+#include "hpcrl/algo/objectives/logprob_mismatch.h"
 #include "hpcrl/algo/training/forward_backward.h"
 #include "hpcrl/algo/training/micro_batches.h"
 #include "hpcrl/algo/training/step_sums.h"
@@ -10,6 +11,13 @@
 #include "hpcrl/algo/objectives/sequence_ratio.h"
 
 namespace hpcrl::algo {
+
+// Every per-token input of one micro-batch in its layout (trimmed or packed), this sp rank's columns.
+struct ActorMicroBatch {
+  at::Tensor old_logp, advantages, ref_logp, mask, weights, behaviour_logp;
+  at::Tensor rows;  // each token's row in the mini-batch (what GSPO's sequence ratio sums over)
+  at::Tensor loss_mask, engine_logp;  // the update's forward as π_old: what its metrics compare
+};
 
 namespace {
 // The loss mask the actor trains on: DAPO's overlong filter drops truncated responses.
@@ -22,11 +30,30 @@ at::Tensor actor_mask(const Experience& exp, bool overlong_filter) {
   return exp.batch.loss_mask * keep.to(exp.batch.loss_mask.device()).unsqueeze(1);
 }
 
-// Every per-token input of one micro-batch in its layout (trimmed or packed), this sp rank's columns.
-struct ActorMicroBatch {
-  at::Tensor old_logp, advantages, ref_logp, mask, weights, behaviour_logp;
-  at::Tensor rows;  // each token's row in the mini-batch (what GSPO's sequence ratio sums over)
-};
+// What the update's forward adds as π_old (`old_logp`, detached) to the decoupled objective's
+// importance weights and to the mismatch with the engine, over the micro-batch's response tokens.
+void add_update_forward(const at::Tensor& old_logp, const ActorMicroBatch& u, double tis_cap, ActorUpdateSums& s,
+                        ActorUpdatePeaks& peaks) {
+  const at::Tensor mask = u.loss_mask.to(at::kDouble);
+  if (u.behaviour_logp.defined()) {
+    const at::Tensor w = importance_weights(old_logp, u.behaviour_logp, 0).to(at::kDouble) * mask;
+    s.iw += w.sum().item<double>();
+    if (tis_cap > 0) s.iw_capped += ((w > tis_cap).to(at::kDouble) * mask).sum().item<double>();
+    s.kl_behaviour_old += (kl_estimate(u.behaviour_logp, old_logp, KlEstimator::k3).to(at::kDouble) * mask)
+                              .sum()
+                              .item<double>();
+    s.iw_tokens += mask.sum().item<double>();
+    if (w.numel()) peaks.iw = std::max(peaks.iw, w.max().item<double>());
+  }
+  if (u.engine_logp.defined()) {
+    double abs_max = 0;
+    const MismatchSums ms = mismatch_sums(old_logp, u.engine_logp, u.loss_mask, abs_max);
+    s.mismatch_abs += ms.abs_diff;
+    s.mismatch_kl += ms.kl;
+    s.mismatch_tokens += ms.tokens;
+    peaks.mismatch_abs = std::max(peaks.mismatch_abs, abs_max);
+  }
+}
 
 bool sequence_ratio_loss(const PolicyLossConfig& pl) {
   return pl.kind == PolicyLossKind::gspo || pl.kind == PolicyLossKind::gspo_token;
@@ -38,11 +65,7 @@ at::Tensor row_indices(int64_t n, int64_t T, const at::Tensor& like) {
 }
 }  // namespace
 
-int64_t ActorUpdate::minibatches_per_epoch() const {
-  const int64_t total = stage_.cfg.responses();
-  const int64_t mini = stage_.cfg.mini_batch > 0 ? stage_.cfg.mini_batch : total;
-  return std::max<int64_t>(1, total / mini);
-}
+int64_t ActorUpdate::minibatches_per_epoch() const { return config::minibatches_per_epoch(stage_.cfg); }
 
 void ActorUpdate::update(const Experience& exp, Trainer& trainer, const PolicyLossConfig& pl, int64_t iteration,
                          RlMetrics& m) {
@@ -51,11 +74,12 @@ void ActorUpdate::update(const Experience& exp, Trainer& trainer, const PolicyLo
     const int64_t n_mini = minibatches_per_epoch();
     const at::Tensor mask = actor_mask(exp, stage_.cfg.overlong.filter);
     ActorUpdateSums sums;
+    ActorUpdatePeaks peaks;
     double norm_sum = 0;
     int64_t step = iteration * stage_.cfg.epochs * n_mini;
     for (int64_t epoch = 0; epoch < stage_.cfg.epochs; ++epoch)
       for (int64_t k = 0; k < n_mini; ++k, ++step)
-        norm_sum += actor_step({exp, mask, trainer, pl}, k * B / n_mini, (k + 1) * B / n_mini, step, sums);
+        norm_sum += actor_step({exp, mask, trainer, pl}, k * B / n_mini, (k + 1) * B / n_mini, step, sums, peaks);
     const auto tot = sum_step_sums(stage_.policy, sums);
     const double tok = std::max(1.0, tot.tokens);
     m.clip_frac = tot.clipped_tokens / tok;
@@ -63,41 +87,72 @@ void ActorUpdate::update(const Experience& exp, Trainer& trainer, const PolicyLo
     m.entropy = tot.entropy_tokens / tok;
     m.loss = tot.loss / double(stage_.cfg.epochs * n_mini);
     m.grad_norm = norm_sum / double(stage_.cfg.epochs * n_mini);
+    if (exp.old_from_update) add_update_forward_metrics(exp, tot, peaks, m);
   });
 }
 
-double ActorUpdate::actor_step(const UpdateInputs& in, int64_t lo, int64_t hi, int64_t step, ActorUpdateSums& sums) {
+void ActorUpdate::add_update_forward_metrics(const Experience& exp, const ActorUpdateSums& tot, ActorUpdatePeaks peaks,
+                                             RlMetrics& m) const {
+  at::Tensor peak = at::tensor({peaks.iw, peaks.mismatch_abs}, at::kDouble);
+  max_step_values(stage_.policy, peak);
+  if (exp.behaviour_logp.defined()) {
+    const double tokens = std::max(1.0, tot.iw_tokens);
+    m.extra.emplace_back("offpolicy/iw_mean", tot.iw / tokens);
+    m.extra.emplace_back("offpolicy/iw_max", peak[0].item<double>());
+    m.extra.emplace_back("offpolicy/iw_capped_share", tot.iw_capped / tokens);
+    m.extra.emplace_back("offpolicy/kl_behaviour_old", tot.kl_behaviour_old / tokens);
+  }
+  if (exp.engine_logp.defined()) {
+    const double tokens = std::max(1.0, tot.mismatch_tokens);
+    const LogprobMismatch mm{tot.mismatch_abs / tokens, peak[1].item<double>(), tot.mismatch_kl / tokens,
+                             tot.mismatch_tokens};
+    for (const auto& kv : mismatch_metrics(mm)) m.extra.push_back(kv);
+  }
+}
+
+// The micro-batches of experience rows [lo, hi) with their per-token inputs cut to this rank's layout.
+void ActorUpdate::cut_micro_batches(const UpdateInputs& in, int64_t lo, int64_t hi, const at::Tensor& weights,
+                                    const at::Tensor& rows, std::vector<TokenBatch>& shards,
+                                    std::vector<ActorMicroBatch>& inputs) const {
   const Experience& exp = in.exp;
-  const at::Tensor& mask = in.mask;
+  const auto& ctx = stage_.policy.ctx;
+  for (const MicroBatch& mb : plan_micro_batches(slice_rows(exp.batch, lo, hi),
+                                                 micro_batch_options(stage_.cfg.train, ctx.sp_size()))) {
+    auto cut = [&](const at::Tensor& t) { return mb.gather_chunk(t.defined() ? t.slice(0, lo, hi) : t, ctx.sp); };
+    shards.push_back(sequence_shard(mb.tokens, ctx.sp_rank(), ctx.sp_size()));
+    inputs.push_back({cut(exp.old_logp), cut(exp.advantages), cut(exp.ref_logp), cut(in.mask),
+                      mb.gather_chunk(weights, ctx.sp), cut(exp.behaviour_logp), mb.gather_chunk(rows, ctx.sp),
+                      exp.old_from_update ? cut(exp.batch.loss_mask) : at::Tensor(), cut(exp.engine_logp)});
+  }
+}
+
+double ActorUpdate::actor_step(const UpdateInputs& in, int64_t lo, int64_t hi, int64_t step, ActorUpdateSums& sums,
+                               ActorUpdatePeaks& peaks) {
+  const Experience& exp = in.exp;
   const PolicyLossConfig& pl = in.pl;
-  const at::Tensor mk = mask.slice(0, lo, hi);
+  const at::Tensor mk = in.mask.slice(0, lo, hi);
   const double den_local = pl.agg == LossAgg::token_mean ? mk.sum().item<double>() : double(hi - lo);
   const double den = std::max(1.0, sum_over_dp(stage_.policy, den_local));
   const double grad_group = stage_.policy.ctx.grad ? stage_.policy.ctx.grad->size() : 1;
-  const at::Tensor weights = loss_weights(mk, pl.agg);  // on whole rows, before any cut
   const bool seq_ratio = sequence_ratio_loss(pl);
   const at::Tensor row_tokens = seq_ratio ? mk.sum(1) : at::Tensor();
-  const at::Tensor rows = seq_ratio ? row_indices(hi - lo, mk.size(1), mk) : at::Tensor();
   std::vector<TokenBatch> shards;
   std::vector<ActorMicroBatch> inputs;
-  for (const MicroBatch& mb : plan_micro_batches(slice_rows(exp.batch, lo, hi),
-                                                 micro_batch_options(stage_.cfg.train, stage_.policy.ctx.sp_size()))) {
-    auto cut = [&](const at::Tensor& t) { return mb.gather_chunk(t.defined() ? t.slice(0, lo, hi) : t, stage_.policy.ctx.sp); };
-    shards.push_back(sequence_shard(mb.tokens, stage_.policy.ctx.sp_rank(), stage_.policy.ctx.sp_size()));
-    inputs.push_back({cut(exp.old_logp), cut(exp.advantages), cut(exp.ref_logp), cut(mask),
-                      mb.gather_chunk(weights, stage_.policy.ctx.sp), cut(exp.behaviour_logp),
-                      mb.gather_chunk(rows, stage_.policy.ctx.sp)});
-  }
+  cut_micro_batches(in, lo, hi, loss_weights(mk, pl.agg) /* on whole rows, before any cut */,
+                    seq_ratio ? row_indices(hi - lo, mk.size(1), mk) : at::Tensor(), shards, inputs);
   // The micro-batch's loss and statistics from the policy's final hidden states
   // (with pp on the last stage only; sum_step_sums shares them after the update).
   auto micro_loss = [&](size_t i, const at::Tensor& hidden) {
     const ActorMicroBatch& u = inputs[i];
     auto lp = stage_.policy.model->token_logprobs(hidden, shards[i].targets, /*with_entropy=*/true,
-                                            sampling_temperature(stage_.cfg));
-    PolicyLossInputs in{lp.logprobs, u.old_logp, u.advantages, u.mask, u.ref_logp, lp.entropy, u.behaviour_logp};
+                                                  sampling_temperature(stage_.cfg));
+    // One optimizer step a batch: π_old is the policy this forward runs, detached.
+    const at::Tensor old_logp = exp.old_from_update ? lp.logprobs.detach() : u.old_logp;
+    if (exp.old_from_update) add_update_forward(old_logp, u, pl.tis_cap, sums, peaks);
+    PolicyLossInputs pin{lp.logprobs, old_logp, u.advantages, u.mask, u.ref_logp, lp.entropy, u.behaviour_logp};
     if (seq_ratio)
-      in.seq_log_ratio = sequence_log_ratio(lp.logprobs - u.old_logp, u.mask, u.rows, row_tokens, stage_.policy.ctx.sp);
-    PolicyLossOutput po = policy_loss(in, pl);
+      pin.seq_log_ratio = sequence_log_ratio(lp.logprobs - old_logp, u.mask, u.rows, row_tokens, stage_.policy.ctx.sp);
+    PolicyLossOutput po = policy_loss(pin, pl);
     at::Tensor loss = (po.per_token * u.weights).sum() * (grad_group / den);
     const double tok = u.mask.sum().item<double>();
     sums.clipped_tokens += po.clip_frac * tok;

@@ -35,23 +35,15 @@ Experience ExperienceBuilder::make(RolloutSamples& kept, int64_t iteration, int6
   if (kept.size() == 0) return empty(std::move(e), iteration, staleness, m);
   e.scores = at::tensor(std::vector<float>(kept.scores.begin(), kept.scores.end())).to(stage_.policy.device());
   e.truncated = kept.truncated;
+  const at::Tensor engine_logp = scatter_response_values(e.batch, kept.logprobs);
+  add_old_logprobs(e, engine_logp, m);
+  if (stage_.cfg.decoupled()) {
+    e.behaviour_logp = engine_logp;
+    if (!e.old_from_update) add_offpolicy_metrics(e, m);  // else the update reports them
+  }
+  if (measures_mismatch(iteration, staleness)) add_mismatch(e, engine_logp, m);
   const MicroBatchOptions micro = micro_batch_options(stage_.cfg.train, stage_.policy.ctx.sp_size());
   const double temperature = sampling_temperature(stage_.cfg);
-  const at::Tensor engine_logp = scatter_response_values(e.batch, kept.logprobs);
-  if (stage_.cfg.recompute_old_logprobs)  // also whenever decoupled(), which requires it
-    timed_phase(stage_.name, "old_logprob", m, [&] { e.old_logp = forward_logprobs(stage_.policy, e.batch, micro, temperature); });
-  else
-    e.old_logp = engine_logp;
-  if (stage_.cfg.decoupled()) {
-    e.behaviour_logp = engine_logp.to(e.old_logp.device());
-    add_offpolicy_metrics(e, m);
-  }
-  if (measures_mismatch(iteration, staleness)) {
-    at::Tensor trainer_logp = e.old_logp;  // the old-log-prob pass, where it ran
-    if (!stage_.cfg.recompute_old_logprobs)
-      timed_phase(stage_.name, "mismatch_logprob", m, [&] { trainer_logp = forward_logprobs(stage_.policy, e.batch, micro, temperature); });
-    add_mismatch_metrics(trainer_logp, engine_logp, e.batch, m);
-  }
   if (remote_reference_)
     timed_phase(stage_.name, "ref_logprob", m, [&] { e.ref_logp = remote_reference_->logprobs(kept, e.batch); });
   else if (stage_.reference)
@@ -64,9 +56,54 @@ Experience ExperienceBuilder::empty(Experience e, int64_t iteration, int64_t sta
   if (remote_reference_) remote_reference_->logprobs(RolloutSamples(), e.batch);  // the reference still answers
   e.old_logp = e.batch.loss_mask.clone();
   e.scores = at::zeros({0}, e.batch.loss_mask.options());
-  // No tokens here, but the dp group reduces the figures together.
-  if (measures_mismatch(iteration, staleness)) add_mismatch_metrics(e.old_logp, e.old_logp, e.batch, m);
+  // No tokens here, but the dp group reduces the figures together (in the update, when it measures them).
+  e.old_from_update = stage_.plan.old_logprobs == OldLogprobs::kUpdateForward;
+  if (stage_.cfg.decoupled()) {  // zero weights here; the figures are reduced over every rank
+    e.behaviour_logp = e.old_logp;
+    if (!e.old_from_update) add_offpolicy_metrics(e, m);
+  }
+  if (!measures_mismatch(iteration, staleness)) return e;
+  if (e.old_from_update)
+    e.engine_logp = e.old_logp;
+  else
+    add_mismatch_metrics(e.old_logp, e.old_logp, e.batch, m);
   return e;
+}
+
+void ExperienceBuilder::add_old_logprobs(Experience& e, const at::Tensor& engine_logp, RlMetrics& m) {
+  switch (stage_.plan.old_logprobs) {
+    case OldLogprobs::kEngine:
+      e.old_logp = engine_logp;
+      return;
+    case OldLogprobs::kPass: {
+      const MicroBatchOptions micro = micro_batch_options(stage_.cfg.train, stage_.policy.ctx.sp_size());
+      timed_phase(stage_.name, "old_logprob", m, [&] {
+        e.old_logp = forward_logprobs(stage_.policy, e.batch, micro, sampling_temperature(stage_.cfg));
+      });
+      return;
+    }
+    case OldLogprobs::kUpdateForward:
+      e.old_from_update = true;
+      return;
+  }
+}
+
+void ExperienceBuilder::add_mismatch(Experience& e, const at::Tensor& engine_logp, RlMetrics& m) {
+  switch (stage_.plan.old_logprobs) {
+    case OldLogprobs::kEngine: {  // a forward of its own, every logprob_mismatch_every-th iteration
+      const MicroBatchOptions micro = micro_batch_options(stage_.cfg.train, stage_.policy.ctx.sp_size());
+      at::Tensor trainer_logp;
+      timed_phase(stage_.name, "mismatch_logprob", m, [&] {
+        trainer_logp = forward_logprobs(stage_.policy, e.batch, micro, sampling_temperature(stage_.cfg));
+      });
+      return add_mismatch_metrics(trainer_logp, engine_logp, e.batch, m);
+    }
+    case OldLogprobs::kPass:
+      return add_mismatch_metrics(e.old_logp, engine_logp, e.batch, m);
+    case OldLogprobs::kUpdateForward:
+      e.engine_logp = engine_logp;  // the update compares its own forward with them
+      return;
+  }
 }
 
 bool ExperienceBuilder::measures_mismatch(int64_t iteration, int64_t staleness) const {

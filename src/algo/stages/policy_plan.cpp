@@ -16,9 +16,10 @@ StageSide side_of(const PolicyPlan& plan) {
 }
 }  // namespace
 
-PolicyPlan plan_policy_stage(const Role& policy, const Role& generator, const Role* reference, bool reference_apart,
-                             bool rewards_apart) {
+PolicyPlan plan_policy_stage(const config::RlStage& cfg, const Role& policy, const Role& generator,
+                             const Role* reference, bool reference_apart, bool rewards_apart) {
   PolicyPlan plan;
+  plan.old_logprobs = old_logprob_source(cfg);
   plan.placement = placement_of(policy, generator);
   plan.generates = generator.member();
   plan.trains = policy.member();

@@ -45,7 +45,7 @@ PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy
                reference,
                data,
                std::move(stage_name),
-               plan_policy_stage(policy, generator_of(policy, generator), reference,
+               plan_policy_stage(cfg, policy, generator_of(policy, generator), reference,
                                  reference && on_own_ranks(*reference, policy), rewards_.serves_apart())},
       eval_stops_(env, policy),
       prompts_(make_prompts(context_)),

@@ -20,4 +20,9 @@ void sum_step_values(const Role& role, at::Tensor& values) {
   dist::all_reduce(role.ctx.grad, values);
 }
 
+void max_step_values(const Role& role, at::Tensor& values) {
+  share_from_last_stage(role, values);
+  dist::all_reduce(role.ctx.grad, values, dist::ReduceOp::kMax);
+}
+
 }  // namespace hpcrl::algo

@@ -12,7 +12,8 @@
 //
 // Where the trainer computes its old log-probs anyway (recompute_old_logprobs,
 // which the decoupled objective implies) those are the trainer's side, every
-// iteration; otherwise a forward of its own runs every
+// iteration: the old-log-prob pass, or the update's own forward when the batch
+// takes one optimizer step (stages/actor_update.cpp sums them there); otherwise a forward of its own runs every
 // `logprob_mismatch_every` iterations (config: 0 = never). See docs/tracing.md.
 #pragma once
 

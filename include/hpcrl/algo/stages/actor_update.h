@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "hpcrl/algo/objectives/policy_loss.h"
 #include "hpcrl/algo/stages/policy_plan.h"
@@ -23,7 +24,20 @@ struct ActorUpdateSums {
   double entropy_tokens = 0;  // Σ entropy · tokens
   double tokens = 0;
   double loss = 0;            // Σ micro-batch loss numerators / den
+  // When the update's forward is π_old (Experience::old_from_update), over the batch's response
+  // tokens: the decoupled objective's importance weights w = π_old/π_behaviour (Σ w, tokens with
+  // w above tis_cap, Σ k3 KL(π_behaviour‖π_old), tokens) and the mismatch with the engine's
+  // log-probs (logprob_mismatch.h's sums).
+  double iw = 0, iw_capped = 0, kl_behaviour_old = 0, iw_tokens = 0;
+  double mismatch_abs = 0, mismatch_kl = 0, mismatch_tokens = 0;
 };
+
+// The maxima of the same figures (max-reduced over the policy's ranks).
+struct ActorUpdatePeaks {
+  double iw = 0, mismatch_abs = 0;
+};
+
+struct ActorMicroBatch;  // one micro-batch's per-token inputs (actor_update.cpp)
 
 class ActorUpdate {
  public:
@@ -43,8 +57,16 @@ class ActorUpdate {
     Trainer& trainer;
     const PolicyLossConfig& pl;
   };
-  // One optimizer step of the actor on experience rows [lo, hi); adds to `sums`.
-  double actor_step(const UpdateInputs& in, int64_t lo, int64_t hi, int64_t step, ActorUpdateSums& sums);
+  // One optimizer step of the actor on experience rows [lo, hi); adds to `sums` and `peaks`.
+  double actor_step(const UpdateInputs& in, int64_t lo, int64_t hi, int64_t step, ActorUpdateSums& sums,
+                    ActorUpdatePeaks& peaks);
+  // The micro-batches of rows [lo, hi) with their per-token inputs in this rank's layout.
+  void cut_micro_batches(const UpdateInputs& in, int64_t lo, int64_t hi, const at::Tensor& weights,
+                         const at::Tensor& rows, std::vector<TokenBatch>& shards,
+                         std::vector<ActorMicroBatch>& inputs) const;
+  // The importance-weight and mismatch metrics of an update whose forward was π_old (collective).
+  void add_update_forward_metrics(const Experience& exp, const ActorUpdateSums& tot, ActorUpdatePeaks peaks,
+                                  RlMetrics& m) const;
 
   const PolicyStageContext& stage_;
 };

@@ -31,6 +31,10 @@ class ExperienceBuilder {
   void serve_reference();
 
  private:
+  // e.old_logp by the plan's source: the engine's, a pass, or left to the update's forward.
+  void add_old_logprobs(Experience& e, const at::Tensor& engine_logp, RlMetrics& m);
+  // The mismatch of the trainer's log-probs (the pass, a forward of its own, or the update's) with the engine's.
+  void add_mismatch(Experience& e, const at::Tensor& engine_logp, RlMetrics& m);
   // Whether iteration `iteration` measures the train/inference mismatch (logprob_mismatch.h):
   // every iteration with an old-log-prob pass, else every logprob_mismatch_every-th; never on stale samples.
   bool measures_mismatch(int64_t iteration, int64_t staleness) const;

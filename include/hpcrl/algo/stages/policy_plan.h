@@ -8,6 +8,7 @@
 
 #include "hpcrl/algo/training/stage_env.h"
 #include "hpcrl/algo/training/role.h"
+#include "hpcrl/config/old_logprobs.h"
 #include "hpcrl/config/pipeline_config.h"
 
 namespace hpcrl::algo {
@@ -18,6 +19,11 @@ enum class GenerationPlacement {
                    // weights resharded into it before each rollout, samples re-dealt to the training layout
   kDisaggregated,  // ranks of its own (`<policy>.rollout`): the round plan's executor (disaggregated_rl.h)
 };
+
+// Where an iteration's old log-probs come from (config/old_logprobs.h: the rule the cost model shares).
+using config::OldLogprobs;
+using config::minibatches_per_epoch;
+using config::old_logprob_source;
 
 // What this rank does in a disaggregated stage: generate, train the policy, help
 // the trainer from ranks of its own (a reference, a critic), or score the
@@ -32,13 +38,16 @@ struct PolicyPlan {
   bool pipeline_copy = false;    // the generator is pipelined: it samples from a pp = 1 copy refreshed per rollout
   bool serves_reference = false; // this rank is a reference on ranks of its own: it answers log-prob requests
   bool serves_rewards = false;   // this rank is a reward model on ranks of its own: it answers scoring rounds
+  OldLogprobs old_logprobs = OldLogprobs::kEngine;
 };
+
+
 
 // `generator`: the policy itself or its `<policy>.rollout` role; `reference_apart`:
 // the stage's reference has ranks of its own; `rewards_apart`: this rank scores
 // for a reward model of its own (RewardFunction::serves_apart).
-PolicyPlan plan_policy_stage(const Role& policy, const Role& generator, const Role* reference, bool reference_apart,
-                             bool rewards_apart);
+PolicyPlan plan_policy_stage(const config::RlStage& cfg, const Role& policy, const Role& generator,
+                             const Role* reference, bool reference_apart, bool rewards_apart);
 
 // What every part of a policy stage (rollout_producer.h, experience_builder.h,
 // actor_update.h) reads: the stage's config, its roles, its data, its name and the plan.

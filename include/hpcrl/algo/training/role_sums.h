@@ -22,6 +22,9 @@ double sum_over_dp(const Role& role, double local);
 // whose ranks each saw their share of the step's tokens.
 void sum_step_values(const Role& role, at::Tensor& values);
 
+// The same for maxima: shared from the last pipeline stage, then max-reduced over the gradient group.
+void max_step_values(const Role& role, at::Tensor& values);
+
 template <class Sums>
 Sums sum_step_sums(const Role& role, const Sums& local) {
   at::Tensor packed = pack(local);

@@ -18,6 +18,11 @@ namespace hpcrl::algo {
 struct Experience {
   TokenBatch batch;       // prompts + responses, [B, T]
   at::Tensor old_logp;    // [B, T] old-policy log-probs at loss_mask positions (0 elsewhere)
+  // The update takes old_logp from its own forward (one optimizer step a batch; the same on
+  // every rank of the stage): old_logp is undefined, and the update reports the importance
+  // weights of a decoupled objective and, when engine_logp is set, the mismatch.
+  bool old_from_update = false;
+  at::Tensor engine_logp;     // [B, T] the engine's log-probs, when the update measures the mismatch
   at::Tensor behaviour_logp;  // [B, T] the engine's, when old_logp is the trainer's (decoupled objective)
   at::Tensor ref_logp;    // [B, T] reference log-probs (undefined without a reference)
   at::Tensor advantages;  // [B, T]

@@ -60,7 +60,7 @@ mkdir -p "$scratch/fmt-shim"
 fmt_dir=$(echo '#include <fmt/core.h>' | g++ -std=c++17 -x c++ -E -M - 2>/dev/null | tr ' \\' '\n\n' |
           grep '/fmt/core.h$' | head -1 | xargs -r dirname) || true
 [ -n "$fmt_dir" ] && ln -s "$fmt_dir" "$scratch/fmt-shim/fmt"
-flags=(-std=c++17 -D_GLIBCXX_USE_CXX11_ABI=1 -DHPCRL_TORCH_CUDA=1 -DHPCRL_WITH_NCCL=1
+flags=(-std=c++17 -Werror=switch -D_GLIBCXX_USE_CXX11_ABI=1 -DHPCRL_TORCH_CUDA=1 -DHPCRL_WITH_NCCL=1
        -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB -DFMT_SHARED
        "-DHPCRL_BINARY=\"hpcrl\"" "-DHPCRL_DATA_DIR=\"data\"" "-DHPCRL_SOURCE_DIR=\".\""
        -Iinclude -Isrc -Itests -Ibenchmarks

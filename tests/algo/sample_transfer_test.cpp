@@ -3,7 +3,7 @@
 // ranks in global order.
 #include <gtest/gtest.h>
 
-#include "hpcrl/algo/remote/sample_transfer.h"
+#include "hpcrl/algo/training/sample_transfer.h"
 
 using namespace hpcrl::algo;
 

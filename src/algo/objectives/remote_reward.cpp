@@ -4,7 +4,7 @@
 #include <torch/utils.h>
 
 #include "hpcrl/algo/objectives/reward_model.h"
-#include "hpcrl/algo/remote/sample_transfer.h"
+#include "hpcrl/algo/training/sample_transfer.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"

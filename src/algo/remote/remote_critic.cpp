@@ -8,7 +8,7 @@
 #include "hpcrl/algo/training/micro_batches.h"
 #include "hpcrl/algo/training/rollout_batch.h"
 #include "hpcrl/algo/training/role_sums.h"
-#include "hpcrl/algo/remote/sample_transfer.h"
+#include "hpcrl/algo/training/sample_transfer.h"
 #include "hpcrl/algo/training/value_pass.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/trace/trace.h"

@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "hpcrl/algo/training/rollout_batch.h"
-#include "hpcrl/algo/remote/sample_transfer.h"
+#include "hpcrl/algo/training/sample_transfer.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/trace/trace.h"
 

@@ -11,7 +11,7 @@
 
 #include "hpcrl/algo/stages/rl_rounds.h"
 #include "hpcrl/algo/training/role_sums.h"
-#include "hpcrl/algo/remote/sample_transfer.h"
+#include "hpcrl/algo/training/sample_transfer.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/distributed/bridge.h"
 #include "hpcrl/model/weights.h"

@@ -7,7 +7,7 @@
 
 #include "hpcrl/algo/stages/evaluation.h"
 #include "hpcrl/algo/remote/remote_reference.h"
-#include "hpcrl/algo/remote/sample_transfer.h"
+#include "hpcrl/algo/training/sample_transfer.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/algo/stages/stage_loop.h"
 #include "hpcrl/trace/trace.h"

@@ -1,5 +1,5 @@
 // Samples from the generating replicas to the trainer ranks (sample_transfer.h).
-#include "hpcrl/algo/remote/sample_transfer.h"
+#include "hpcrl/algo/training/sample_transfer.h"
 
 #include <cstring>
 #include <numeric>

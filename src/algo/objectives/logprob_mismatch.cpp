@@ -30,9 +30,12 @@ LogprobMismatch reduce_mismatch(const MismatchSums& local, double local_abs_max,
   at::Tensor peak = at::full({1}, local_abs_max, at::kDouble);
   dist::all_reduce(dp, sums);
   dist::all_reduce(dp, peak, dist::ReduceOp::kMax);
-  const MismatchSums tot = unpack<MismatchSums>(sums);
-  const double tokens = std::max(1.0, tot.tokens);
-  return {tot.abs_diff / tokens, peak.item<double>(), tot.kl / tokens, tot.tokens};
+  return mismatch_of(unpack<MismatchSums>(sums), peak.item<double>());
+}
+
+LogprobMismatch mismatch_of(const MismatchSums& total, double abs_max) {
+  const double tokens = std::max(1.0, total.tokens);
+  return {total.abs_diff / tokens, abs_max, total.kl / tokens, total.tokens};
 }
 
 bool mismatch_pass_due(int64_t iteration, int64_t every) { return every > 0 && iteration % every == 0; }

@@ -34,23 +34,14 @@ at::Tensor actor_mask(const Experience& exp, bool overlong_filter) {
 // importance weights and to the mismatch with the engine, over the micro-batch's response tokens.
 void add_update_forward(const at::Tensor& old_logp, const ActorMicroBatch& u, double tis_cap, ActorUpdateSums& s,
                         ActorUpdatePeaks& peaks) {
-  const at::Tensor mask = u.loss_mask.to(at::kDouble);
-  if (u.behaviour_logp.defined()) {
-    const at::Tensor w = importance_weights(old_logp, u.behaviour_logp, 0).to(at::kDouble) * mask;
-    s.iw += w.sum().item<double>();
-    if (tis_cap > 0) s.iw_capped += ((w > tis_cap).to(at::kDouble) * mask).sum().item<double>();
-    s.kl_behaviour_old += (kl_estimate(u.behaviour_logp, old_logp, KlEstimator::k3).to(at::kDouble) * mask)
-                              .sum()
-                              .item<double>();
-    s.iw_tokens += mask.sum().item<double>();
-    if (w.numel()) peaks.iw = std::max(peaks.iw, w.max().item<double>());
-  }
+  if (u.behaviour_logp.defined())
+    peaks.iw = std::max(peaks.iw, add_offpolicy_sums(old_logp, u.behaviour_logp, u.loss_mask, tis_cap, s.offpolicy));
   if (u.engine_logp.defined()) {
     double abs_max = 0;
     const MismatchSums ms = mismatch_sums(old_logp, u.engine_logp, u.loss_mask, abs_max);
-    s.mismatch_abs += ms.abs_diff;
-    s.mismatch_kl += ms.kl;
-    s.mismatch_tokens += ms.tokens;
+    s.mismatch.abs_diff += ms.abs_diff;
+    s.mismatch.kl += ms.kl;
+    s.mismatch.tokens += ms.tokens;
     peaks.mismatch_abs = std::max(peaks.mismatch_abs, abs_max);
   }
 }
@@ -95,19 +86,10 @@ void ActorUpdate::add_update_forward_metrics(const Experience& exp, const ActorU
                                              RlMetrics& m) const {
   at::Tensor peak = at::tensor({peaks.iw, peaks.mismatch_abs}, at::kDouble);
   max_step_values(stage_.policy, peak);
-  if (exp.behaviour_logp.defined()) {
-    const double tokens = std::max(1.0, tot.iw_tokens);
-    m.extra.emplace_back("offpolicy/iw_mean", tot.iw / tokens);
-    m.extra.emplace_back("offpolicy/iw_max", peak[0].item<double>());
-    m.extra.emplace_back("offpolicy/iw_capped_share", tot.iw_capped / tokens);
-    m.extra.emplace_back("offpolicy/kl_behaviour_old", tot.kl_behaviour_old / tokens);
-  }
-  if (exp.engine_logp.defined()) {
-    const double tokens = std::max(1.0, tot.mismatch_tokens);
-    const LogprobMismatch mm{tot.mismatch_abs / tokens, peak[1].item<double>(), tot.mismatch_kl / tokens,
-                             tot.mismatch_tokens};
-    for (const auto& kv : mismatch_metrics(mm)) m.extra.push_back(kv);
-  }
+  if (exp.behaviour_logp.defined())
+    for (const auto& kv : offpolicy_metrics(tot.offpolicy, peak[0].item<double>())) m.extra.push_back(kv);
+  if (exp.engine_logp.defined())
+    for (const auto& kv : mismatch_metrics(mismatch_of(tot.mismatch, peak[1].item<double>()))) m.extra.push_back(kv);
 }
 
 // The micro-batches of experience rows [lo, hi) with their per-token inputs cut to this rank's layout.

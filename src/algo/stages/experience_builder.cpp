@@ -4,6 +4,7 @@
 #include <torch/utils.h>
 
 #include "hpcrl/algo/objectives/logprob_mismatch.h"
+#include "hpcrl/algo/objectives/offpolicy_weights.h"
 #include "hpcrl/algo/objectives/policy_loss.h"
 #include "hpcrl/algo/remote/remote_reference.h"
 #include "hpcrl/algo/training/micro_batches.h"
@@ -20,6 +21,11 @@ ExperienceBuilder::ExperienceBuilder(const PolicyStageContext& stage) : stage_(s
 }
 
 ExperienceBuilder::~ExperienceBuilder() = default;
+
+at::Tensor ExperienceBuilder::logprobs_under(Role& role, const TokenBatch& batch) const {
+  return forward_logprobs(role, batch, micro_batch_options(stage_.cfg.train, stage_.policy.ctx.sp_size()),
+                          sampling_temperature(stage_.cfg));
+}
 
 void ExperienceBuilder::serve_reference() { remote_reference_->serve(); }
 
@@ -42,12 +48,10 @@ Experience ExperienceBuilder::make(RolloutSamples& kept, int64_t iteration, int6
     if (!e.old_from_update) add_offpolicy_metrics(e, m);  // else the update reports them
   }
   if (measures_mismatch(iteration, staleness)) add_mismatch(e, engine_logp, m);
-  const MicroBatchOptions micro = micro_batch_options(stage_.cfg.train, stage_.policy.ctx.sp_size());
-  const double temperature = sampling_temperature(stage_.cfg);
   if (remote_reference_)
     timed_phase(stage_.name, "ref_logprob", m, [&] { e.ref_logp = remote_reference_->logprobs(kept, e.batch); });
   else if (stage_.reference)
-    timed_phase(stage_.name, "ref_logprob", m, [&] { e.ref_logp = forward_logprobs(*stage_.reference, e.batch, micro, temperature); });
+    timed_phase(stage_.name, "ref_logprob", m, [&] { e.ref_logp = logprobs_under(*stage_.reference, e.batch); });
   return e;
 }
 
@@ -75,13 +79,9 @@ void ExperienceBuilder::add_old_logprobs(Experience& e, const at::Tensor& engine
     case OldLogprobs::kEngine:
       e.old_logp = engine_logp;
       return;
-    case OldLogprobs::kPass: {
-      const MicroBatchOptions micro = micro_batch_options(stage_.cfg.train, stage_.policy.ctx.sp_size());
-      timed_phase(stage_.name, "old_logprob", m, [&] {
-        e.old_logp = forward_logprobs(stage_.policy, e.batch, micro, sampling_temperature(stage_.cfg));
-      });
+    case OldLogprobs::kPass:
+      timed_phase(stage_.name, "old_logprob", m, [&] { e.old_logp = logprobs_under(stage_.policy, e.batch); });
       return;
-    }
     case OldLogprobs::kUpdateForward:
       e.old_from_update = true;
       return;
@@ -91,11 +91,8 @@ void ExperienceBuilder::add_old_logprobs(Experience& e, const at::Tensor& engine
 void ExperienceBuilder::add_mismatch(Experience& e, const at::Tensor& engine_logp, RlMetrics& m) {
   switch (stage_.plan.old_logprobs) {
     case OldLogprobs::kEngine: {  // a forward of its own, every logprob_mismatch_every-th iteration
-      const MicroBatchOptions micro = micro_batch_options(stage_.cfg.train, stage_.policy.ctx.sp_size());
       at::Tensor trainer_logp;
-      timed_phase(stage_.name, "mismatch_logprob", m, [&] {
-        trainer_logp = forward_logprobs(stage_.policy, e.batch, micro, sampling_temperature(stage_.cfg));
-      });
+      timed_phase(stage_.name, "mismatch_logprob", m, [&] { trainer_logp = logprobs_under(stage_.policy, e.batch); });
       return add_mismatch_metrics(trainer_logp, engine_logp, e.batch, m);
     }
     case OldLogprobs::kPass:
@@ -119,30 +116,14 @@ void ExperienceBuilder::add_mismatch_metrics(const at::Tensor& trainer_logp, con
   for (const auto& kv : mismatch_metrics(reduce_mismatch(local, abs_max, stage_.policy.ctx.dp))) m.extra.push_back(kv);
 }
 
-namespace {
-// The decoupled objective's importance weights over a batch's response tokens, summed over dp.
-struct OffpolicySums {
-  double weights = 0, capped = 0, kl = 0, tokens = 0;
-};
-}  // namespace
-
 void ExperienceBuilder::add_offpolicy_metrics(const Experience& e, RlMetrics& m) {
-  const at::Tensor mask = e.batch.loss_mask.to(at::kDouble);
-  const at::Tensor raw = importance_weights(e.old_logp, e.behaviour_logp, 0).to(at::kDouble) * mask;
-  const at::Tensor kl = kl_estimate(e.behaviour_logp, e.old_logp, KlEstimator::k3).to(at::kDouble) * mask;
   OffpolicySums local;
-  local.weights = raw.sum().item<double>();
-  local.capped = stage_.cfg.tis_cap > 0 ? ((raw > stage_.cfg.tis_cap).to(at::kDouble) * mask).sum().item<double>() : 0;
-  local.kl = kl.sum().item<double>();
-  local.tokens = mask.sum().item<double>();
+  const double local_max =
+      add_offpolicy_sums(e.old_logp, e.behaviour_logp, e.batch.loss_mask, stage_.cfg.tis_cap, local);
   const OffpolicySums tot = unpack<OffpolicySums>(sum_over_dp(stage_.policy, pack(local)));
-  at::Tensor w_max = at::full({1}, raw.numel() ? raw.max().item<double>() : 0.0, at::kDouble);
+  at::Tensor w_max = at::full({1}, local_max, at::kDouble);
   dist::all_reduce(stage_.policy.ctx.dp, w_max, dist::ReduceOp::kMax);
-  const double tokens = std::max(1.0, tot.tokens);
-  m.extra.emplace_back("offpolicy/iw_mean", tot.weights / tokens);
-  m.extra.emplace_back("offpolicy/iw_max", w_max.item<double>());
-  m.extra.emplace_back("offpolicy/iw_capped_share", tot.capped / tokens);
-  m.extra.emplace_back("offpolicy/kl_behaviour_old", tot.kl / tokens);
+  for (const auto& kv : offpolicy_metrics(tot, w_max.item<double>())) m.extra.push_back(kv);
 }
 
 }  // namespace hpcrl::algo

@@ -44,6 +44,9 @@ struct LogprobMismatch {
 MismatchSums mismatch_sums(const at::Tensor& trainer_logp, const at::Tensor& engine_logp, const at::Tensor& mask,
                            double& abs_max);
 
+// The figures of sums already reduced and their largest |r|.
+LogprobMismatch mismatch_of(const MismatchSums& total, double abs_max);
+
 // The figures over `dp` (sums added, maxima max-reduced; null or one rank:
 // this rank's own). Collective over dp.
 LogprobMismatch reduce_mismatch(const MismatchSums& local, double local_abs_max, const dist::CommPtr& dp);

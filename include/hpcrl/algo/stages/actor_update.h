@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "hpcrl/algo/objectives/logprob_mismatch.h"
+#include "hpcrl/algo/objectives/offpolicy_weights.h"
 #include "hpcrl/algo/objectives/policy_loss.h"
 #include "hpcrl/algo/stages/policy_plan.h"
 #include "hpcrl/algo/training/rl_metrics.h"
@@ -25,11 +27,9 @@ struct ActorUpdateSums {
   double tokens = 0;
   double loss = 0;            // Σ micro-batch loss numerators / den
   // When the update's forward is π_old (Experience::old_from_update), over the batch's response
-  // tokens: the decoupled objective's importance weights w = π_old/π_behaviour (Σ w, tokens with
-  // w above tis_cap, Σ k3 KL(π_behaviour‖π_old), tokens) and the mismatch with the engine's
-  // log-probs (logprob_mismatch.h's sums).
-  double iw = 0, iw_capped = 0, kl_behaviour_old = 0, iw_tokens = 0;
-  double mismatch_abs = 0, mismatch_kl = 0, mismatch_tokens = 0;
+  // tokens: the decoupled objective's importance weights and the mismatch with the engine's log-probs.
+  OffpolicySums offpolicy;
+  MismatchSums mismatch;
 };
 
 // The maxima of the same figures (max-reduced over the policy's ranks).

@@ -31,6 +31,8 @@ class ExperienceBuilder {
   void serve_reference();
 
  private:
+  // `role`'s log-probs of the batch's tokens at the stage's temperature, in the policy's micro-batches.
+  at::Tensor logprobs_under(Role& role, const TokenBatch& batch) const;
   // e.old_logp by the plan's source: the engine's, a pass, or left to the update's forward.
   void add_old_logprobs(Experience& e, const at::Tensor& engine_logp, RlMetrics& m);
   // The mismatch of the trainer's log-probs (the pass, a forward of its own, or the update's) with the engine's.

@@ -21,10 +21,10 @@ DeviceRows::DeviceRows(int64_t slots, int64_t interval, const SamplingParams& pa
   eos_ = at::tensor(eos, at::kLong).to(device);
 }
 
-void DeviceRows::start(int64_t first, const std::vector<int64_t>& positions) {
+void DeviceRows::start(int64_t first, const std::vector<int64_t>& positions, const std::vector<int64_t>& generated) {
   const int64_t n = int64_t(positions.size());
   position_.narrow(0, first, n).copy_(at::tensor(positions, at::kLong));
-  generated_.narrow(0, first, n).zero_();
+  generated_.narrow(0, first, n).copy_(at::tensor(generated, at::kLong));
   count_.narrow(0, first, n).zero_();
   ended_.narrow(0, first, n).fill_(false);
 }

@@ -24,9 +24,10 @@ class DeviceRows {
   // `slots` rows; at most `interval` decode steps (plus one admission) between syncs.
   DeviceRows(int64_t slots, int64_t interval, const SamplingParams& params, at::Device device);
 
-  // Rows [first, first + count) start new sequences at the given positions
-  // (their prompt lengths): nothing generated, nothing logged.
-  void start(int64_t first, const std::vector<int64_t>& positions);
+  // Rows [first, first + count) start sequences at the given positions (the
+  // lengths prefilled) having generated `generated` tokens (0, or a paused
+  // sample's count): nothing logged.
+  void start(int64_t first, const std::vector<int64_t>& positions, const std::vector<int64_t>& generated);
   // Rows [first, first + ids.size(0)) produced ids [R] (int64) with log-probs
   // [R] (float32) on the device: logged unless the row had ended; then the EOS
   // and max_new_tokens checks.

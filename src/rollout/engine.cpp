@@ -14,9 +14,7 @@
 namespace hpcrl::rollout {
 
 namespace {
-void validate(const std::vector<std::vector<int32_t>>& prompts, int64_t n, const SamplingParams& params,
-              const ModelArch& arch) {
-  HPCRL_CHECK_INPUT(n >= 1, "n (samples per prompt) must be at least 1, got " << n);
+void validate(const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& params, const ModelArch& arch) {
   HPCRL_CHECK_INPUT(params.max_new_tokens >= 1, "max_new_tokens must be at least 1, got " << params.max_new_tokens);
   HPCRL_CHECK_INPUT(params.temperature >= 0, "temperature must be >= 0 (0 = greedy), got " << params.temperature);
   HPCRL_CHECK_INPUT(params.top_p > 0 && params.top_p <= 1, "top_p must be in (0, 1] (1 = off), got " << params.top_p);
@@ -35,6 +33,28 @@ void validate(const std::vector<std::vector<int32_t>>& prompts, int64_t n, const
                                   << ", outside the model's vocabulary [0, " << arch.vocab_size
                                   << "): the prompt was tokenized for another model");
   }
+  HPCRL_CHECK_INPUT(params.prompt_keys.empty() || params.prompt_keys.size() == prompts.size(),
+                    "prompt_keys has " << params.prompt_keys.size() << " keys for " << prompts.size()
+                                       << " prompts: give one per prompt, or none");
+}
+
+void validate_paused(const Sample& s, size_t k, const std::vector<std::vector<int32_t>>& prompts,
+                     const SamplingParams& params, const ModelArch& arch) {
+  HPCRL_CHECK_INPUT(s.prompt_index >= 0 && s.prompt_index < int64_t(prompts.size()),
+                    "sample " << k << " is of prompt " << s.prompt_index << ", outside the call's " << prompts.size()
+                              << " prompts");
+  HPCRL_CHECK_INPUT(s.finish_reason.empty(), "sample " << k << " has finished (" << s.finish_reason
+                                                       << "): only unfinished samples continue");
+  HPCRL_CHECK_INPUT(int64_t(s.tokens.size()) < params.max_new_tokens,
+                    "sample " << k << " has " << s.tokens.size() << " tokens, max_new_tokens is "
+                              << params.max_new_tokens << ": nothing is left to generate");
+  HPCRL_CHECK_INPUT(s.logprobs.size() == s.tokens.size(),
+                    "sample " << k << " has " << s.logprobs.size() << " log-probs for " << s.tokens.size()
+                              << " tokens: pass a paused sample back as the engine returned it");
+  for (int32_t id : s.tokens)
+    HPCRL_CHECK_INPUT(id >= 0 && id < arch.vocab_size,
+                      "sample " << k << " holds token id " << id << ", outside the vocabulary [0, "
+                                << arch.vocab_size << ")");
 }
 
 // What a generation call holds gathered of a ZeRO-3 model (a no-op for any
@@ -82,20 +102,34 @@ Engine& Engine::operator=(Engine&&) noexcept = default;
 
 std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& prompts, int64_t n,
                                      const SamplingParams& params) {
-  validate(prompts, n, params, model_->arch());
+  HPCRL_CHECK_INPUT(n >= 1, "n (samples per prompt) must be at least 1, got " << n);
+  GenerationCall call;
+  for (int64_t p = 0; p < int64_t(prompts.size()); ++p)
+    for (int64_t i = 0; i < n; ++i) {
+      call.samples.emplace_back();
+      call.samples.back().prompt_index = p;
+      call.samples.back().sample_index = i;
+    }
+  return run(prompts, std::move(call), params).finished;
+}
+
+GenerationResult Engine::run(const std::vector<std::vector<int32_t>>& prompts, GenerationCall call,
+                             const SamplingParams& params) {
+  validate(prompts, params, model_->arch());
+  for (size_t k = 0; k < call.samples.size(); ++k) validate_paused(call.samples[k], k, prompts, params, model_->arch());
   torch::NoGradGuard no_grad;
   CallParameters gathered(*model_);
   stats_ = {};
   // With no prompts only an ep rank has work: its group's other ranks step with it.
-  if (prompts.empty() && !ep_lockstep(*model_)) {
+  if (call.samples.empty() && !ep_lockstep(*model_)) {
     // A rank without prompts still takes part in the layer-by-layer gathers of its shard group.
     if (SlotProjections::gathers_by_layer(*model_)) projections_->prepare(true);
     return {};
   }
-  GenerationRun run(*model_, tokenizer_, options_, *projections_, prompts, n, params);
-  std::vector<Sample> samples = run.run();
-  stats_ = run.stats();
-  return samples;
+  GenerationRun generation(*model_, tokenizer_, options_, *projections_, prompts, std::move(call), params);
+  GenerationResult result = generation.run();
+  stats_ = generation.stats();
+  return result;
 }
 
 }  // namespace hpcrl::rollout

@@ -27,15 +27,30 @@ dist::CommPtr ep_lockstep(const model::DecoderModel& model) {
   return model.arch().num_experts > 0 && ctx.ep_size() > 1 ? ctx.ep : nullptr;
 }
 
+GenerationRun::Sequence GenerationRun::queued(const std::vector<std::vector<int32_t>>& prompts, Sample sample) {
+  Sequence s;
+  const auto& prompt = prompts[size_t(sample.prompt_index)];
+  if (sample.tokens.empty()) {
+    s.prompt_ids = &prompt;  // fresh: samples of one prompt share its prefill
+  } else {
+    auto context = std::make_shared<std::vector<int32_t>>(prompt);
+    context->insert(context->end(), sample.tokens.begin(), sample.tokens.end());
+    s.resumed = std::move(context);
+    s.prompt_ids = s.resumed.get();
+  }
+  s.out = std::move(sample);
+  return s;
+}
+
 GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* tokenizer, const EngineOptions& options,
                              SlotProjections& projections, const std::vector<std::vector<int32_t>>& prompts,
-                             int64_t n, const SamplingParams& params)
+                             GenerationCall call, const SamplingParams& params)
     : options_(options),
       params_(params),
       stop_(params, tokenizer),
       lockstep_(ep_lockstep(model)),
       local_heads_(model.arch().num_heads / model.parallel_context().tp_size()),
-      total_(int64_t(prompts.size()) * n),
+      total_(int64_t(call.samples.size())),
       slot_count_(std::max<int64_t>(1, std::min(options.max_batch, total_))),
       // One slot more when a group may be admitted in parts: it keeps the
       // prompt of the group at the head of the queue (see admit).
@@ -45,31 +60,35 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
       sync_interval_(options.host_sync_interval > 0
                          ? options.host_sync_interval
                          : (model.model->embed_tokens->weight.device().is_cpu() ? 1 : 8)),
-      rows_(slot_count_, sync_interval_, params, model.model->embed_tokens->weight.device()) {
-  for (int64_t p = 0; p < int64_t(prompts.size()); ++p)
-    for (int64_t i = 0; i < n; ++i) {
-      Sequence s;
-      s.prompt_ids = &prompts[p];
-      s.out.prompt_index = p;
-      s.out.sample_index = i;
-      pending_.push_back(std::move(s));
-    }
+      rows_(slot_count_, sync_interval_, params, model.model->embed_tokens->weight.device()),
+      unfinished_of_prompt_(prompts.size(), 0),
+      pause_after_groups_(call.pause_after_groups) {
+  for (Sample& sample : call.samples) {
+    ++unfinished_of_prompt_[size_t(sample.prompt_index)];
+    pending_.push_back(queued(prompts, std::move(sample)));
+  }
   stats_.cache_bytes = slots_.bytes();
   done_.reserve(total_);
 }
 
-std::vector<Sample> GenerationRun::run() {
+GenerationResult GenerationRun::run() {
   while (step()) {
   }
-  std::sort(done_.begin(), done_.end(), [](const Sample& a, const Sample& b) {
+  const auto by_prompt_then_sample = [](const Sample& a, const Sample& b) {
     return a.prompt_index != b.prompt_index ? a.prompt_index < b.prompt_index : a.sample_index < b.sample_index;
-  });
-  return std::move(done_);
+  };
+  std::sort(done_.begin(), done_.end(), by_prompt_then_sample);
+  std::sort(paused_.begin(), paused_.end(), by_prompt_then_sample);
+  return {std::move(done_), std::move(paused_)};
 }
 
 bool GenerationRun::step() {
   if (options_.abandon && options_.abandon()) {
     stats_.abandoned = true;  // a stop was agreed: the rest of the call is left undone
+    return false;
+  }
+  if (pause_due()) {
+    pause();
     return false;
   }
   const bool has_work = !pending_.empty() || !active_.empty();
@@ -81,6 +100,10 @@ bool GenerationRun::step() {
   if (!any[0]) return false;
   prefill(std::move(admission), any[1]);
   sync_if_due();
+  if (pause_due()) {  // the prefill's first tokens ended the groups asked for
+    pause();
+    return false;
+  }
   const bool decode_now = !active_.empty();
   const bool any_decode = any_over_ep({decode_now})[0] != 0;
   if (decode_now) decode();
@@ -109,6 +132,7 @@ GenerationRun::Admission GenerationRun::admit() {
       longest = L;
       a.prompts.push_back(s.prompt_ids);
       stats_.prompt_tokens += int64_t(s.prompt_ids->size());
+      stats_.resumed_tokens += int64_t(s.out.tokens.size());
       a.fresh.push_back(std::move(s));  // the prompt's first sample: prefilled into its own slot
     } else {
       others.push_back(std::move(s));
@@ -146,9 +170,12 @@ void GenerationRun::prefill(Admission a, int64_t group_forwards) {
   }
   for (auto& s : a.fresh) active_.push_back(std::move(s));
   for (auto& s : a.from_prefix) active_.push_back(std::move(s));
-  std::vector<int64_t> positions;
-  for (int64_t r = first; r < int64_t(active_.size()); ++r) positions.push_back(slots_.length(r));
-  rows_.start(first, positions);
+  std::vector<int64_t> positions, generated;
+  for (int64_t r = first; r < int64_t(active_.size()); ++r) {
+    positions.push_back(slots_.length(r));
+    generated.push_back(int64_t(active_[r].out.tokens.size()));  // a paused sample's tokens count to max_new_tokens
+  }
+  rows_.start(first, positions, generated);
   keep_group_prefix(first, int64_t(a.prompt_of.size()), logits.empty() ? at::Tensor() : logits.front());
   choose(at::cat(logits), first);  // each fresh sequence's first token comes from its prompt's last logits
   stats_.prefill_seconds += span.elapsed_seconds();
@@ -187,7 +214,9 @@ void GenerationRun::choose(const at::Tensor& logits, int64_t first) {
     std::vector<DrawKey> keys;
     for (int64_t r = 0; r < rows; ++r) {
       const Sequence& s = active_[first + r];
-      keys.push_back({params_.prompt_offset + s.out.prompt_index, s.out.sample_index, s.steps()});
+      const int64_t prompt = params_.prompt_keys.empty() ? params_.prompt_offset + s.out.prompt_index
+                                                         : params_.prompt_keys[size_t(s.out.prompt_index)];
+      keys.push_back({prompt, s.out.sample_index, s.steps()});
     }
     uniforms = draw_uniforms(params_.seed, keys);
   }
@@ -229,6 +258,7 @@ void GenerationRun::retire() {
   const size_t before = done_.size();
   for (int64_t r = int64_t(active_.size()) - 1; r >= 0; --r) {
     if (active_[r].out.finish_reason.empty()) continue;
+    if (--unfinished_of_prompt_[size_t(active_[r].out.prompt_index)] == 0) ++complete_prompts_;
     done_.push_back(std::move(active_[r].out));
     const int64_t last = int64_t(active_.size()) - 1;
     if (r != last) {
@@ -239,6 +269,25 @@ void GenerationRun::retire() {
     active_.pop_back();
   }
   if (options_.progress && done_.size() != before) options_.progress(int64_t(done_.size()), total_);
+}
+
+bool GenerationRun::pause_due() const {
+  if (pause_after_groups_ <= 0) return false;
+  return any_over_ep({complete_prompts_ >= pause_after_groups_})[0] != 0;  // ep ranks stop stepping together
+}
+
+void GenerationRun::pause() {
+  stats_.paused = true;
+  bool unread = false;
+  for (const Sequence& s : active_) unread = unread || s.unsynced > 0;
+  if (unread) {  // another rank of the ep group reached the count between this rank's syncs
+    sync();
+    retire();
+  }
+  for (Sequence& s : active_) paused_.push_back(std::move(s.out));
+  for (Sequence& s : pending_) paused_.push_back(std::move(s.out));
+  active_.clear();
+  pending_.clear();
 }
 
 std::vector<int32_t> GenerationRun::any_over_ep(std::vector<int32_t> flags) const {

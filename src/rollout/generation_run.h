@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "hpcrl/rollout/engine.h"
@@ -23,25 +24,28 @@ dist::CommPtr ep_lockstep(const model::DecoderModel& model);
 
 class GenerationRun {
  public:
-  // Queues n samples of every prompt (prompt-major), allocates the KV slots and
-  // prepares the engine's `projections` (over `model`) for this call.
-  // `prompts`, `options`, `params` and `projections` must outlive the run.
+  // Queues the call's samples in its order (a paused one with its prompt and
+  // tokens as the context to prefill), allocates the KV slots and prepares the
+  // engine's `projections` (over `model`) for this call. `prompts`, `options`,
+  // `params` and `projections` must outlive the run.
   GenerationRun(model::DecoderModel& model, const io::Tokenizer* tokenizer, const EngineOptions& options,
-                SlotProjections& projections, const std::vector<std::vector<int32_t>>& prompts, int64_t n,
-                const SamplingParams& params);
+                SlotProjections& projections, const std::vector<std::vector<int32_t>>& prompts,
+                GenerationCall call, const SamplingParams& params);
 
-  // Iterates until no rank of the ep group has work left; the samples ordered
-  // by (prompt_index, sample_index).
-  std::vector<Sample> run();
+  // Iterates until no rank of the ep group has work left, or the call pauses;
+  // each list ordered by (prompt_index, sample_index).
+  GenerationResult run();
   const GenerateStats& stats() const { return stats_; }
 
  private:
   struct Sequence {
-    const std::vector<int32_t>* prompt_ids = nullptr;
+    const std::vector<int32_t>* prompt_ids = nullptr;  // what is prefilled: the prompt, or `resumed`
+    std::shared_ptr<const std::vector<int32_t>> resumed;  // a paused sample's prompt + tokens so far
     Sample out;
     int64_t unsynced = 0;  // tokens produced on the device since the last host sync (some may be overshoot)
     int64_t steps() const { return int64_t(out.tokens.size()) + unsynced; }  // its next token's index
   };
+  static Sequence queued(const std::vector<std::vector<int32_t>>& prompts, Sample sample);
 
   // One iteration (the place for a check between decode steps); false once no
   // rank of the ep group has a sequence left.
@@ -78,8 +82,12 @@ class GenerationRun {
   // finished rows.
   void sync_if_due();
   void sync();
-  // Moves finished rows to done_; the last live row fills each hole.
+  // Moves finished rows to done_; the last live row fills each hole; counts the prompts whose samples are all done.
   void retire();
+  // Whether every rank of the ep group has reached the call's pause_after_groups.
+  bool pause_due() const;
+  // Reads the rows' last tokens and hands every unfinished sequence back (paused_).
+  void pause();
   // Element-wise OR of flags over the ep group (identity without lockstep).
   std::vector<int32_t> any_over_ep(std::vector<int32_t> flags) const;
 
@@ -98,7 +106,10 @@ class GenerationRun {
   const int64_t sync_interval_;  // decode steps between host syncs
   DeviceRows rows_;
   std::vector<Sequence> active_;  // active_[r] lives in slot r
-  std::vector<Sample> done_;
+  std::vector<Sample> done_, paused_;
+  std::vector<int64_t> unfinished_of_prompt_;  // samples of each prompt in this call not yet done
+  int64_t complete_prompts_ = 0;               // prompts whose every sample in this call is done
+  const int64_t pause_after_groups_;
   GenerateStats stats_;
 };
 

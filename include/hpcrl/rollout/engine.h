@@ -11,6 +11,12 @@
 // The log-prob returned for each token is the one the training forward computes
 // for the same sequence (same weights and modules), within fp32 rounding.
 //
+// A call may pause (Engine::run): once the asked number of prompts have all
+// their samples done, at a host read, the unfinished samples come back with
+// their tokens and log-probs, and a later call continues them by prefilling
+// prompt + tokens afresh under the weights of that moment. Partial rollouts
+// across a weight update (algo/stages/rollout_stream.h) are built on it.
+//
 // The engine runs on the trainer's model object itself (colocated, same layout:
 // no weight sync), reading its current weights at the start of every generate()
 // call (a float32 model on the CPU has them packed into the engine's own copy,
@@ -47,6 +53,9 @@ struct SamplingParams {
   uint64_t seed = 0;                 // token t of sample (p, i) draws Philox(seed; prompt_offset + p, i, t)
   int64_t prompt_offset = 0;         // global index of prompts[0]: data-parallel ranks pass their slice's
                                      // offset so every sample's randomness is independent of the layout
+  // When set (one per prompt): prompt p draws as prompt_keys[p] instead of prompt_offset + p, so a
+  // sample continued in a later call (Engine::run) keeps its draws whatever the call's prompt list.
+  std::vector<int64_t> prompt_keys;
   // Sample::logprobs of the sampling distribution, softmax(logits / temperature), as the RL
   // stages train it (veRL, TRL); false: of the model's own distribution.
   bool logprobs_at_temperature = false;
@@ -82,8 +91,28 @@ struct Sample {
   std::string finish_reason;         // "stop" (EOS or stop string) | "length"
 };
 
+// One call of Engine::run: the samples to generate, each fresh (no tokens yet)
+// or paused part-way by an earlier call. A paused sample continues after its
+// tokens: its prompt and those tokens are prefilled afresh under the model's
+// current weights (a re-prefill, so its cache is what a fresh forward under the
+// new weights computes) and its next token draws at step tokens.size(), so a
+// sample continued across calls draws what it would have drawn in one call.
+// Fresh samples of one prompt share its prefill, as in generate().
+struct GenerationCall {
+  std::vector<Sample> samples;       // prompt_index into the call's prompts; finish_reason empty
+  // > 0: the call pauses at the first host sync where this many prompts have
+  // every sample of theirs in this call finished; the rest come back paused.
+  int64_t pause_after_groups = 0;
+};
+
+struct GenerationResult {
+  std::vector<Sample> finished;  // ordered by (prompt_index, sample_index)
+  std::vector<Sample> paused;    // unfinished (finish_reason empty), same order: pass them to a later call
+};
+
 struct GenerateStats {
   int64_t prompt_tokens = 0;
+  int64_t resumed_tokens = 0;    // generated tokens of paused samples prefilled again (in prompt_tokens too)
   int64_t generated_tokens = 0;
   int64_t forward_calls = 0;     // prefill and decode steps (idle ep steps not counted)
   int64_t decode_steps = 0;
@@ -93,6 +122,7 @@ struct GenerateStats {
   double prefill_seconds = 0;    // prefill forwards + choosing their first tokens (the rollout/prefill spans)
   double decode_seconds = 0;     // decode steps + choosing their tokens (the rollout/decode spans)
   bool abandoned = false;        // EngineOptions::abandon stopped the call part-way
+  bool paused = false;           // GenerationCall::pause_after_groups was reached
 };
 
 class Engine {
@@ -109,6 +139,12 @@ class Engine {
   // exceeds the model's context.
   std::vector<Sample> generate(const std::vector<std::vector<int32_t>>& prompts, int64_t n,
                                const SamplingParams& params);
+  // The samples of `call` over `prompts` (partial rollouts, multi-turn turns).
+  // InputError as generate(), and when a sample's prompt_index is outside
+  // `prompts`, it has as many tokens as max_new_tokens, or its log-probs do not
+  // match its tokens.
+  GenerationResult run(const std::vector<std::vector<int32_t>>& prompts, GenerationCall call,
+                       const SamplingParams& params);
 
   const GenerateStats& last_stats() const { return stats_; }
   model::DecoderModel& model() { return *model_; }

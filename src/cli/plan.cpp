@@ -101,8 +101,8 @@ hpcrl::cli::Registration reg{"plan", 25, [](CLI::App& app) {
                 "published run's engine; hpcrl's launches every op)")->needs(est);
   sub->add_flag("--partial-rollouts", args->shapes.engine.partial_rollouts,
                 "Finish responses still running at a weight sync in the next iteration, so the longest do not "
-                "decode alone at the end (veRL's partial_rollout; for a published run's engine: hpcrl's finishes "
-                "every response in its iteration)")->needs(est);
+                "decode alone at the end (veRL's partial_rollout; a stage with async.partial_rollouts: true is "
+                "costed so without the flag)")->needs(est);
   sub->add_option("--from-run", args->from_run, "Take the mean lengths a finished run measured (its metrics.jsonl)")
       ->needs(est);
   return [args, sub] {

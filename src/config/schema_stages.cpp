@@ -135,6 +135,7 @@ Codec<AsyncConfig> async_codec() {
   using S = AsyncConfig;
   return structure<S>({"asynchronous RL settings", {
       field<S>("max_staleness", [](auto& s) -> auto& { return s.max_staleness; }, integer(0)),
+      field<S>("partial_rollouts", [](auto& s) -> auto& { return s.partial_rollouts; }, boolean()),
   }});
 }
 

@@ -170,6 +170,13 @@ struct StageChecker {
                  "asynchronous RL overlaps generation with training, so generation needs ranks of its own",
                  "set placement.mode: disaggregated with a `" + policy.name + ".rollout` range beside `" +
                      policy.name + "`'s, or use max_staleness: 0");
+    if (s.async.partial_rollouts && s.async.max_staleness < 2)
+      diag.error(c.pos(p + ".async.partial_rollouts"), p + ".async.partial_rollouts",
+                 "partial rollouts generate one version ahead of training and continue a response across an "
+                 "update, so its oldest token is at least 2 versions old when trained; max_staleness is " +
+                     std::to_string(s.async.max_staleness),
+                 "set async.max_staleness: 2 (or more: each more lets a response cross one more update) with "
+                 "generation on ranks of its own, or remove partial_rollouts");
     const bool other_layout = policy.rollout.parallel.tp != policy.parallel.tp ||
                               policy.rollout.parallel.sp != policy.parallel.sp ||
                               policy.rollout.parallel.ep != policy.parallel.ep;

@@ -56,6 +56,7 @@ RlShapes rl_shapes(const config::RlStage& s, const Shapes& given) {
   // Rows are right-padded to the batch's longest response (prompts differ little); packing removes the padding.
   r.row = r.prompt + (s.train.packing ? r.response : r.max_response);
   r.engine = given.engine;
+  r.engine.partial_rollouts = r.engine.partial_rollouts || s.async.partial_rollouts;  // the stage runs them
   return r;
 }
 
@@ -306,6 +307,7 @@ std::vector<StageEstimate> estimate_pipeline(const PipelineConfig& cfg, int64_t 
         st.body);
     e.stage = name;
     e.engine = sh.engine;
+    if (const config::RlStage* rl = st.rl()) e.engine.partial_rollouts = e.engine.partial_rollouts || rl->async.partial_rollouts;
     add_evaluation(e, cfg, st, world, hw, sh, bytes);
     out.push_back(std::move(e));
   }

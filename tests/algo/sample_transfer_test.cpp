@@ -17,6 +17,8 @@ TEST(SampleTransfer, AMessageSurvivesEncoding) {
   m.round.kept.prompt_ids = {{1, 2, 3}, {1, 2, 3}};
   m.round.kept.response_ids = {{9, 8}, {}};
   m.round.kept.logprobs = {{-0.5f, -1.25f}, {}};
+  m.round.kept.versions = {{4, 6}, {}};  // the first continued across two updates
+  m.round.dropped_stale = 8;
   m.round.kept.example = {11, 11};
   m.round.kept.scores = {1.0, -0.5};
   m.round.kept.truncated = {false, true};
@@ -28,6 +30,8 @@ TEST(SampleTransfer, AMessageSurvivesEncoding) {
   const SampleMessage back = decode_samples(encode_samples(m));
   EXPECT_TRUE(back == m);
   EXPECT_EQ(back.round.kept.response_ids[0], (std::vector<int32_t>{9, 8}));
+  EXPECT_EQ(back.round.kept.versions[0], (std::vector<int32_t>{4, 6}));
+  EXPECT_EQ(back.round.dropped_stale, 8);
   EXPECT_EQ(back.round.kept.truncated[1], true);
   EXPECT_EQ(back.cursor.index, 40u);
   EXPECT_EQ(back.round.seconds_by_span[1].first, "reward");

@@ -203,6 +203,26 @@ TEST(StageEstimate, PartialRolloutsShortenOnlyTheDecodeSpanAndAreReported) {
   EXPECT_TRUE(estimate_json({resumes}, profile())["stages"][0]["partial_rollouts"].get<bool>());
 }
 
+// A stage that runs partial rollouts (async.partial_rollouts) is costed as --partial-rollouts asks, without the flag.
+TEST(StageEstimate, AStageWithPartialRolloutsIsCostedWithThem) {
+  Shapes tail;
+  tail.response = 8;
+  tail.max_response = 32;
+  Shapes flagged = tail;
+  flagged.engine.partial_rollouts = true;
+  const StageEstimate by_flag =
+      estimate_pipeline(grpo_config(2, kOneAndOne, ", async: {max_staleness: 2}"), 2, profile(), flagged)[1];
+  const StageEstimate by_stage = estimate_pipeline(
+      grpo_config(2, kOneAndOne, ", async: {max_staleness: 2, partial_rollouts: true}"), 2, profile(), tail)[1];
+  EXPECT_TRUE(by_stage.engine.partial_rollouts);
+  const StageEstimate without =
+      estimate_pipeline(grpo_config(2, kOneAndOne, ", async: {max_staleness: 2}"), 2, profile(), tail)[1];
+  expect_only_decode_shorter(without, by_stage);  // not vacuous: the tail of 32 against 8 is gone
+  ASSERT_EQ(by_stage.spans.size(), by_flag.spans.size());
+  for (size_t i = 0; i < by_flag.spans.size(); ++i)
+    EXPECT_DOUBLE_EQ(by_stage.spans[i].cost.seconds(), by_flag.spans[i].cost.seconds()) << by_flag.spans[i].name;
+}
+
 TEST(HardwareProfile, AMissingValueNamesTheFileAndKey) {
   try {
     parse_profile("name: x\ncompute: {peak_flops: 1e12}\n", "x.yaml");

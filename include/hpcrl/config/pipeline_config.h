@@ -234,6 +234,12 @@ struct OverlongConfig {
 // to max_staleness weight versions; 0 = synchronous.
 struct AsyncConfig {
   int64_t max_staleness = 0;
+  // Responses unfinished at a weight update continue under the new weights
+  // (re-prefilled), and the generator keeps its slots full across iterations:
+  // an iteration trains on the first `prompts` groups to finish
+  // (algo/stages/rollout_stream.h). Generation runs one version ahead; needs
+  // max_staleness >= 2 (the oldest token of a response that crossed an update).
+  bool partial_rollouts = false;
 };
 
 // What GRPO and PPO share.

@@ -12,6 +12,7 @@
 #include "hpcrl/algo/stages/rl_rounds.h"
 #include "hpcrl/algo/training/role_sums.h"
 #include "hpcrl/algo/training/sample_transfer.h"
+#include "hpcrl/algo/training/token_staleness.h"
 #include "hpcrl/distributed/bootstrap.h"
 #include "hpcrl/distributed/bridge.h"
 #include "hpcrl/model/weights.h"
@@ -50,7 +51,7 @@ class DisaggregatedRun {
  private:
   // Weights to the generator and the collective stop check; true: the stage ends here.
   bool sync_weights();
-  void generate(int64_t it) { state_.produced = stage_.producer().produce(it); }
+  void generate(int64_t it) { state_.produced = stage_.producer().produce(it, state_.version); }
   void send(int64_t it);
   void receive(int64_t it);
   void update(int64_t it);
@@ -108,7 +109,8 @@ StageResult DisaggregatedRun::run() {
   progress_ = std::make_unique<Progress>(stage_.name(), cfg_.iterations, env_.progress && env_.world->rank() == 0,
                                          "iter");
   if (side_ == StageSide::kTrainer && start == 0 && env_.pipeline->run.eval_before_train) stage_.evaluate(0, result_);
-  const RoundPlan plan = plan_rounds(start, cfg_.iterations, cfg_.async.max_staleness);
+  // Partial rollouts generate one version ahead; the rest of max_staleness is room for responses to cross updates.
+  const RoundPlan plan = plan_rounds(start, cfg_.iterations, cfg_.async.partial_rollouts ? 1 : cfg_.async.max_staleness);
   if (env_.world->rank() == 0)
     spdlog::info("{}: generation on ranks {}-{}, training on {}-{}, max_staleness {}; trainer rounds: {}",
                  stage_.name(), stage_.generator().mesh.first_rank(), stage_.generator().mesh.last_rank(),
@@ -201,23 +203,23 @@ void DisaggregatedRun::update(int64_t it) {
   SampleMessage msg = std::move(state_.inbox.at(it));
   state_.inbox.erase(it);
   RlMetrics m;
-  const int64_t staleness = state_.version - msg.version;
-  double dropped = 0;
-  if (staleness > cfg_.async.max_staleness) {  // never planned; kept as the rule's guard
-    dropped = double(msg.round.kept.size());
-    msg.round.kept = RolloutSamples();
-  }
+  // A token sampled with weights v is trained now, at version `state_.version`, with staleness version - v.
+  const int64_t k = cfg_.async.max_staleness;
+  const double dropped = double(drop_stale_groups(msg.round.kept, cfg_.group, state_.version, k));  // never planned
+  at::Tensor counts = at::tensor(staleness_counts(msg.round.kept, state_.version, k), at::kDouble);
+  counts = sum_over_dp(stage_.policy(), counts);
+  const std::vector<double> summed(counts.data_ptr<double>(), counts.data_ptr<double>() + counts.numel());
   add_rollout_metrics(msg.round, m);
   m.seconds_by_span.emplace_back("wait_samples", state_.waited_samples);
   m.seconds_by_span.emplace_back("weight_sync", state_.synced);
   m.seconds_by_span.emplace_back("wait_weights", msg.wait_weights_seconds);
+  add_staleness_metrics(summed, m);
+  const int64_t staleness = max_token_staleness(summed);
   Experience exp = stage_.experience().make(msg.round.kept, it, staleness, m);
   training_.train(exp, m, it);
   state_.version = it + 1;
   state_.consumed = msg.cursor;
-  m.extra.emplace_back("staleness/mean", double(staleness));
-  m.extra.emplace_back("staleness/max", double(staleness));
-  m.extra.emplace_back("staleness/dropped_samples", sum_over_dp(stage_.policy(), dropped));
+  m.extra.emplace_back("staleness/dropped_samples", sum_over_dp(stage_.policy(), dropped) + msg.round.dropped_stale);
   m.extra.emplace_back("weight_sync/bytes", state_.sync_bytes);
   const double now = trace::now_us();
   m.seconds = (now - state_.last_update_us) * 1e-6;  // since the previous update ended: the trainer's iteration

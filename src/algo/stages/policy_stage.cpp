@@ -64,7 +64,7 @@ PolicyStage::~PolicyStage() = default;
 void PolicyStage::serve_rewards() { rewards_.serve_iteration(); }
 
 Experience PolicyStage::collect(int64_t iteration, RlMetrics& m) {
-  RolloutRound round = producer_.produce(iteration);
+  RolloutRound round = producer_.produce(iteration, iteration);  // colocated: iteration i samples with i updates
   if (redeal_) round.kept = redeal_->redeal(round.kept);  // into the training layout's dp shares
   add_rollout_metrics(round, m);
   return experience_.make(round.kept, iteration, /*staleness=*/0, m);

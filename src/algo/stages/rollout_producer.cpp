@@ -36,6 +36,7 @@ RolloutProducer::RolloutProducer(const PolicyStageContext& stage, RewardFunction
   rollout::EngineOptions options{stage.generator.config->rollout.max_batch, true};
   options.abandon = generation_stops_.engine_hook(*model, "rollout");
   engine_ = std::make_unique<rollout::Engine>(model, stage.generator.tokenizer.get(), options);
+  if (stage.cfg.async.partial_rollouts) stream_ = std::make_unique<RolloutStream>(stage.cfg.group);
 }
 
 void RolloutProducer::rewind() {
@@ -58,29 +59,40 @@ void RolloutProducer::release_weights() {
   if (stage_.plan.placement == GenerationPlacement::kResharded) released_.release(*stage_.generator.model);
 }
 
-RolloutRound RolloutProducer::produce(int64_t iteration) {
+RolloutRound RolloutProducer::produce(int64_t iteration, int64_t version) {
   iteration_start_ = sampler_.cursor();
   RlMetrics m;  // the spans' seconds
   refresh_weights(m);
   RolloutRound round;
-  RolloutSums sums;
-  double max_response_len = 0, kept_groups = 0;
-  round.kept = draw_groups(iteration, m, sums, max_response_len, kept_groups);
+  Tally tally;
+  round.kept = stream_ ? continue_groups(iteration, version, m, tally) : draw_groups(iteration, version, m, tally);
   rewards_.end_iteration();  // a reward model on ranks of its own stops answering for this iteration
   release_weights();
   // Metrics over every sample drawn (before dynamic-sampling filtering).
-  at::Tensor maxlen = at::full({1}, max_response_len, at::kDouble);
+  at::Tensor maxlen = at::full({1}, tally.max_response_len, at::kDouble);
   dist::all_reduce(stage_.generator.ctx.dp, maxlen, dist::ReduceOp::kMax);
-  round.totals = unpack<RolloutSums>(sum_over_dp(stage_.generator, pack(sums)));
+  round.totals = unpack<RolloutSums>(sum_over_dp(stage_.generator, pack(tally.sums)));
   round.max_response_len = maxlen.item<double>();
-  round.kept_groups = kept_groups;
+  round.kept_groups = m.kept_groups;
   round.rounds = m.sampling_rounds;
+  round.dropped_stale = sum_over_dp(stage_.generator, dropped_stale_);
   round.seconds_by_span = m.seconds_by_span;
   return round;
 }
 
-RolloutSamples RolloutProducer::draw_groups(int64_t iteration, RlMetrics& m, RolloutSums& sums,
-                                        double& max_response_len, double& kept_total) {
+bool RolloutProducer::uninformative(const RolloutSamples& round, size_t first) const {
+  for (size_t k = 1; k < size_t(stage_.cfg.group); ++k)
+    if (round.scores[first + k] != round.scores[first]) return false;
+  return true;
+}
+
+bool RolloutProducer::enough_kept(int64_t kept_groups, int64_t rounds, double& kept_total) const {
+  kept_total = sum_over_dp(stage_.generator, double(kept_groups));
+  if (!stage_.cfg.dynamic_sampling) return true;
+  return kept_total >= double(stage_.cfg.prompts) || rounds >= kMaxSamplingRounds;
+}
+
+RolloutSamples RolloutProducer::draw_groups(int64_t iteration, int64_t version, RlMetrics& m, Tally& tally) {
   const int64_t local_prompts = stage_.generator.local_batch(stage_.cfg.prompts, stage_.env.stage->path + ".prompts");
   const size_t G = static_cast<size_t>(stage_.cfg.group);
   RolloutSamples kept;
@@ -90,21 +102,100 @@ RolloutSamples RolloutProducer::draw_groups(int64_t iteration, RlMetrics& m, Rol
     std::vector<std::vector<int32_t>> p_ids;
     for (size_t i : rows) p_ids.push_back(prompts_->prompt_ids(stage_.data.train[i]));
     const auto samples = generate(p_ids, iteration, rounds, m);
-    RolloutSamples round = score(rows, p_ids, samples, iteration, m, sums, max_response_len);
+    RolloutSamples round = score(rows, p_ids, samples, iteration, m, tally);
+    for (const auto& r : round.response_ids) round.versions.emplace_back(r.size(), int32_t(version));
     ++rounds;
     for (size_t g = 0; g * G < round.size() && kept_groups < local_prompts; ++g) {
-      bool all_equal = true;
-      for (size_t k = 1; k < G; ++k) all_equal &= round.scores[g * G + k] == round.scores[g * G];
-      if (stage_.cfg.dynamic_sampling && all_equal) continue;  // no learning signal in this group
+      if (stage_.cfg.dynamic_sampling && uninformative(round, g * G)) continue;  // no learning signal
       kept.append(round, g * G, G);
       ++kept_groups;
     }
-    kept_total = sum_over_dp(stage_.generator, double(kept_groups));
-    if (!stage_.cfg.dynamic_sampling) break;
-    if (kept_total >= double(stage_.cfg.prompts) || rounds >= kMaxSamplingRounds) break;
+    if (enough_kept(kept_groups, rounds, m.kept_groups)) break;
   }
   m.sampling_rounds = double(rounds);
   return kept;
+}
+
+RolloutSamples RolloutProducer::continue_groups(int64_t iteration, int64_t version, RlMetrics& m, Tally& tally) {
+  const int64_t local = stage_.generator.local_batch(stage_.cfg.prompts, stage_.env.stage->path + ".prompts");
+  const size_t G = static_cast<size_t>(stage_.cfg.group);
+  // Trained at update `iteration` at the earliest: a group already too stale then is not continued.
+  dropped_stale_ = double(stream_->drop_stale(iteration, stage_.cfg.async.max_staleness));
+  RolloutSamples kept;
+  int64_t kept_groups = 0, rounds = 0;
+  while (true) {
+    draw_ahead(local);
+    const int64_t wanted = std::max<int64_t>(0, local - kept_groups);
+    const int64_t more = wanted - std::min(wanted, stream_->complete());
+    continue_samples(more, iteration, version, m);  // an empty call when this replica has enough
+    RolloutSamples round = score_groups(stream_->take_complete(wanted), iteration, m, tally);
+    ++rounds;
+    for (size_t g = 0; g * G < round.size(); ++g) {
+      if (stage_.cfg.dynamic_sampling && uninformative(round, g * G)) continue;
+      kept.append(round, g * G, G);
+      ++kept_groups;
+    }
+    if (enough_kept(kept_groups, rounds, m.kept_groups)) break;
+  }
+  m.sampling_rounds = double(rounds);
+  return kept;
+}
+
+void RolloutProducer::draw_ahead(int64_t local) {
+  const Role& gen = stage_.generator;
+  // Every replica draws as many batches as the one that needs the most, so their data positions agree.
+  at::Tensor draws = at::full({1}, std::max<int64_t>(0, (2 * local - stream_->in_flight() + local - 1) / local),
+                              at::kLong);
+  dist::all_reduce(gen.ctx.dp, draws, dist::ReduceOp::kMax);
+  for (int64_t d = 0; d < draws.item<int64_t>(); ++d) {
+    const io::DataCursor at = sampler_.cursor();
+    const auto rows = sampler_.next_batch(stage_.cfg.prompts, gen.ctx.dp_rank(), gen.mesh.dp());
+    std::vector<std::vector<int32_t>> p_ids;
+    std::vector<int64_t> keys;
+    for (size_t j = 0; j < rows.size(); ++j) {
+      p_ids.push_back(prompts_->prompt_ids(stage_.data.train[rows[j]]));
+      keys.push_back(int64_t(at.epoch * at.size + at.index) + int64_t(gen.ctx.dp_rank()) * local + int64_t(j));
+    }
+    stream_->add(rows, p_ids, keys);
+  }
+}
+
+void RolloutProducer::continue_samples(int64_t groups, int64_t iteration, int64_t version, RlMetrics& m) {
+  RolloutStream::Call call = stream_->next_call(groups);
+  if (groups <= 0) call.call.samples.clear();  // this replica has its groups: nothing to generate
+  rollout::SamplingParams sampling = stage_sampling(stage_.cfg.sampling, prompts_->stop_ids());
+  // One seed for the stage: a sample's draws are keyed by its prompt's draw position, whichever round continues it.
+  sampling.seed = static_cast<uint64_t>(stage_.env.pipeline->run.seed) * 1000003u + 999983u;
+  sampling.prompt_keys = call.keys;
+  sampling.logprobs_at_temperature = true;
+  rollout::GenerationResult result;
+  timed_phase(stage_.name, "rollout", m, [&] {
+    torch::NoGradGuard no_grad;
+    stage_.generator.model->eval();
+    result = engine_->run(call.prompts, call.call, sampling);
+    stage_.generator.model->train();
+    generation_stops_.check(stage_.name + " iteration " + std::to_string(iteration) + "'s rollout");
+  });
+  stream_->take(call, std::move(result), version);
+}
+
+RolloutSamples RolloutProducer::score_groups(std::vector<GroupInFlight> groups, int64_t iteration, RlMetrics& m,
+                                             Tally& tally) {
+  std::vector<size_t> rows;
+  std::vector<std::vector<int32_t>> p_ids;
+  std::vector<rollout::Sample> samples;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    rows.push_back(groups[g].example);
+    p_ids.push_back(std::move(groups[g].prompt_ids));
+    for (auto& s : groups[g].samples) {
+      s.prompt_index = int64_t(g);
+      samples.push_back(std::move(s));
+    }
+  }
+  RolloutSamples out = score(rows, p_ids, samples, iteration, m, tally);
+  for (auto& g : groups)
+    for (auto& v : g.versions) out.versions.push_back(std::move(v));
+  return out;
 }
 
 std::vector<rollout::Sample> RolloutProducer::generate(const std::vector<std::vector<int32_t>>& p_ids,
@@ -128,7 +219,9 @@ std::vector<rollout::Sample> RolloutProducer::generate(const std::vector<std::ve
 
 RolloutSamples RolloutProducer::score(const std::vector<size_t>& rows, const std::vector<std::vector<int32_t>>& p_ids,
                                   const std::vector<rollout::Sample>& samples, int64_t iteration, RlMetrics& m,
-                                  RolloutSums& sums, double& max_response_len) {
+                                  Tally& tally) {
+  RolloutSums& sums = tally.sums;
+  double& max_response_len = tally.max_response_len;
   RolloutSamples out;
   timed_phase(stage_.name, "reward", m, [&] {
     // Scored as one batch, so a command reward streams the whole round to its program.

@@ -8,6 +8,7 @@ void RolloutSamples::append(const RolloutSamples& o, size_t first, size_t count)
     prompt_ids.push_back(o.prompt_ids[k]);
     response_ids.push_back(o.response_ids[k]);
     logprobs.push_back(o.logprobs[k]);
+    versions.push_back(k < o.versions.size() ? o.versions[k] : std::vector<int32_t>{});
     example.push_back(o.example[k]);
     scores.push_back(o.scores[k]);
     truncated.push_back(o.truncated[k]);

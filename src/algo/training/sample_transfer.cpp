@@ -65,6 +65,7 @@ void put_samples(Writer& w, const RolloutSamples& s) {
     w.list(s.prompt_ids[k]);
     w.list(s.response_ids[k]);
     w.list(s.logprobs[k]);
+    w.list(k < s.versions.size() ? s.versions[k] : std::vector<int32_t>{});
     w.put<uint64_t>(s.example[k]);
     w.put<double>(s.scores[k]);
     w.put<uint8_t>(s.truncated[k] ? 1 : 0);
@@ -78,6 +79,7 @@ RolloutSamples get_samples(Reader& r) {
     s.prompt_ids.push_back(r.list<int32_t>());
     s.response_ids.push_back(r.list<int32_t>());
     s.logprobs.push_back(r.list<float>());
+    s.versions.push_back(r.list<int32_t>());
     s.example.push_back(static_cast<size_t>(r.get<uint64_t>()));
     s.scores.push_back(r.get<double>());
     s.truncated.push_back(r.get<uint8_t>() != 0);
@@ -99,6 +101,7 @@ std::vector<uint8_t> encode_samples(const SampleMessage& msg) {
   w.put(msg.round.max_response_len);
   w.put(msg.round.kept_groups);
   w.put(msg.round.rounds);
+  w.put(msg.round.dropped_stale);
   w.put(msg.wait_weights_seconds);
   w.put<uint64_t>(msg.round.seconds_by_span.size());
   for (const auto& [k, v] : msg.round.seconds_by_span) {
@@ -119,6 +122,7 @@ SampleMessage decode_samples(const std::vector<uint8_t>& bytes) {
   m.round.max_response_len = r.get<double>();
   m.round.kept_groups = r.get<double>();
   m.round.rounds = r.get<double>();
+  m.round.dropped_stale = r.get<double>();
   m.wait_weights_seconds = r.get<double>();
   const auto spans = r.get<uint64_t>();
   for (uint64_t i = 0; i < spans; ++i) {
@@ -207,6 +211,7 @@ RolloutSamples batch_rows(const TokenBatch& b) {
     s.prompt_ids.emplace_back(row, row + P);
     s.response_ids.emplace_back(row + P, row + P + R);
     s.logprobs.emplace_back();
+    s.versions.emplace_back();
     s.example.push_back(0);
     s.scores.push_back(0);
     s.truncated.push_back(false);

@@ -14,6 +14,7 @@
 #include "hpcrl/algo/objectives/reward_fn.h"
 #include "hpcrl/algo/stages/policy_plan.h"
 #include "hpcrl/algo/stages/prompting.h"
+#include "hpcrl/algo/stages/rollout_stream.h"
 #include "hpcrl/algo/stages/stop_inside.h"
 #include "hpcrl/algo/training/rl_metrics.h"
 #include "hpcrl/algo/training/rollout_samples.h"
@@ -29,8 +30,9 @@ class RolloutProducer {
   RolloutProducer(const PolicyStageContext& stage, RewardFunction& rewards, const PromptBuilder* prompts,
                   io::DataSampler& sampler);
 
-  // One iteration's rollouts and rewards on the generator's ranks.
-  RolloutRound produce(int64_t iteration);
+  // One iteration's rollouts and rewards on the generator's ranks, sampled with
+  // weight version `version` (trainer updates done).
+  RolloutRound produce(int64_t iteration, int64_t version);
   // The data position back to where the current iteration began (a stop inside its rollout).
   void rewind();
 
@@ -38,17 +40,33 @@ class RolloutProducer {
   // Weights into the generation copy before a rollout, as the plan says; its storage released after.
   void refresh_weights(RlMetrics& m);
   void release_weights();
+  // What every scored sample of an iteration adds up on this rank.
+  struct Tally {
+    RolloutSums sums;
+    double max_response_len = 0;
+  };
   // Rounds of rollouts until enough groups are kept (one round without dynamic
-  // sampling); every sample drawn adds to `sums` and `max_response_len`.
-  RolloutSamples draw_groups(int64_t iteration, RlMetrics& m, RolloutSums& sums, double& max_response_len,
-                             double& kept_groups);
+  // sampling); every sample drawn adds to the tally. Sets m.sampling_rounds.
+  RolloutSamples draw_groups(int64_t iteration, int64_t version, RlMetrics& m, Tally& tally);
+  // Partial rollouts: the stream's groups continued until enough are complete
+  // and kept; the first `local` complete groups of each engine call are scored.
+  RolloutSamples continue_groups(int64_t iteration, int64_t version, RlMetrics& m, Tally& tally);
+  // Draws whole batches until two iterations' groups are in flight on every replica (the same draws on each).
+  void draw_ahead(int64_t local);
+  // One engine call over the stream's unfinished samples, pausing after `groups` more are complete.
+  void continue_samples(int64_t groups, int64_t iteration, int64_t version, RlMetrics& m);
+  // Whether a group's samples all scored alike (no learning signal: dynamic sampling skips it).
+  bool uninformative(const RolloutSamples& round, size_t first) const;
+  // The sums of kept groups over every replica, and whether to draw again.
+  bool enough_kept(int64_t kept_groups, int64_t rounds, double& kept_total) const;
   // `cfg.group` samples of each prompt of `p_ids` (round `round` of the iteration).
   std::vector<rollout::Sample> generate(const std::vector<std::vector<int32_t>>& p_ids, int64_t iteration,
                                         int64_t round, RlMetrics& m);
   // The rewards of `samples` (prompts `rows`), with the overlong penalty.
   RolloutSamples score(const std::vector<size_t>& rows, const std::vector<std::vector<int32_t>>& p_ids,
-                       const std::vector<rollout::Sample>& samples, int64_t iteration, RlMetrics& m,
-                       RolloutSums& sums, double& max_response_len);
+                       const std::vector<rollout::Sample>& samples, int64_t iteration, RlMetrics& m, Tally& tally);
+  // score() of whole groups, each token with its version.
+  RolloutSamples score_groups(std::vector<GroupInFlight> groups, int64_t iteration, RlMetrics& m, Tally& tally);
 
   const PolicyStageContext& stage_;
   RewardFunction& rewards_;
@@ -58,6 +76,8 @@ class RolloutProducer {
   std::unique_ptr<rollout::Engine> engine_;
   rollout::ReleasedWeights released_;  // kResharded: the generation copy's storage between rollouts
   io::DataCursor iteration_start_;     // the data position when the current iteration began (rewind)
+  std::unique_ptr<RolloutStream> stream_;  // async.partial_rollouts: the groups in flight
+  double dropped_stale_ = 0;               // samples the stream dropped this iteration
 };
 
 }  // namespace hpcrl::algo

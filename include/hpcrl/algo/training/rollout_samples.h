@@ -17,6 +17,10 @@ namespace hpcrl::algo {
 struct RolloutSamples {
   std::vector<std::vector<int32_t>> prompt_ids, response_ids;
   std::vector<std::vector<float>> logprobs;  // behaviour log-probs from the engine
+  // Per token: the weight version (trainer updates done) that sampled it. One
+  // version a sample, except where a partial rollout continued it across an
+  // update. Requests to roles on other ranks leave it empty (read as no versions).
+  std::vector<std::vector<int32_t>> versions;
   std::vector<size_t> example;               // dataset index of each sample's prompt
   std::vector<double> scores;
   std::vector<bool> truncated;
@@ -43,6 +47,7 @@ struct RolloutRound {
   RolloutSums totals;             // over every sample drawn, before dynamic-sampling filtering
   double max_response_len = 0;    // over every generating replica
   double kept_groups = 0, rounds = 0;
+  double dropped_stale = 0;       // samples a partial rollout dropped: their oldest token too stale to train on
   std::vector<std::pair<std::string, double>> seconds_by_span;  // rollout, reward
 };
 

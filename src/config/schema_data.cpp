@@ -26,6 +26,15 @@ Codec<std::string> ops_codec() {
   return c;
 }
 
+Codec<SyntheticData::LongTail> long_tail_codec() {
+  using S = SyntheticData::LongTail;
+  return structure<S>({"a long tail of longer problems", {
+      field<S>("every", [](auto& s) -> auto& { return s.every; }, integer(0, 1000000)),
+      field<S>("digits", [](auto& s) -> auto& { return s.digits; }, integer(1, 15)),
+      field<S>("terms", [](auto& s) -> auto& { return s.terms; }, integer(2, 6)),
+  }});
+}
+
 Codec<SyntheticData> synthetic_codec() {
   using S = SyntheticData;
   StructSpec<S> spec{"a synthetic dataset", {
@@ -36,11 +45,16 @@ Codec<SyntheticData> synthetic_codec() {
       field<S>("train", [](auto& s) -> auto& { return s.train; }, integer(1, 100000000)),
       field<S>("eval", [](auto& s) -> auto& { return s.eval; }, integer(0, 100000000)),
       field<S>("seed", [](auto& s) -> auto& { return s.seed; }, integer(0)),
+      field<S>("long_tail", [](auto& s) -> auto& { return s.long_tail; }, long_tail_codec()),
   }};
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     // Eval problems are distinct and train must keep at least one: bound by the operand tuples.
     double per_operand = 9 * std::pow(10.0, static_cast<double>(s.digits - 1));
     double space = std::pow(per_operand, static_cast<double>(s.terms));
+    if (s.long_tail.every == 1)
+      error_at_key(reading, n, path, "long_tail",
+                   "every: 1 would make every problem a long one, leaving no tail",
+                   "use long_tail: {every: 10} for one long problem in ten (0 turns it off)");
     if (static_cast<double>(s.eval) >= space)
       error_at_key(reading, n, path, "eval",
                    "asks for " + std::to_string(s.eval) + " distinct held-out problems, but " + std::to_string(s.terms) +

@@ -135,6 +135,26 @@ void generate(const SyntheticConfig& cfg, std::vector<ArithmeticProblem>& eval, 
   fill(train, cfg.train);
 }
 
+// Every `every`-th problem of `split` (from position every - 1) replaced by a
+// distinct long one (non-negative result), drawn from its own stream.
+void lengthen_tail(const SyntheticConfig& cfg, std::vector<ArithmeticProblem>& split, uint64_t& state,
+                   std::unordered_set<std::string>& seen) {
+  const SyntheticLongTail& lt = cfg.long_tail;
+  SyntheticConfig shape = cfg;
+  shape.digits = lt.digits;
+  shape.terms = lt.terms;
+  for (size_t i = lt.every - 1; i < split.size(); i += lt.every) {
+    ArithmeticProblem p;
+    for (size_t tries = 0;; ++tries) {
+      HPCRL_CHECK_INPUT(tries < 1000000, "synthetic.long_tail: could not draw distinct long problems with a "
+                                         "non-negative result; include '+' in ops or use more digits");
+      p = draw(state, shape);
+      if (p.result() >= 0 && seen.insert(arithmetic_prompt(p)).second) break;
+    }
+    split[i] = std::move(p);
+  }
+}
+
 }  // namespace
 
 void validate_synthetic(const SyntheticConfig& cfg, const std::string& where) {
@@ -149,6 +169,13 @@ void validate_synthetic(const SyntheticConfig& cfg, const std::string& where) {
   HPCRL_CHECK_INPUT(cfg.ops == "+" || cfg.ops == "-" || cfg.ops == "+-" || cfg.ops == "-+",
                     where << ".ops: \"" << cfg.ops << "\" is not one of \"+\", \"-\", \"+-\"");
   HPCRL_CHECK_INPUT(cfg.train >= 1, where << ".train: must be at least 1");
+  const SyntheticLongTail& lt = cfg.long_tail;
+  if (lt.every == 0) return;
+  HPCRL_CHECK_INPUT(lt.every >= 2, where << ".long_tail.every: " << lt.every
+                                         << " would make every problem long; use 2 or more (10: one in ten)");
+  HPCRL_CHECK_INPUT(lt.digits >= 1 && lt.digits <= 15,
+                    where << ".long_tail.digits: " << lt.digits << " is outside 1..15 (sums must fit in 64 bits)");
+  HPCRL_CHECK_INPUT(lt.terms >= 2 && lt.terms <= 6, where << ".long_tail.terms: " << lt.terms << " is outside 2..6");
 }
 
 long long ArithmeticProblem::result() const {
@@ -211,6 +238,12 @@ SyntheticSplits make_synthetic(const SyntheticConfig& cfg) {
   std::vector<ArithmeticProblem> eval, train;
   std::string note;
   generate(cfg, eval, train, note);
+  if (cfg.long_tail.every > 0) {
+    uint64_t state = detail::stream_state(cfg.seed, 0x1046);
+    std::unordered_set<std::string> seen;
+    lengthen_tail(cfg, eval, state, seen);  // eval first: train never changes the eval set
+    lengthen_tail(cfg, train, state, seen);
+  }
   SyntheticSplits out;
   auto fill = [&](Dataset& ds, const std::vector<ArithmeticProblem>& problems, const char* split) {
     ds.name = "synthetic:arithmetic/" + std::string(split);

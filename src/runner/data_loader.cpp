@@ -21,6 +21,9 @@ algo::DataSplits load_data_splits(const config::DatasetConfig& data, const confi
     sc.train = static_cast<size_t>(s.train);
     sc.eval = static_cast<size_t>(s.eval);
     sc.seed = static_cast<uint64_t>(s.seed != 0 ? s.seed : run.seed);
+    sc.long_tail.every = static_cast<size_t>(s.long_tail.every);
+    sc.long_tail.digits = static_cast<int>(s.long_tail.digits);
+    sc.long_tail.terms = static_cast<int>(s.long_tail.terms);
     auto splits = io::make_synthetic(sc);
     out.train = std::move(splits.train);
     out.eval = std::move(splits.eval);

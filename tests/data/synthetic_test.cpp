@@ -3,6 +3,7 @@
 // solution 1.0, determinism, disjoint splits, and config validation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <unordered_set>
 
@@ -170,4 +171,50 @@ TEST(SyntheticTask, BadConfigsNameTheKey) {
   EXPECT_NE(error(config(1, 2, "+", 10, 81))
                 .find("synthetic.eval: 81 eval problems requested but only 81 distinct problems exist"),
             std::string::npos);
+}
+
+namespace {
+
+size_t median_length(std::vector<size_t> lengths) {
+  std::sort(lengths.begin(), lengths.end());
+  return lengths[lengths.size() / 2];
+}
+
+}  // namespace
+
+TEST(SyntheticTask, ALongTailMakesOneProblemInTenAboutNineTimesTheMedian) {
+  // 2 digits × 2 terms ("47+85=": a solution of ~27 characters) with long_tail
+  // {every: 10, digits: 12, terms: 6}: positions 9, 19, ... hold 12-digit,
+  // 6-term problems, whose 12 columns of 6 digits, 5 signs, a carry and a
+  // two-digit total (~17 characters each) plus the boxed 13-digit answer come
+  // to ~220 characters: at least 8× the median of the whole split.
+  SyntheticConfig c = config(2, 2, "+", 1000, 100);
+  c.long_tail.every = 10;
+  const SyntheticSplits s = make_synthetic(c);
+  for (const Dataset* split : {&s.train, &s.eval}) {
+    std::vector<size_t> all, tail;
+    for (size_t i = 0; i < split->size(); ++i) {
+      const Example& ex = split->examples[i];
+      const bool long_one = i % 10 == 9;
+      // "123456789012+...": 12 digits before the first sign for a long one, 2 otherwise.
+      EXPECT_EQ(ex.prompt.find('+'), long_one ? 12u : 2u) << split->name << " example " << i << ": " << ex.prompt;
+      all.push_back(ex.response.size());
+      if (long_one) tail.push_back(ex.response.size());
+    }
+    ASSERT_EQ(tail.size(), split->size() / 10);
+    EXPECT_GE(median_length(tail), 8 * median_length(all)) << split->name;
+  }
+}
+
+TEST(SyntheticTask, TheLongTailLeavesTheOtherProblemsAsTheyWere) {
+  // Only the long positions change: the rest are the plain task's, so eval and train stay disjoint as before.
+  SyntheticConfig plain = config(2, 2, "+", 200, 50);
+  SyntheticConfig tailed = plain;
+  tailed.long_tail.every = 10;
+  const SyntheticSplits a = make_synthetic(plain), b = make_synthetic(tailed);
+  for (size_t i = 0; i < a.train.size(); ++i)
+    if (i % 10 != 9) EXPECT_EQ(a.train.examples[i].prompt, b.train.examples[i].prompt) << "train " << i;
+  std::set<std::string> eval;
+  for (const auto& ex : b.eval.examples) eval.insert(ex.prompt);
+  for (const auto& ex : b.train.examples) EXPECT_EQ(eval.count(ex.prompt), 0u) << ex.prompt;
 }

@@ -142,6 +142,13 @@ struct SyntheticData {
   int64_t train = 20000;               // training problems (cycles when fewer exist)
   int64_t eval = 500;                  // held-out problems, distinct and never in train
   int64_t seed = 0;                    // resolved: run.seed when not given
+  // Every long_tail_every-th problem (0 = none) with these digits and terms
+  // instead: a long-tailed response length (io/synthetic.h).
+  struct LongTail {
+    int64_t every = 0;
+    int64_t digits = 12;
+    int64_t terms = 6;
+  } long_tail;
 };
 
 // A JSONL file (io/dataset_jsonl.h); the defaults read GSM8K as it is.

@@ -18,7 +18,9 @@
 // YAML: `synthetic: {task: arithmetic, digits: 2, terms: 2, ops: "+", train: 20000, eval: 500}`
 // (seed: the run seed unless given). Difficulty: digits per operand (exactly
 // that many, leading digit non-zero), terms per problem, ops "+", "-" or "+-"
-// (subtraction problems are drawn only with a non-negative result).
+// (subtraction problems are drawn only with a non-negative result);
+// `long_tail: {every: 10, digits: 12, terms: 6}` makes one problem in ten a
+// long one (SyntheticLongTail).
 // Splits: eval problems are distinct and never appear in train. When train
 // asks for more problems than exist (2-digit addition has 8100), train
 // cycles through all non-eval problems, reshuffled each pass, and the report
@@ -34,6 +36,16 @@
 
 namespace hpcrl::io {
 
+// A long-tailed workload: every `every`-th problem of each split (positions
+// every-1, 2·every-1, ...) is drawn with `digits` and `terms` instead, so its
+// worked solution is several times the others' (12 digits × 6 terms beside the
+// quickstart's 2 × 2: ~9× the median, tests/data/synthetic_test.cpp).
+struct SyntheticLongTail {
+  size_t every = 0;        // 0 = off; else ≥ 2
+  int digits = 12;         // 1..15 (every sum fits in 64 bits)
+  int terms = 6;           // 2..6
+};
+
 struct SyntheticConfig {
   std::string task = "arithmetic";
   int digits = 2;          // 1..9
@@ -42,6 +54,7 @@ struct SyntheticConfig {
   size_t train = 20000;    // ≥ 1
   size_t eval = 500;       // ≥ 0
   uint64_t seed = 1;
+  SyntheticLongTail long_tail;
 };
 
 // InputError naming `where` + ".digits" etc. and the valid range.

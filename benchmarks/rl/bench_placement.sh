@@ -30,14 +30,8 @@ while [ $# -gt 0 ]; do
 done
 HPCRL=$BUILD/hpcrl
 REPORT=$BUILD/benchmarks/rl/bench_placement_report
-for exe in "$HPCRL" "$REPORT"; do
-  [ -x "$exe" ] || { echo "$exe not built (cmake -DHPCRL_BUILD_BENCHMARKS=ON; build hpcrl bench_placement_report)" >&2; exit 2; }
-done
-export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE OMPI_MCA_mpi_yield_when_idle=1
-if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench_placement.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cd "$ROOT"
+source "$ROOT/benchmarks/rl/bench_common.sh"
+bench_setup bench_placement
 
 # The quickstart's SFT stage (configs/quickstart.yaml), alone, on one rank.
 SFT='[{sft: {model: policy, data: arith, steps: 300, batch: 64, lr: 1.0e-3, warmup: 20, schedule: cosine,
@@ -55,10 +49,7 @@ for seed in $SEEDS; do
     > "$sft.log" 2>&1 || { echo "SFT failed (seed $seed):" >&2; tail -20 "$sft.log" >&2; exit 1; }
   policy=$(ls -d "$sft"/checkpoints/00-sft/step-*/policy | tail -1)
   # The quickstart's GRPO stage on that policy (its stage text, ITERS iterations).
-  sed -e "/^stages:/,\$d" -e "/^  student:/d" -e "s|policy:    {init: {preset: tiny}}.*|policy:    {init: {path: $policy}, tokenizer: byte}|" \
-      -e "s|name: quickstart|name: bench-placement|" configs/quickstart.yaml > "$WORK/grpo-$seed.yaml"
-  sed -n "/^  - grpo:/,/^  - distill:/p" configs/quickstart.yaml | sed '$d' | sed '1s/^/stages:\n/' >> "$WORK/grpo-$seed.yaml"
-  printf 'trace: {chrome: true, metrics: true, comm: false}\n' >> "$WORK/grpo-$seed.yaml"
+  quickstart_grpo_config "$policy" bench-placement "$WORK/grpo-$seed.yaml"
   common=(--set run.seed="$seed" --set "stages[0].grpo.iterations=$ITERS" --set run.eval_before_train=false)
   for variant in a-colocated b-disaggregated c-async; do
     run=$WORK/$variant-$seed

@@ -598,37 +598,30 @@ TEST(RolloutEngine, ChunkedPrefillGivesTheSamplesOfOnePrefill) {
   expect_same_samples(*qwen, prompts, whole, chunked, "chunked prefill");
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no InputError)";
-}
+using hpcrl::testing::input_error_of;
 
 TEST(RolloutEngine, BadInputIsAnInputErrorSayingWhatToFix) {
   auto m = hpcrl::testing::stories();
   rollout::Engine engine(m, nullptr, {8, true});
   std::vector<int32_t> long_prompt(500, 5);
-  EXPECT_EQ(error_of([&] { engine.generate({{1, 2}, long_prompt}, 1, greedy().max_new_tokens(20)); }),
+  EXPECT_EQ(input_error_of([&] { engine.generate({{1, 2}, long_prompt}, 1, greedy().max_new_tokens(20)); }),
             "prompt 1 has 500 tokens; with max_new_tokens 20 it exceeds the model's context of 512 tokens: "
             "shorten the prompt or lower max_new_tokens");
-  EXPECT_EQ(error_of([&] { engine.generate({{1, 2}, {}}, 1, greedy().max_new_tokens(4)); }),
+  EXPECT_EQ(input_error_of([&] { engine.generate({{1, 2}, {}}, 1, greedy().max_new_tokens(4)); }),
             "prompt 1 is empty; every prompt needs at least one token");
-  EXPECT_EQ(error_of([&] { engine.generate({{1, 2}}, 0, greedy().max_new_tokens(4)); }),
+  EXPECT_EQ(input_error_of([&] { engine.generate({{1, 2}}, 0, greedy().max_new_tokens(4)); }),
             "n (samples per prompt) must be at least 1, got 0");
-  EXPECT_EQ(error_of([&] { engine.generate({{1, 600}}, 1, greedy().max_new_tokens(4)); }),
+  EXPECT_EQ(input_error_of([&] { engine.generate({{1, 600}}, 1, greedy().max_new_tokens(4)); }),
             "prompt 0 token 1 is id 600, outside the model's vocabulary [0, 512): the prompt was tokenized for "
             "another model");
   rollout::SamplingParams p = sampled().max_new_tokens(4).seed(1);
   p.top_p = 0;
-  EXPECT_EQ(error_of([&] { engine.generate({{1, 2}}, 1, p); }), "top_p must be in (0, 1] (1 = off), got 0");
+  EXPECT_EQ(input_error_of([&] { engine.generate({{1, 2}}, 1, p); }), "top_p must be in (0, 1] (1 = off), got 0");
   p = sampled().max_new_tokens(4).seed(1);
   p.stop = {"x"};
-  EXPECT_EQ(error_of([&] { engine.generate({{1, 2}}, 1, p); }),
+  EXPECT_EQ(input_error_of([&] { engine.generate({{1, 2}}, 1, p); }),
             "stop strings need a tokenizer to decode the response");
-  EXPECT_EQ(error_of([&] { rollout::Engine(m, nullptr, {0, true}); }), "rollout max_batch must be at least 1, got 0");
+  EXPECT_EQ(input_error_of([&] { rollout::Engine(m, nullptr, {0, true}); }), "rollout max_batch must be at least 1, got 0");
   EXPECT_TRUE(engine.generate({}, 2, greedy().max_new_tokens(4)).empty());
 }
 

@@ -250,14 +250,7 @@ TEST(PausedSamples, AContinuedSampleStillEndsAtMaxNewTokens) {
   EXPECT_EQ(done[0].finish_reason, "length");
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no InputError)";
-}
+using hpcrl::testing::input_error_of;
 
 TEST(PausedSamples, ABadPausedSampleIsAnInputErrorSayingWhatToFix) {
   auto m = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
@@ -266,7 +259,7 @@ TEST(PausedSamples, ABadPausedSampleIsAnInputErrorSayingWhatToFix) {
   const auto with = [&](rollout::Sample s, rollout::SamplingParams p) {
     rollout::GenerationCall call;
     call.samples = {std::move(s)};
-    return error_of([&] { engine.run(prompts, call, p); });
+    return input_error_of([&] { engine.run(prompts, call, p); });
   };
   rollout::Sample outside;
   outside.prompt_index = 1;

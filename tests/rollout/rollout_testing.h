@@ -10,6 +10,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 #include "hpcrl/model/pretrained.h"
 #include "hpcrl/model/weights.h"
 #include "hpcrl/rollout/engine.h"
+#include "hpcrl/util/error.h"
 #include "model/test_models.h"
 
 namespace hpcrl::testing {
@@ -161,6 +163,16 @@ inline ::testing::AssertionResult same_generation(model::DecoderModel& reference
     return ::testing::AssertionFailure() << "lengths " << a.tokens.size() << " vs " << b.tokens.size()
                                          << ", finish " << a.finish_reason << " vs " << b.finish_reason;
   return ::testing::AssertionSuccess();
+}
+
+// The message of the InputError `fn` throws ("(no InputError)" when it throws none).
+inline std::string input_error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
 }
 
 }  // namespace hpcrl::testing

@@ -141,12 +141,13 @@ wait_for_grpo() {
   done
 }
 wait_for_state() {  # JOB STATE LIMIT_S
-  local t0=$SECONDS
-  until [ "$(job_field "$1" JobState)" = "$2" ]; do
-    case "$(job_field "$1" JobState)" in FAILED | CANCELLED | TIMEOUT | NODE_FAIL | COMPLETED)
-      fail "job $1 ended $(job_field "$1" JobState), not $2" ;;
+  local t0=$SECONDS state
+  # One read a round: the job may end between two reads (a failure once read "ended COMPLETED, not COMPLETED").
+  while state=$(job_field "$1" JobState); [ "$state" != "$2" ]; do
+    case "$state" in FAILED | CANCELLED | TIMEOUT | NODE_FAIL | COMPLETED)
+      fail "job $1 ended $state, not $2" ;;
     esac
-    [ $((SECONDS - t0)) -lt "$3" ] || fail "job $1 not $2 within $3 s (state $(job_field "$1" JobState))"
+    [ $((SECONDS - t0)) -lt "$3" ] || fail "job $1 not $2 within $3 s (state $state)"
     sleep 1
   done
 }

@@ -102,6 +102,8 @@ struct GenerationCall {
   std::vector<Sample> samples;       // prompt_index into the call's prompts; finish_reason empty
   // > 0: the call pauses at the first host sync where this many prompts have
   // every sample of theirs in this call finished; the rest come back paused.
+  // The ranks of an ep lockstep group agree on the pause, so each must make a
+  // pausing call (> 0) or none does.
   int64_t pause_after_groups = 0;
 };
 

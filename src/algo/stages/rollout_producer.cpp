@@ -162,7 +162,10 @@ void RolloutProducer::draw_ahead(int64_t local) {
 
 void RolloutProducer::continue_samples(int64_t groups, int64_t iteration, int64_t version, RlMetrics& m) {
   RolloutStream::Call call = stream_->next_call(groups);
-  if (groups <= 0) call.call.samples.clear();  // this replica has its groups: nothing to generate
+  if (groups <= 0) {  // this replica has its groups: nothing to generate, but an ep group's ranks step together
+    call.call.samples.clear();
+    call.call.pause_after_groups = 1;  // every rank of a pausing call joins the pause check
+  }
   rollout::SamplingParams sampling = stage_sampling(stage_.cfg.sampling, prompts_->stop_ids());
   // One seed for the stage: a sample's draws are keyed by its prompt's draw position, whichever round continues it.
   sampling.seed = static_cast<uint64_t>(stage_.env.pipeline->run.seed) * 1000003u + 999983u;

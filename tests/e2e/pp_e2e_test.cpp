@@ -328,8 +328,9 @@ TEST(PipelineParallelE2E, EvalPp2EqualsPp1) {
   // follow the batch's first example, so the batches are the same).
   const std::string args = "eval --model preset:tiny --data synthetic:digits=1,terms=2,eval=16 --max-new-tokens 16 "
                            "--n 4 --temperature 1.0 --seed 5 --batch 4 --json";
-  auto doc = [](const Proc& p) {
-    return nlohmann::json::parse(p.output.substr(p.output.rfind("{\"model\"")));
+  auto doc = [](const Proc& p) {  // the one-line report; another rank's log line may follow it in the output
+    const size_t start = p.output.rfind("{\"model\"");
+    return nlohmann::json::parse(p.output.substr(start, p.output.find('\n', start) - start));
   };
   Proc one = run_hpcrl(args);
   ASSERT_EQ(one.exit_code, 0) << one.output;

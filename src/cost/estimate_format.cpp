@@ -88,8 +88,8 @@ std::string estimate_text(const std::vector<StageEstimate>& est, const HardwareP
       o << "  decode: each step one replayed CUDA graph (--decode-graphs), " << fmt("%.3g", hw.graph_kernel_overhead_s)
         << " s a kernel\n";
     if (e.engine.partial_rollouts)
-      o << "  rollout: responses running at a weight sync finish in the next iteration (--partial-rollouts): "
-           "no tail decoded alone\n";
+      o << "  rollout: responses running at a weight sync finish in the next iteration (--partial-rollouts, or "
+           "the stage's async.partial_rollouts): no tail decoded alone\n";
     if (e.eval.prompts > 0)
       o << "  evaluation: " << e.eval.prompts << " prompts x " << e.eval.samples_per_prompt << " sample(s), up to "
         << e.eval.max_new_tokens << " new tokens each: " << fmt("%.4g", e.eval_seconds()) << " s each (every "

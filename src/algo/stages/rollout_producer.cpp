@@ -75,7 +75,7 @@ RolloutRound RolloutProducer::produce(int64_t iteration, int64_t version) {
   round.max_response_len = maxlen.item<double>();
   round.kept_groups = m.kept_groups;
   round.rounds = m.sampling_rounds;
-  round.dropped_stale = sum_over_dp(stage_.generator, dropped_stale_);
+  round.dropped_stale = sum_over_dp(stage_.generator, tally.dropped_stale);
   round.seconds_by_span = m.seconds_by_span;
   return round;
 }
@@ -120,7 +120,7 @@ RolloutSamples RolloutProducer::continue_groups(int64_t iteration, int64_t versi
   const int64_t local = stage_.generator.local_batch(stage_.cfg.prompts, stage_.env.stage->path + ".prompts");
   const size_t G = static_cast<size_t>(stage_.cfg.group);
   // Trained at update `iteration` at the earliest: a group already too stale then is not continued.
-  dropped_stale_ = double(stream_->drop_stale(iteration, stage_.cfg.async.max_staleness));
+  tally.dropped_stale = double(stream_->drop_stale(iteration, stage_.cfg.async.max_staleness));
   RolloutSamples kept;
   int64_t kept_groups = 0, rounds = 0;
   while (true) {
@@ -161,11 +161,11 @@ void RolloutProducer::draw_ahead(int64_t local) {
 }
 
 void RolloutProducer::continue_samples(int64_t groups, int64_t iteration, int64_t version, RlMetrics& m) {
-  RolloutStream::Call call = stream_->next_call(groups);
-  if (groups <= 0) {  // this replica has its groups: nothing to generate, but an ep group's ranks step together
-    call.call.samples.clear();
-    call.call.pause_after_groups = 1;  // every rank of a pausing call joins the pause check
-  }
+  // A replica with its groups has nothing to generate, but an ep group's ranks step together: every rank of a
+  // pausing call joins the pause check.
+  RolloutStream::Call call;
+  call.call.pause_after_groups = 1;
+  if (groups > 0) call = stream_->next_call(groups);
   rollout::SamplingParams sampling = stage_sampling(stage_.cfg.sampling, prompts_->stop_ids());
   // One seed for the stage: a sample's draws are keyed by its prompt's draw position, whichever round continues it.
   sampling.seed = static_cast<uint64_t>(stage_.env.pipeline->run.seed) * 1000003u + 999983u;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "hpcrl/algo/training/token_staleness.h"
 #include "hpcrl/util/check.h"
 
 namespace hpcrl::algo {
@@ -11,13 +12,6 @@ bool GroupInFlight::complete() const {
   for (const auto& s : samples)
     if (s.finish_reason.empty()) return false;
   return true;
-}
-
-int64_t GroupInFlight::oldest_version(int64_t now) const {
-  int64_t oldest = now;
-  for (const auto& v : versions)
-    if (!v.empty()) oldest = std::min<int64_t>(oldest, v.front());  // a sample's tokens only get newer
-  return oldest;
 }
 
 void RolloutStream::add(const std::vector<size_t>& rows, const std::vector<std::vector<int32_t>>& prompt_ids,
@@ -66,7 +60,6 @@ void RolloutStream::take(const Call& call, rollout::GenerationResult result, int
       GroupInFlight& g = groups_[call.group_of_prompt[size_t(s.prompt_index)]];
       auto& versions = g.versions[size_t(s.sample_index)];
       versions.resize(s.tokens.size(), int32_t(version));  // the tokens this call added
-      s.prompt_index = 0;
       g.samples[size_t(s.sample_index)] = std::move(s);
     }
 }
@@ -87,7 +80,10 @@ std::vector<GroupInFlight> RolloutStream::take_complete(int64_t n) {
 int64_t RolloutStream::drop_stale(int64_t version, int64_t max_staleness) {
   int64_t dropped = 0;
   for (auto it = groups_.begin(); it != groups_.end();) {
-    if (version - it->oldest_version(version) <= max_staleness) {
+    const bool stale = std::any_of(it->versions.begin(), it->versions.end(), [&](const std::vector<int32_t>& v) {
+      return token_too_stale(v, version, max_staleness);
+    });
+    if (!stale) {
       ++it;
       continue;
     }

@@ -11,10 +11,11 @@ namespace hpcrl::algo {
 namespace {
 constexpr size_t kSamples = 0, kSpanning = 1, kTokens = 2, kStalenessSum = 3, kFirstBucket = 4;
 
-int64_t oldest_version(const std::vector<int32_t>& versions, int64_t version) {
-  return versions.empty() ? version : *std::min_element(versions.begin(), versions.end());
-}
 }  // namespace
+
+bool token_too_stale(const std::vector<int32_t>& versions, int64_t version, int64_t max_staleness) {
+  return !versions.empty() && version - *std::min_element(versions.begin(), versions.end()) > max_staleness;
+}
 
 int64_t drop_stale_groups(RolloutSamples& kept, int64_t group, int64_t version, int64_t max_staleness) {
   HPCRL_CHECK(group >= 1 && kept.size() % size_t(group) == 0,
@@ -23,7 +24,7 @@ int64_t drop_stale_groups(RolloutSamples& kept, int64_t group, int64_t version, 
   for (size_t first = 0; first < kept.size(); first += size_t(group)) {
     bool stale = false;
     for (size_t k = first; k < first + size_t(group) && k < kept.versions.size(); ++k)
-      stale = stale || version - oldest_version(kept.versions[k], version) > max_staleness;
+      stale = stale || token_too_stale(kept.versions[k], version, max_staleness);
     if (!stale) fresh.append(kept, first, size_t(group));
   }
   const int64_t dropped = int64_t(kept.size() - fresh.size());

@@ -40,10 +40,12 @@ class RolloutProducer {
   // Weights into the generation copy before a rollout, as the plan says; its storage released after.
   void refresh_weights(RlMetrics& m);
   void release_weights();
-  // What every scored sample of an iteration adds up on this rank.
+  // What an iteration adds up on this rank: the scored samples' sums and longest response, and the samples
+  // partial rollouts dropped as too stale to train on.
   struct Tally {
     RolloutSums sums;
     double max_response_len = 0;
+    double dropped_stale = 0;  // partial rollouts: samples dropped as too stale to train on
   };
   // Rounds of rollouts until enough groups are kept (one round without dynamic
   // sampling); every sample drawn adds to the tally. Sets m.sampling_rounds.
@@ -77,7 +79,6 @@ class RolloutProducer {
   rollout::ReleasedWeights released_;  // kResharded: the generation copy's storage between rollouts
   io::DataCursor iteration_start_;     // the data position when the current iteration began (rewind)
   std::unique_ptr<RolloutStream> stream_;  // async.partial_rollouts: the groups in flight
-  double dropped_stale_ = 0;               // samples the stream dropped this iteration
 };
 
 }  // namespace hpcrl::algo

@@ -31,7 +31,6 @@ struct GroupInFlight {
   std::vector<rollout::Sample> samples;          // `group` of them, sample_index = position
   std::vector<std::vector<int32_t>> versions;    // per sample, per token: the version that sampled it
   bool complete() const;
-  int64_t oldest_version(int64_t now) const;     // `now` when no token is generated yet
 };
 
 class RolloutStream {

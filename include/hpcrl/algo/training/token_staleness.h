@@ -14,6 +14,10 @@
 
 namespace hpcrl::algo {
 
+// Whether a sample whose tokens have `versions` holds a token staler than
+// `max_staleness` when trained at `version` (its oldest token decides; none: no).
+bool token_too_stale(const std::vector<int32_t>& versions, int64_t version, int64_t max_staleness);
+
 // Removes every group (`group` consecutive samples) holding a token staler than
 // `max_staleness` at `version`; returns the samples removed.
 int64_t drop_stale_groups(RolloutSamples& kept, int64_t group, int64_t version, int64_t max_staleness);

@@ -51,6 +51,9 @@ void validate_paused(const Sample& s, size_t k, const std::vector<std::vector<in
   HPCRL_CHECK_INPUT(s.logprobs.size() == s.tokens.size(),
                     "sample " << k << " has " << s.logprobs.size() << " log-probs for " << s.tokens.size()
                               << " tokens: pass a paused sample back as the engine returned it");
+  HPCRL_CHECK_INPUT(s.sampled.empty() || s.sampled.size() == s.tokens.size(),
+                    "sample " << k << " marks " << s.sampled.size() << " tokens as sampled or inserted for "
+                              << s.tokens.size() << " tokens: pass a paused sample back as the engine returned it");
   for (int32_t id : s.tokens)
     HPCRL_CHECK_INPUT(id >= 0 && id < arch.vocab_size,
                       "sample " << k << " holds token id " << id << ", outside the vocabulary [0, "
@@ -83,6 +86,13 @@ class CallParameters {
   std::optional<model::WholeParameters> whole_;
 };
 }  // namespace
+
+int64_t Sample::sampled_count() const {
+  if (sampled.empty()) return int64_t(tokens.size());
+  int64_t n = 0;
+  for (uint8_t m : sampled) n += m != 0;
+  return n;
+}
 
 Engine::Engine(std::shared_ptr<model::DecoderModel> model, const io::Tokenizer* tokenizer, EngineOptions options)
     : model_(std::move(model)),
@@ -117,6 +127,11 @@ GenerationResult Engine::run(const std::vector<std::vector<int32_t>>& prompts, G
                              const SamplingParams& params) {
   validate(prompts, params, model_->arch());
   for (size_t k = 0; k < call.samples.size(); ++k) validate_paused(call.samples[k], k, prompts, params, model_->arch());
+  HPCRL_CHECK_INPUT(!call.turns || call.pause_after_groups == 0,
+                    "a multi-turn call cannot pause (pause_after_groups): partial rollouts with tools are not built");
+  HPCRL_CHECK_INPUT(!call.turns || !ep_lockstep(*model_),
+                    "multi-turn generation on an expert-parallel group (ep > 1) is not built: its ranks would "
+                    "need to agree on every reply's prefill; generate with ep = 1");
   torch::NoGradGuard no_grad;
   CallParameters gathered(*model_);
   stats_ = {};

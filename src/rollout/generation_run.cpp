@@ -38,6 +38,8 @@ GenerationRun::Sequence GenerationRun::queued(const std::vector<std::vector<int3
     s.resumed = std::move(context);
     s.prompt_ids = s.resumed.get();
   }
+  s.prompt_length = int64_t(prompt.size());
+  s.inserted = int64_t(sample.tokens.size()) - sample.sampled_count();
   s.out = std::move(sample);
   return s;
 }
@@ -62,7 +64,9 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
                          : (model.model->embed_tokens->weight.device().is_cpu() ? 1 : 8)),
       rows_(slot_count_, sync_interval_, params, model.model->embed_tokens->weight.device()),
       unfinished_of_prompt_(prompts.size(), 0),
-      pause_after_groups_(call.pause_after_groups) {
+      pause_after_groups_(call.pause_after_groups),
+      turns_(call.turns),
+      tp_(model.parallel_context().tp_size() > 1 ? model.parallel_context().tp : nullptr) {
   for (Sample& sample : call.samples) {
     ++unfinished_of_prompt_[size_t(sample.prompt_index)];
     pending_.push_back(queued(prompts, std::move(sample)));
@@ -91,9 +95,10 @@ bool GenerationRun::step() {
     pause();
     return false;
   }
-  const bool has_work = !pending_.empty() || !active_.empty();
-  const bool prefill_now = !pending_.empty() && int64_t(active_.size()) < slot_count_ &&
-                           (options_.continuous_batching || active_.empty());
+  if (!parked_.empty()) take_replies();
+  const bool has_work = !pending_.empty() || !active_.empty() || !parked_.empty();
+  const bool prefill_now = !pending_.empty() && free_slots() > 0 &&
+                           (options_.continuous_batching || (active_.empty() && parked_.empty()));
   Admission admission = prefill_now ? admit() : Admission{};
   // Every rank of an ep group runs as many prefill forwards as the one with the most.
   const auto any = any_over_ep({has_work, int32_t(admission.forwards())});
@@ -117,7 +122,8 @@ GenerationRun::Admission GenerationRun::admit() {
   const int64_t first = int64_t(active_.size());
   std::vector<Sequence> others;  // later samples of the prompts being prefilled
   int64_t longest = 0;
-  while (!pending_.empty() && first + int64_t(a.fresh.size() + others.size() + a.from_prefix.size()) < slot_count_) {
+  const int64_t free = free_slots();
+  while (!pending_.empty() && int64_t(a.fresh.size() + others.size() + a.from_prefix.size()) < free) {
     Sequence& s = pending_.front();
     if (s.prompt_ids == prefix_prompt_) {
       a.from_prefix.push_back(std::move(s));
@@ -203,6 +209,7 @@ void GenerationRun::decode() {
   rows_.advance(rows);
   ++stats_.forward_calls;
   ++stats_.decode_steps;
+  if (!parked_.empty()) ++stats_.decode_steps_during_calls;
   choose(logits, 0);
   stats_.decode_seconds += span.elapsed_seconds();
 }
@@ -216,7 +223,7 @@ void GenerationRun::choose(const at::Tensor& logits, int64_t first) {
       const Sequence& s = active_[first + r];
       const int64_t prompt = params_.prompt_keys.empty() ? params_.prompt_offset + s.out.prompt_index
                                                          : params_.prompt_keys[size_t(s.out.prompt_index)];
-      keys.push_back({prompt, s.out.sample_index, s.steps()});
+      keys.push_back({prompt, s.out.sample_index, s.draws()});
     }
     uniforms = draw_uniforms(params_.seed, keys);
   }
@@ -232,6 +239,7 @@ void GenerationRun::sync_if_due() {
   if (!due) return;
   sync();
   retire();
+  if (turns_) park_turns();
 }
 
 void GenerationRun::sync() {
@@ -244,10 +252,12 @@ void GenerationRun::sync() {
   const auto logprobs = log.logprobs.accessor<float, 2>();
   for (int64_t r = 0; r < rows; ++r) {
     Sequence& s = active_[r];
-    for (int64_t j = 0; j < count[r] && s.out.finish_reason.empty(); ++j) {
+    for (int64_t j = 0; j < count[r] && s.out.finish_reason.empty() && !s.ends_turn; ++j) {
       s.out.tokens.push_back(static_cast<int32_t>(ids[r][j]));
       s.out.logprobs.push_back(logprobs[r][j]);
+      if (!s.out.sampled.empty()) s.out.sampled.push_back(1);
       s.out.finish_reason = stop_.check(s.out.tokens);
+      s.ends_turn = turns_ && s.out.finish_reason.empty() && turns_->ends_turn(s.out);
       ++stats_.generated_tokens;
     }
     s.unsynced = 0;
@@ -255,11 +265,9 @@ void GenerationRun::sync() {
 }
 
 void GenerationRun::retire() {
-  const size_t before = done_.size();
   for (int64_t r = int64_t(active_.size()) - 1; r >= 0; --r) {
     if (active_[r].out.finish_reason.empty()) continue;
-    if (--unfinished_of_prompt_[size_t(active_[r].out.prompt_index)] == 0) ++complete_prompts_;
-    done_.push_back(std::move(active_[r].out));
+    finished(std::move(active_[r].out));
     const int64_t last = int64_t(active_.size()) - 1;
     if (r != last) {
       slots_.move(last, r);
@@ -268,7 +276,12 @@ void GenerationRun::retire() {
     }
     active_.pop_back();
   }
-  if (options_.progress && done_.size() != before) options_.progress(int64_t(done_.size()), total_);
+}
+
+void GenerationRun::finished(Sample out) {
+  if (--unfinished_of_prompt_[size_t(out.prompt_index)] == 0) ++complete_prompts_;
+  done_.push_back(std::move(out));
+  if (options_.progress) options_.progress(int64_t(done_.size()), total_);
 }
 
 bool GenerationRun::pause_due() const {

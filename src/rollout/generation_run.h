@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -42,8 +43,13 @@ class GenerationRun {
     const std::vector<int32_t>* prompt_ids = nullptr;  // what is prefilled: the prompt, or `resumed`
     std::shared_ptr<const std::vector<int32_t>> resumed;  // a paused sample's prompt + tokens so far
     Sample out;
+    int64_t prompt_length = 0;  // of the prompt alone: out.tokens[i] sits at position prompt_length + i
     int64_t unsynced = 0;  // tokens produced on the device since the last host sync (some may be overshoot)
+    int64_t inserted = 0;  // tokens of out.tokens inserted after turns (not sampled)
+    bool ends_turn = false;  // the last token read ends a turn: the row parks at this sync
+    int64_t ticket = -1;     // while parked: its call
     int64_t steps() const { return int64_t(out.tokens.size()) + unsynced; }  // its next token's index
+    int64_t draws() const { return steps() - inserted; }  // its next sampled token's index (the draw's key)
   };
   static Sequence queued(const std::vector<std::vector<int32_t>>& prompts, Sample sample);
 
@@ -82,14 +88,30 @@ class GenerationRun {
   // finished rows.
   void sync_if_due();
   void sync();
-  // Moves finished rows to done_; the last live row fills each hole; counts the prompts whose samples are all done.
+  // Moves finished rows to done_; the last live row fills each hole.
   void retire();
+  // A sample is done: counts the prompts whose samples are all done, reports progress.
+  void finished(Sample out);
   // Whether every rank of the ep group has reached the call's pause_after_groups.
   bool pause_due() const;
   // Reads the rows' last tokens and hands every unfinished sequence back (paused_).
   void pause();
   // Element-wise OR of flags over the ep group (identity without lockstep).
   std::vector<int32_t> any_over_ep(std::vector<int32_t> flags) const;
+
+  // Multi-turn (generation_turns.cpp). Parked rows hold the top slots:
+  // parked_[i] lives in slot slot_count_ - 1 - i, live rows in [0, active_.size()).
+  int64_t free_slots() const { return slot_count_ - int64_t(active_.size() + parked_.size()); }
+  // Rows whose last token ended a turn leave the decoding rows for the top slots; their calls start.
+  void park_turns();
+  // Takes the replies every rank of the tp group has (waiting for one when no
+  // row can decode or be admitted) and resumes or ends their rows.
+  void take_replies();
+  // Row parked_[i] leaves the parked slots with `reply`: ended, or its tokens
+  // prefilled into its cache after the row's tokens, the row decoding on.
+  void resume_turn(size_t i, TurnReply reply);
+  // The tickets of parked_ (in order) whose reply every rank of the tp group has.
+  std::vector<bool> ready_over_tp() const;
 
   const EngineOptions& options_;
   const SamplingParams& params_;
@@ -110,6 +132,11 @@ class GenerationRun {
   std::vector<int64_t> unfinished_of_prompt_;  // samples of each prompt in this call not yet done
   int64_t complete_prompts_ = 0;               // prompts whose every sample in this call is done
   const int64_t pause_after_groups_;
+  TurnHandler* const turns_;
+  const dist::CommPtr tp_;                 // its ranks take replies together
+  std::vector<Sequence> parked_;           // rows waiting for their call's reply
+  std::map<int64_t, TurnReply> replies_;   // replies polled, by ticket, not yet taken
+  int64_t next_ticket_ = 0;
   GenerateStats stats_;
 };
 

@@ -3,6 +3,9 @@
 
 #include <torch/utils.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "hpcrl/model/attention.h"
 #include "hpcrl/util/check.h"
 
@@ -42,6 +45,19 @@ void KvSlots::move(int64_t from, int64_t to) {
     v_[l][to].narrow(1, 0, n).copy_(v_[l][from].narrow(1, 0, n));
   }
   length_[to] = n;
+}
+
+void KvSlots::swap(int64_t a, int64_t b) {
+  if (a == b) return;
+  const int64_t n = std::max(length_[a], length_[b]);
+  for (std::vector<at::Tensor>* buffers : {&k_, &v_})
+    for (at::Tensor& buffer : *buffers) {
+      at::Tensor a_cols = buffer[a].narrow(1, 0, n), b_cols = buffer[b].narrow(1, 0, n);
+      at::Tensor kept = a_cols.clone();
+      a_cols.copy_(b_cols);
+      b_cols.copy_(kept);
+    }
+  std::swap(length_[a], length_[b]);
 }
 
 int64_t KvSlots::bytes() const {

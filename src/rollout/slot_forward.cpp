@@ -138,6 +138,28 @@ at::Tensor SlotForward::prefill(KvSlots& slots, int64_t first, const std::vector
   return logits.index_select(0, at::tensor(prompt_of, at::kLong).to(device_));
 }
 
+at::Tensor SlotForward::extend(KvSlots& slots, int64_t slot, const std::vector<int32_t>& tokens) {
+  torch::NoGradGuard no_grad;
+  const int64_t L0 = slots.length(slot), T = int64_t(tokens.size()), L1 = L0 + T;
+  HPCRL_CHECK(T >= 1 && T <= kPrefillTokens && L1 <= slots.capacity(),
+              "extending slot " << slot << " (" << L0 << " tokens) by " << T << " past the " << slots.capacity()
+                                << "-token KV slots or the " << kPrefillTokens << "-token prefill");
+  const auto longs = at::TensorOptions().dtype(at::kLong).device(device_);
+  at::Tensor ids = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong).to(device_).view({1, T});
+  at::Tensor positions = at::arange(L0, L1, longs).view({1, T});
+  at::Tensor valid = at::ones({1, L1}, longs.dtype(at::kBool));
+  at::Tensor allowed = model::attention_mask(valid, T, L1);  // [1, 1, T, L1]: causal after the cached columns
+  auto store = [&](int64_t layer, at::Tensor k, at::Tensor v) {
+    at::Tensor ks = slots.k(layer).narrow(0, slot, 1), vs = slots.v(layer).narrow(0, slot, 1);
+    ks.narrow(2, L0, T).copy_(k);
+    vs.narrow(2, L0, T).copy_(v);
+    return std::make_pair(ks.narrow(2, 0, L1), vs.narrow(2, 0, L1));
+  };
+  at::Tensor h = run_layers(model_.model->embed_tokens->forward(ids), positions, allowed, valid.narrow(1, L0, T), store);
+  slots.set_length(slot, L1);
+  return full_logits(h.select(1, T - 1));  // [1, V]
+}
+
 at::Tensor SlotForward::decode(KvSlots& slots, int64_t rows, const at::Tensor& tokens, const at::Tensor& positions) {
   torch::NoGradGuard no_grad;
   HPCRL_CHECK(rows >= 1 && rows <= slots.slots() && tokens.numel() == rows && positions.numel() == rows,

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "hpcrl/model/decoder_model.h"
+#include "hpcrl/rollout/turns.h"
 
 namespace hpcrl::io {
 class Tokenizer;
@@ -87,8 +88,15 @@ struct Sample {
   int64_t prompt_index = 0;
   int64_t sample_index = 0;
   std::vector<int32_t> tokens;       // generated ids (EOS included when it stopped on one)
-  std::vector<float> logprobs;       // log p(token), one per token (see logprobs_at_temperature)
-  std::string finish_reason;         // "stop" (EOS or stop string) | "length"
+  std::vector<float> logprobs;       // log p(token), one per token (see logprobs_at_temperature); 0 for inserted ones
+  // Per token: 1 sampled by the model, 0 inserted by a multi-turn call (a tool's
+  // reply, turns.h). Empty: every token was sampled (a single-turn sample).
+  std::vector<uint8_t> sampled;
+  std::string finish_reason;         // "stop" (EOS or stop string) | "length" | a TurnReply's reason
+  int64_t turns = 0;                 // tool calls the sample made (replies inserted or ending it)
+
+  bool was_sampled(size_t t) const { return sampled.empty() || sampled[t] != 0; }
+  int64_t sampled_count() const;     // tokens the model sampled
 };
 
 // One call of Engine::run: the samples to generate, each fresh (no tokens yet)
@@ -105,6 +113,11 @@ struct GenerationCall {
   // The ranks of an ep lockstep group agree on the pause, so each must make a
   // pausing call (> 0) or none does.
   int64_t pause_after_groups = 0;
+  // Multi-turn: a row whose tokens end a turn waits for the handler's reply
+  // while the others decode (turns.h); null = single-turn. Not with
+  // pause_after_groups, nor on an ep lockstep group (InputError). The ranks of
+  // a tp group take a reply once every one of them has it.
+  TurnHandler* turns = nullptr;
 };
 
 struct GenerationResult {
@@ -123,6 +136,10 @@ struct GenerateStats {
   int64_t cache_bytes = 0;       // the preallocated KV slots
   double prefill_seconds = 0;    // prefill forwards + choosing their first tokens (the rollout/prefill spans)
   double decode_seconds = 0;     // decode steps + choosing their tokens (the rollout/decode spans)
+  int64_t turn_calls = 0;        // turns ended (calls started, turns.h)
+  int64_t reply_tokens = 0;      // tokens inserted after turns (each prefilled into its row's cache)
+  int64_t decode_steps_during_calls = 0;  // decode steps taken while a call was running
+  double call_wait_seconds = 0;  // time the engine waited for replies with no row to decode
   bool abandoned = false;        // EngineOptions::abandon stopped the call part-way
   bool paused = false;           // GenerationCall::pause_after_groups was reached
 };

@@ -41,6 +41,9 @@ class KvSlots {
   // Copies slot `from`'s cached tokens into slot `to` (which takes its length):
   // how the engine keeps its live rows contiguous when a sequence finishes.
   void move(int64_t from, int64_t to);
+  // Exchanges the cached tokens (and lengths) of slots a and b: how a
+  // multi-turn row waiting for a reply leaves the live rows (generation_turns.cpp).
+  void swap(int64_t a, int64_t b);
 
   int64_t bytes() const;  // memory held by all buffers
 

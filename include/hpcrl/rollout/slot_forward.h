@@ -57,6 +57,11 @@ class SlotForward {
   at::Tensor prefill(KvSlots& slots, int64_t first, const std::vector<const std::vector<int32_t>*>& prompts,
                      const std::vector<int64_t>& prompt_of, int64_t chunk);
 
+  // Appends `tokens` to slot `slot` after its length(slot) cached tokens, in one
+  // forward that attends to the slot's columns so far (a multi-turn reply joins
+  // its row's cache); returns [1, V] logits of the token after the last one.
+  at::Tensor extend(KvSlots& slots, int64_t slot, const std::vector<int32_t>& tokens);
+
   // One step for slots [0, rows): tokens[r] ([rows] int64 on the model's device)
   // is appended at position length(r), which `positions` holds on the device
   // too (the host's lengths give the step's key range). Returns [rows, V]

@@ -48,6 +48,7 @@ LoadResult check_tree(std::optional<YNode> root, const std::string& file, const 
     resolve_defaults(res.config);
     validate_models(res.config, options, diag);
     validate_stages(res.config, options, diag);
+    validate_tools(res.config, diag);
   }
   sort_by_position(diag.errors);
   sort_by_position(diag.warnings);

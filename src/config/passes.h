@@ -22,6 +22,8 @@ void apply_overrides(YNode& root, const std::vector<std::string>& overrides, con
 void resolve_defaults(PipelineConfig& config);
 void validate_models(PipelineConfig& config, const ValidateOptions& options, Diagnostics& diag);
 void validate_stages(const PipelineConfig& config, const ValidateOptions& options, Diagnostics& diag);
+// The tools a stage uses exist and fit its responses; unsupported combinations (validate_tools.cpp).
+void validate_tools(const PipelineConfig& config, Diagnostics& diag);
 
 // "did you mean" over the names of a section, or the list of what exists.
 std::string name_fix(const std::string& name, const std::vector<std::string>& known, const std::string& section);

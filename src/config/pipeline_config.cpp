@@ -20,6 +20,7 @@ const T* find_named(const std::vector<T>& items, const std::string& name) {
 
 const ModelConfig* PipelineConfig::find_model(const std::string& role) const { return find_named(models, role); }
 const RewardConfig* PipelineConfig::find_reward(const std::string& name) const { return find_named(rewards, name); }
+const ToolConfig* PipelineConfig::find_tool(const std::string& name) const { return find_named(tools, name); }
 const DatasetConfig* PipelineConfig::find_data(const std::string& name) const { return find_named(data, name); }
 
 const ModelConfig& PipelineConfig::model(const std::string& role) const {

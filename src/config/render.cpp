@@ -58,10 +58,16 @@ std::string early_stop_note(double target) {
   return target > 0 ? ", or until held-out accuracy " + schema::format_number(target) : "";
 }
 
+// ", tools: a+b (up to N calls)" for a stage with tools; "" without.
+std::string tools_note(const StageTools& t) {
+  if (!t.enabled()) return "";
+  return ", tools: " + str::join(t.use, "+") + " (up to " + std::to_string(t.max_turns) + " calls)";
+}
+
 std::string stage_line(const SftStage& s) {
   std::ostringstream os;
   os << s.model << " on " << s.data << ": " << s.steps << " steps x batch " << s.batch << ", lr "
-     << schema::format_number(s.train.lr) << early_stop_note(s.stop_at_accuracy);
+     << schema::format_number(s.train.lr) << early_stop_note(s.stop_at_accuracy) << tools_note(s.tools);
   return os.str();
 }
 
@@ -73,7 +79,7 @@ std::string rl_line(const RlStage& s, const std::string* critic) {
   if (critic) with.push_back("critic: " + *critic);
   os << s.policy << (with.empty() ? "" : " (" + str::join(with, ", ") + ")") << " on " << s.data << ", reward " << str::join(s.rewards, "+") << ": " << s.iterations << " iterations x "
      << s.prompts << " prompts x " << s.group << ", max " << s.sampling.max_new_tokens << " new tokens"
-     << early_stop_note(s.stop_at_accuracy);
+     << early_stop_note(s.stop_at_accuracy) << tools_note(s.tools);
   return os.str();
 }
 

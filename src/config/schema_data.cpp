@@ -10,17 +10,18 @@ namespace hpcrl::config::schema {
 
 namespace {
 
-// "+", "-" or "+-" ("-+" is read as "+-").
+// "+", "-", "+-" or "*" ("-+" is read as "+-").
 Codec<std::string> ops_codec() {
   Codec<std::string> c = text();
-  c.type = "\"+\", \"-\" or \"+-\"";
+  c.type = "\"+\", \"-\", \"+-\" or \"*\"";
   c.read = [type = c.type](const YNode& n, const std::string& path, Reading& reading, std::string& out) {
-    if (n.is_scalar() && (n.scalar == "+" || n.scalar == "-" || n.scalar == "+-" || n.scalar == "-+")) {
+    if (n.is_scalar() &&
+        (n.scalar == "+" || n.scalar == "-" || n.scalar == "+-" || n.scalar == "-+" || n.scalar == "*")) {
       out = n.scalar == "-+" ? "+-" : n.scalar;
       return true;
     }
     reading.error(n.pos, path, "expected " + type + ", got " + n.describe(),
-              "write ops: \"+\" (addition), \"-\" (subtraction) or \"+-\" (both)");
+              "write ops: \"+\" (addition), \"-\" (subtraction), \"+-\" (both) or \"*\" (products)");
     return false;
   };
   return c;
@@ -35,6 +36,16 @@ Codec<SyntheticData::LongTail> long_tail_codec() {
   }});
 }
 
+Codec<SyntheticData::Calls> calls_codec() {
+  using S = SyntheticData::Calls;
+  return structure<S>({"the calculator calls of product solutions", {
+      field<S>("open", [](auto& s) -> auto& { return s.open; }, text(), kRequired),
+      field<S>("close", [](auto& s) -> auto& { return s.close; }, text(), kRequired),
+      field<S>("reply_open", [](auto& s) -> auto& { return s.reply_open; }, text(true)),
+      field<S>("reply_close", [](auto& s) -> auto& { return s.reply_close; }, text(true)),
+  }});
+}
+
 Codec<SyntheticData> synthetic_codec() {
   using S = SyntheticData;
   StructSpec<S> spec{"a synthetic dataset", {
@@ -46,11 +57,24 @@ Codec<SyntheticData> synthetic_codec() {
       field<S>("eval", [](auto& s) -> auto& { return s.eval; }, integer(0, 100000000)),
       field<S>("seed", [](auto& s) -> auto& { return s.seed; }, integer(0)),
       field<S>("long_tail", [](auto& s) -> auto& { return s.long_tail; }, long_tail_codec()),
+      only_if<S>(field<S>("calls", [](auto& s) -> auto& { return s.calls; }, calls_codec()),
+                 [](const S& s) { return s.calls.enabled(); }),
   }};
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     // Eval problems are distinct and train must keep at least one: bound by the operand tuples.
     double per_operand = 9 * std::pow(10.0, static_cast<double>(s.digits - 1));
     double space = std::pow(per_operand, static_cast<double>(s.terms));
+    if (s.ops == "*" && s.terms != 2)
+      error_at_key(reading, n, path, "terms", "products (ops: \"*\") have 2 terms",
+                   "set terms: 2 or use another op");
+    if (s.ops == "*" && s.digits > 4)
+      error_at_key(reading, n, path, "digits", "products of up to 4-digit operands only (the answer fits the line)",
+                   "use digits: 1..4");
+    if (s.ops == "*" && s.long_tail.every > 0)
+      error_at_key(reading, n, path, "long_tail", "applies to sums and differences, not products", "remove it");
+    if (s.ops != "*" && s.calls.enabled())
+      error_at_key(reading, n, path, "calls", "calculator calls are written for products (ops: \"*\") only",
+                   "set ops: \"*\" or remove calls");
     if (s.long_tail.every == 1)
       error_at_key(reading, n, path, "long_tail",
                    "every: 1 would make every problem a long one, leaving no tail",

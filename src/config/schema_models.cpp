@@ -123,26 +123,6 @@ Codec<ModelConfig> model_codec() {
   }});
 }
 
-// `command: "python score.py"` runs through sh -c; a list is the argv itself.
-Codec<std::vector<std::string>> command_codec() {
-  auto argv = list_of(text(), 1);
-  Codec<std::vector<std::string>> c;
-  c.type = "a command line (string) or an argv list";
-  c.read = [argv](const YNode& n, const std::string& path, Reading& reading, std::vector<std::string>& out) {
-    if (n.is_scalar()) {
-      if (str::trim(n.scalar).empty()) {
-        reading.error(n.pos, path, "is empty", "give the scoring program, e.g. `command: \"python3 score.py\"`");
-        return false;
-      }
-      out = {"sh", "-c", n.scalar};
-      return true;
-    }
-    return argv.read(n, path, reading, out);
-  };
-  c.write = argv.write;
-  return c;
-}
-
 Codec<RewardConfig> reward_codec() {
   using S = RewardConfig;
   auto is = [](RewardType t) { return [t](const S& s) { return s.type == t; }; };
@@ -195,6 +175,27 @@ Codec<RewardConfig> reward_codec() {
 }
 
 }  // namespace
+
+// `command: "python score.py"` runs through sh -c; a list is the argv itself.
+Codec<std::vector<std::string>> command_codec() {
+  auto argv = list_of(text(), 1);
+  Codec<std::vector<std::string>> c;
+  c.type = "a command line (string) or an argv list";
+  c.read = [argv](const YNode& n, const std::string& path, Reading& reading, std::vector<std::string>& out) {
+    if (n.is_scalar()) {
+      if (str::trim(n.scalar).empty()) {
+        reading.error(n.pos, path, "is empty", "give the scoring program, e.g. `command: \"python3 score.py\"`");
+        return false;
+      }
+      out = {"sh", "-c", n.scalar};
+      return true;
+    }
+    return argv.read(n, path, reading, out);
+  };
+  c.write = argv.write;
+  return c;
+}
+
 
 Codec<ParallelConfig> parallel_codec(bool training) {
   using S = ParallelConfig;

@@ -143,6 +143,7 @@ const Codec<PipelineConfig>& pipeline_codec() {
       field<S>("run", [](auto& s) -> auto& { return s.run; }, run_codec()),
       field<S>("models", [](auto& s) -> auto& { return s.models; }, models_codec(), kRequired),
       field<S>("rewards", [](auto& s) -> auto& { return s.rewards; }, rewards_codec()),
+      field<S>("tools", [](auto& s) -> auto& { return s.tools; }, tools_codec()),
       field<S>("data", [](auto& s) -> auto& { return s.data; }, data_codec(), kRequired),
       field<S>("placement", [](auto& s) -> auto& { return s.placement; }, placement_codec()),
       field<S>("stages", [](auto& s) -> auto& { return s.stages; }, stages_codec(), kRequired),

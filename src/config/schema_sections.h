@@ -14,6 +14,10 @@ Codec<TraceConfig> trace_codec();
 Codec<PlacementConfig> placement_codec();
 Codec<std::vector<ModelConfig>> models_codec();
 Codec<std::vector<RewardConfig>> rewards_codec();
+Codec<std::vector<ToolConfig>> tools_codec();  // schema_tools.cpp
+// `command: "python score.py"` (through sh -c) or an argv list: the command reward and tool.
+Codec<std::vector<std::string>> command_codec();
+Codec<StageTools> stage_tools_codec();
 Codec<std::vector<DatasetConfig>> data_codec();
 Codec<std::vector<StageConfig>> stages_codec();
 Codec<ParallelConfig> parallel_codec(bool training);  // rollout layouts take only tp, sp, ep, pp

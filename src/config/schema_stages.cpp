@@ -104,6 +104,8 @@ Codec<SftStage> sft_codec() {
   add_train_fields(f);
   f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
   f.push_back(stop_at_accuracy_field<S>());
+  f.push_back(only_if<S>(field<S>("tools", [](auto& s) -> auto& { return s.tools; }, stage_tools_codec()),
+                         [](const S& s) { return s.tools.enabled(); }));
   StructSpec<S> spec{"an sft stage", std::move(f)};
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
     check_train_fields(s, n, path, reading);
@@ -169,6 +171,8 @@ std::vector<Field<S>> rl_fields() {
                        integer(0)));
   f.push_back(field<S>("eval_every", [](auto& s) -> auto& { return s.eval_every; }, integer(0)));
   f.push_back(stop_at_accuracy_field<S>());
+  f.push_back(only_if<S>(field<S>("tools", [](auto& s) -> auto& { return s.tools; }, stage_tools_codec()),
+                         [](const S& s) { return s.tools.enabled(); }));
   return f;
 }
 

@@ -75,10 +75,10 @@ void shuffle_in_place(std::vector<T>& v, uint64_t& state) {
   for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[detail::bounded(state, i)]);
 }
 
-Example to_example(const ArithmeticProblem& p) {
+Example to_example(const ArithmeticProblem& p, const SyntheticCalls& calls) {
   Example ex;
   ex.prompt = arithmetic_prompt(p);
-  ex.response = arithmetic_solution(p);
+  ex.response = p.ops.at(0) == '*' ? product_solution(p, calls, ex.inserted) : arithmetic_solution(p);
   ex.answer = std::to_string(p.result());
   return ex;
 }
@@ -166,8 +166,11 @@ void validate_synthetic(const SyntheticConfig& cfg, const std::string& where) {
   HPCRL_CHECK_INPUT(cfg.digits >= 1 && cfg.digits <= 9,
                     where << ".digits: " << cfg.digits << " is outside 1..9 (digits per operand)");
   HPCRL_CHECK_INPUT(cfg.terms >= 2 && cfg.terms <= 6, where << ".terms: " << cfg.terms << " is outside 2..6");
-  HPCRL_CHECK_INPUT(cfg.ops == "+" || cfg.ops == "-" || cfg.ops == "+-" || cfg.ops == "-+",
-                    where << ".ops: \"" << cfg.ops << "\" is not one of \"+\", \"-\", \"+-\"");
+  HPCRL_CHECK_INPUT(cfg.ops == "+" || cfg.ops == "-" || cfg.ops == "+-" || cfg.ops == "-+" || cfg.ops == "*",
+                    where << ".ops: \"" << cfg.ops << "\" is not one of \"+\", \"-\", \"+-\", \"*\"");
+  HPCRL_CHECK_INPUT(cfg.ops != "*" || (cfg.terms == 2 && cfg.digits <= 4),
+                    where << ": products (ops \"*\") have terms: 2 and digits 1..4");
+  HPCRL_CHECK_INPUT(!cfg.calls.enabled() || cfg.ops == "*", where << ".calls: calculator calls are for ops \"*\"");
   HPCRL_CHECK_INPUT(cfg.train >= 1, where << ".train: must be at least 1");
   const SyntheticLongTail& lt = cfg.long_tail;
   if (lt.every == 0) return;
@@ -180,8 +183,23 @@ void validate_synthetic(const SyntheticConfig& cfg, const std::string& where) {
 
 long long ArithmeticProblem::result() const {
   long long r = operands.at(0);
-  for (size_t i = 1; i < operands.size(); ++i) r += ops.at(i - 1) == '-' ? -operands[i] : operands[i];
+  for (size_t i = 1; i < operands.size(); ++i) {
+    const char op = ops.at(i - 1);
+    r = op == '*' ? r * operands[i] : op == '-' ? r - operands[i] : r + operands[i];
+  }
   return r;
+}
+
+std::string product_solution(const ArithmeticProblem& p, const SyntheticCalls& calls,
+                             std::vector<std::pair<size_t, size_t>>& inserted) {
+  const std::string answer = std::to_string(p.result());
+  if (!calls.enabled()) return "\\boxed{" + answer + "}";
+  std::string prompt = arithmetic_prompt(p);
+  std::string s = calls.open + prompt.substr(0, prompt.size() - 1) + calls.close;
+  const size_t reply = s.size();
+  s += calls.reply_open + answer + calls.reply_close;
+  inserted.emplace_back(reply, s.size());
+  return s + "\\boxed{" + answer + "}";
 }
 
 std::string arithmetic_prompt(const ArithmeticProblem& p) {
@@ -247,7 +265,7 @@ SyntheticSplits make_synthetic(const SyntheticConfig& cfg) {
   SyntheticSplits out;
   auto fill = [&](Dataset& ds, const std::vector<ArithmeticProblem>& problems, const char* split) {
     ds.name = "synthetic:arithmetic/" + std::string(split);
-    for (const auto& p : problems) ds.examples.push_back(to_example(p));
+    for (const auto& p : problems) ds.examples.push_back(to_example(p, cfg.calls));
     ds.report.rows = ds.report.kept = ds.examples.size();
   };
   fill(out.train, train, "train");

@@ -62,6 +62,13 @@ void register_leader(pid_t pid) {
   g_leaders.insert(pid);
 }
 
+int spawn_leader(pid_t* pid, const std::function<int(pid_t*)>& spawn) {
+  std::lock_guard<std::mutex> lock(g_mutex);  // orphaned_children() checks a listed child under it
+  const int rc = spawn(pid);
+  if (rc == 0) g_leaders.insert(*pid);
+  return rc;
+}
+
 void unregister_leader(pid_t pid) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_leaders.erase(pid);

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <vector>
 
 namespace hpcrl::reward {
@@ -15,6 +16,11 @@ namespace hpcrl::reward {
 void adopt_orphans();
 // A Subprocess's leader, alive from spawn to reaping (never counted as an orphan).
 void register_leader(pid_t pid);
+// Runs `spawn` (starts a child; returns 0 and sets *pid, or an error number)
+// and registers the child as a leader with no orphan check in between, so
+// end_orphans() on another thread (a tool's stop beside a reward's spawn)
+// never takes the new child for an orphan.
+int spawn_leader(pid_t* pid, const std::function<int(pid_t*)>& spawn);
 void unregister_leader(pid_t pid);
 // Children of this process that are not registered leaders and that it did not already have
 // when it first adopted orphans (a library's own helper, such as MPI's singleton daemon).

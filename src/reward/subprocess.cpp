@@ -86,8 +86,9 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, const std::string& 
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
   adopt_orphans();
-  int rc = ::posix_spawnp(&pid_, argv[0].c_str(), &fa, &attr, cargv.data(), environ);
-  if (rc == 0) register_leader(pid_);
+  const int rc = spawn_leader(&pid_, [&](pid_t* pid) {
+    return ::posix_spawnp(pid, argv[0].c_str(), &fa, &attr, cargv.data(), environ);
+  });
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   ::close(in[0]);

@@ -24,6 +24,7 @@ algo::DataSplits load_data_splits(const config::DatasetConfig& data, const confi
     sc.long_tail.every = static_cast<size_t>(s.long_tail.every);
     sc.long_tail.digits = static_cast<int>(s.long_tail.digits);
     sc.long_tail.terms = static_cast<int>(s.long_tail.terms);
+    sc.calls = {s.calls.open, s.calls.close, s.calls.reply_open, s.calls.reply_close};
     auto splits = io::make_synthetic(sc);
     out.train = std::move(splits.train);
     out.eval = std::move(splits.eval);

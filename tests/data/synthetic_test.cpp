@@ -166,7 +166,9 @@ TEST(SyntheticTask, BadConfigsNameTheKey) {
             std::string::npos);
   EXPECT_NE(error(config(0, 2, "+", 10, 1)).find("synthetic.digits: 0 is outside 1..9"), std::string::npos);
   EXPECT_NE(error(config(2, 7, "+", 10, 1)).find("synthetic.terms: 7 is outside 2..6"), std::string::npos);
-  EXPECT_NE(error(config(2, 2, "*", 10, 1)).find("synthetic.ops: \"*\" is not one of"), std::string::npos);
+  EXPECT_NE(error(config(2, 2, "/", 10, 1)).find("synthetic.ops: \"/\" is not one of"), std::string::npos);
+  EXPECT_NE(error(config(2, 3, "*", 10, 1)).find("products (ops \"*\") have terms: 2"), std::string::npos);
+  EXPECT_NE(error(config(5, 2, "*", 10, 1)).find("digits 1..4"), std::string::npos);
   EXPECT_NE(error(config(2, 2, "+", 0, 1)).find("synthetic.train: must be at least 1"), std::string::npos);
   EXPECT_NE(error(config(1, 2, "+", 10, 81))
                 .find("synthetic.eval: 81 eval problems requested but only 81 distinct problems exist"),
@@ -217,4 +219,26 @@ TEST(SyntheticTask, TheLongTailLeavesTheOtherProblemsAsTheyWere) {
   std::set<std::string> eval;
   for (const auto& ex : b.eval.examples) eval.insert(ex.prompt);
   for (const auto& ex : b.train.examples) EXPECT_EQ(eval.count(ex.prompt), 0u) << ex.prompt;
+}
+
+TEST(SyntheticTask, AProductWithCallsCallsTheCalculatorAndMarksItsReplyInserted) {
+  // 482·739 = 356198: the call, the reply (its bytes [20, 43) marked inserted), the boxed answer.
+  ArithmeticProblem p{{482, 739}, {'*'}};
+  SyntheticCalls calls{"<calc>", "</calc>", "<result>", "</result>"};
+  std::vector<std::pair<size_t, size_t>> inserted;
+  const std::string s = product_solution(p, calls, inserted);
+  EXPECT_EQ(s, "<calc>482*739</calc><result>356198</result>\\boxed{356198}");
+  ASSERT_EQ(inserted.size(), 1u);
+  EXPECT_EQ(s.substr(inserted[0].first, inserted[0].second - inserted[0].first), "<result>356198</result>");
+}
+
+TEST(SyntheticTask, AProductWithoutCallsIsTheBoxedAnswerAlone) {
+  std::vector<std::pair<size_t, size_t>> inserted;
+  EXPECT_EQ(product_solution({{12, 34}, {'*'}}, {}, inserted), "\\boxed{408}");  // 12·34 = 408
+  EXPECT_TRUE(inserted.empty());
+  auto splits = make_synthetic(config(2, 2, "*", 20, 5));
+  for (const auto& ex : splits.train.examples) {
+    const size_t star = ex.prompt.find('*');
+    EXPECT_EQ(std::to_string(std::stoll(ex.prompt.substr(0, star)) * std::stoll(ex.prompt.substr(star + 1))), ex.answer);
+  }
 }

@@ -24,6 +24,7 @@
 #include "hpcrl/trace/trace.h"
 #include "model/mpi_layout.h"
 #include "rollout/rollout_testing.h"
+#include "rollout/scripted_turns.h"
 
 namespace {
 
@@ -73,6 +74,37 @@ TEST(RolloutMpi, TensorParallelGenerationEqualsSingleRank) {
   auto qprompts = hpcrl::testing::random_prompts({6, 20, 3}, 96, 13);
   expect_same_as_single_rank(qwen, full, qprompts, params(0, 20, 3));
   expect_same_as_single_rank(qwen, full, qprompts, params(1.0, 20, 4));
+}
+
+TEST(RolloutMpi, TensorParallelMultiTurnGenerationEqualsSingleRankWhenRepliesArriveAtDifferentTimes) {
+  // The tp ranks' replies come back at different polls (rank 0 at once, rank 1
+  // four polls later): the ranks take a reply once both have it, so they
+  // prefill it in the same iteration, and every trajectory equals the single
+  // rank's (which gets its replies at once).
+  if (!two_ranks()) GTEST_SKIP() << "layout test written for 2 ranks";
+  auto ctx = hpcrl::testing::layout_context(2, 1);
+  auto full = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  auto split = hpcrl::testing::in_layout(*full, ctx);
+  const auto prompts = hpcrl::testing::random_prompts({6, 20, 3}, 96, 13);
+  const rollout::SamplingParams p = params(1.0, 30, 5, {5, 11});
+  auto run = [&](std::shared_ptr<model::DecoderModel> m, int64_t delay) {
+    hpcrl::testing::ScriptedTurns turns(delay);
+    rollout::GenerationCall call;
+    for (int64_t q = 0; q < 3; ++q)
+      for (int64_t i = 0; i < 2; ++i) call.samples.push_back({q, i});
+    call.turns = &turns;
+    return rollout::Engine(m, nullptr, {3, true}).run(prompts, call, p).finished;
+  };
+  const auto got = run(split, dist::init(nullptr, nullptr).rank == 0 ? 0 : 4);
+  const auto want = run(full, 0);
+  ASSERT_EQ(got.size(), want.size());
+  int64_t turns = 0;
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].sampled, want[k].sampled) << "sequence " << k;
+    EXPECT_TRUE(same_generation(*full, prompts[size_t(want[k].prompt_index)], want[k], got[k], 2e-5)) << "sequence " << k;
+    turns += want[k].turns;
+  }
+  EXPECT_GT(turns, 1);
 }
 
 // An MoE model, whole and split over an ep group of ranks 0 and 1, and each

@@ -34,6 +34,11 @@ HPCRL_CONFIG_ENUM(InitKind, preset, path, from)
 HPCRL_CONFIG_ENUM(Head, lm, value)
 HPCRL_CONFIG_ENUM(PpSchedule, _1f1b, gpipe, interleaved)
 HPCRL_CONFIG_ENUM(RewardType, verifiable, model, command)
+HPCRL_CONFIG_ENUM(ToolType, calculator, command)
+// How a model writes a tool call (tools/tool_call.h): Qwen's <tool_call> JSON, or configured tags.
+HPCRL_CONFIG_ENUM(ToolFormat, qwen, tags)
+HPCRL_CONFIG_ENUM(ToolCallBody, json, text)
+HPCRL_CONFIG_ENUM(ToolErrorAction, observation, end)
 // reward::Extractor's names (algo/objectives/reward_fn.cpp maps one to the other, case by case).
 HPCRL_CONFIG_ENUM(Extractor, boxed, answer_tag, answer_is, hash, last_number)
 HPCRL_CONFIG_ENUM(DataKind, synthetic, jsonl)

@@ -134,11 +134,37 @@ struct RewardConfig {
 // --- data --------------------------------------------------------------------
 
 // The built-in task (io/synthetic.h): column arithmetic with worked solutions.
+// A tool multi-turn rollouts may call (top-level `tools:`; docs/tools.md).
+struct ToolConfig {
+  std::string name;
+  ToolType type = ToolType::calculator;
+  std::vector<std::string> command;    // type == command: argv of the long-lived program
+  std::string description;             // type == command: what the model's template shows
+  std::string parameters = "{\"type\": \"object\", \"properties\": {}}";  // type == command: JSON schema (as JSON text)
+  int64_t max_reply_bytes = 65536;     // type == command: a longer reply is an error
+  int64_t max_restarts = 3;            // type == command: past this many restarts a failure stops the run
+};
+
+// A stage's multi-turn settings (its `tools:` key).
+struct StageTools {
+  std::vector<std::string> use;        // names from the top-level tools; empty = single-turn
+  int64_t max_turns = 4;               // calls per trajectory; the next ends it
+  int64_t reply_tokens = 256;          // a result is cut to this many tokens
+  double call_seconds = 10;            // per call; longer is an error
+  ToolErrorAction on_error = ToolErrorAction::observation;  // or end: the row ends, scored 0
+  ToolFormat format = ToolFormat::qwen;
+  ToolCallBody call = ToolCallBody::json;  // tags: text = the text between the tags is the one tool's argument
+  std::string open, close;             // tags: the call's tags (required)
+  std::string reply_open = "<result>", reply_close = "</result>";  // tags: around the result
+  int64_t concurrency = 64;            // calls running at once per rank
+  bool enabled() const { return !use.empty(); }
+};
+
 struct SyntheticData {
   SyntheticTask task = SyntheticTask::arithmetic;
   int64_t digits = 2;                  // digits per operand (exactly; leading digit non-zero), 1..9
   int64_t terms = 2;                   // operands per problem, 2..6
-  std::string ops = "+";               // "+", "-" or "+-"
+  std::string ops = "+";               // "+", "-", "+-" or "*" (products of 2 terms, answered in one line)
   int64_t train = 20000;               // training problems (cycles when fewer exist)
   int64_t eval = 500;                  // held-out problems, distinct and never in train
   int64_t seed = 0;                    // resolved: run.seed when not given
@@ -149,6 +175,12 @@ struct SyntheticData {
     int64_t digits = 12;
     int64_t terms = 6;
   } long_tail;
+  // ops "*": the SFT target calls the calculator in these tags (a stage's
+  // `tools: {format: tags}` with call: text) and copies its result; empty = the answer alone.
+  struct Calls {
+    std::string open, close, reply_open = "<result>", reply_close = "</result>";
+    bool enabled() const { return !open.empty(); }
+  } calls;
 };
 
 // A JSONL file (io/dataset_jsonl.h); the defaults read GSM8K as it is.
@@ -223,6 +255,7 @@ struct SftStage {
   TrainHparams train;
   int64_t eval_every = 0;              // resolved from run.eval_every when not given
   double stop_at_accuracy = 0;        // end at the first periodic eval reaching it (0 = off)
+  StageTools tools;                    // evaluations multi-turn over these tools (the targets' calls)
 };
 
 struct KlConfig {
@@ -275,6 +308,7 @@ struct RlStage {
   int64_t logprob_mismatch_every = 10;
   int64_t eval_every = 0;              // resolved from run.eval_every when not given
   double stop_at_accuracy = 0;        // end at the first periodic eval reaching it (0 = off)
+  StageTools tools;                    // multi-turn rollouts (and evaluations) with tools
   // The decoupled objective (behaviour weights in the loss, old log-probs
   // recomputed by the trainer) is on when tis_cap is set, and when generation
   // may lag unless the file asks for the coupled one (recompute_old_logprobs:
@@ -398,6 +432,7 @@ struct PipelineConfig {
   RunConfig run;
   std::vector<ModelConfig> models;     // in file order
   std::vector<RewardConfig> rewards;
+  std::vector<ToolConfig> tools;
   std::vector<DatasetConfig> data;
   PlacementConfig placement;
   std::vector<StageConfig> stages;
@@ -406,6 +441,7 @@ struct PipelineConfig {
 
   const ModelConfig* find_model(const std::string& role) const;
   const RewardConfig* find_reward(const std::string& name) const;
+  const ToolConfig* find_tool(const std::string& name) const;
   const DatasetConfig* find_data(const std::string& name) const;
   // InputError naming the unknown name (validated configs never hit it).
   const ModelConfig& model(const std::string& role) const;

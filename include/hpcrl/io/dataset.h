@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hpcrl::io {
@@ -26,6 +27,9 @@ struct Example {
   std::string prompt;    // the question, no chat template applied
   std::string response;  // the SFT target (worked solution); may be empty
   std::string answer;    // the gold final answer the reward compares against
+  // Byte ranges [first, last) of `response` a tool inserted (a multi-turn
+  // trace's replies): in the sequence, but not trained on (SFT masks them).
+  std::vector<std::pair<size_t, size_t>> inserted;
   size_t line = 0;       // 1-based line in the source file (0 for generated data)
 };
 

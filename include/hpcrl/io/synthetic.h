@@ -46,6 +46,13 @@ struct SyntheticLongTail {
   int terms = 6;           // 2..6
 };
 
+// Products' worked solutions with a calculator call: "<calc>482*739</calc>" +
+// "<result>356198</result>" (inserted, not trained) + "\boxed{356198}".
+struct SyntheticCalls {
+  std::string open, close, reply_open, reply_close;
+  bool enabled() const { return !open.empty(); }
+};
+
 struct SyntheticConfig {
   std::string task = "arithmetic";
   int digits = 2;          // 1..9
@@ -55,6 +62,7 @@ struct SyntheticConfig {
   size_t eval = 500;       // ≥ 0
   uint64_t seed = 1;
   SyntheticLongTail long_tail;
+  SyntheticCalls calls;    // ops "*" only
 };
 
 // InputError naming `where` + ".digits" etc. and the valid range.
@@ -68,6 +76,10 @@ struct ArithmeticProblem {
 
 std::string arithmetic_prompt(const ArithmeticProblem& p);    // "47+85="
 std::string arithmetic_solution(const ArithmeticProblem& p);  // "7+5=12;4+8+1=13;\boxed{132}"
+// A product's target: "\boxed{N}", or with `calls` the call, its reply (its
+// byte range in `inserted`) and the boxed answer.
+std::string product_solution(const ArithmeticProblem& p, const SyntheticCalls& calls,
+                             std::vector<std::pair<size_t, size_t>>& inserted);
 
 struct SyntheticSplits {
   Dataset train;

@@ -26,13 +26,16 @@ GaeResult gae(const at::Tensor& rewards, const at::Tensor& values, const at::Ten
   at::Tensor v = values.to(at::kFloat) * m;
   at::Tensor r = rewards.to(at::kFloat) * m;
   at::Tensor adv = at::zeros_like(r);
+  // The next masked token's advantage and value, carried back over unmasked
+  // positions: 0 past the response (padding), unchanged across a tool reply.
   at::Tensor last = at::zeros({r.size(0)}, r.options());
+  at::Tensor next_v = at::zeros_like(last);
   for (int64_t t = T - 1; t >= 0; --t) {
-    at::Tensor next_v = t + 1 < T ? v.select(1, t + 1) : at::zeros_like(last);
-    at::Tensor delta = r.select(1, t) + gamma * next_v - v.select(1, t);
-    // Padding after the response resets the recursion (next value 0, next advantage 0).
-    last = (delta + gamma * lam * last) * m.select(1, t);
-    adv.select(1, t).copy_(last);
+    const at::Tensor mt = m.select(1, t), vt = v.select(1, t);
+    at::Tensor delta = r.select(1, t) + gamma * next_v - vt;
+    last = mt * (delta + gamma * lam * last) + (1 - mt) * last;
+    next_v = mt * vt + (1 - mt) * next_v;
+    adv.select(1, t).copy_(last * mt);
   }
   GaeResult out;
   out.returns = adv + v;

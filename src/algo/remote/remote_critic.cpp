@@ -48,7 +48,8 @@ void RemoteCritic::serve(Trainer& trainer, int64_t iteration, int64_t n_mini) {
     trace::ScopedSpan wait(stage_ + "/wait_samples");
     rows = decode_samples(recv_bytes(*comm_, from, kIdsTag)).round.kept;
   }
-  const TokenBatch b = make_token_batch(rows.prompt_ids, rows.response_ids, pad, critic_.mesh.sp(), critic_.device());
+  const TokenBatch b =
+      make_token_batch(rows.prompt_ids, rows.response_ids, pad, critic_.mesh.sp(), critic_.device(), &rows.sampled);
   at::Tensor old_values;
   {
     trace::ScopedSpan span(stage_ + "/values");

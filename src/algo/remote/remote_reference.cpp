@@ -40,7 +40,8 @@ void RemoteReference::serve() {
     std::vector<std::vector<float>> values(kept.size());
     if (kept.size() > 0) {
       trace::ScopedSpan span(stage_ + "/ref_logprob");
-      const TokenBatch b = make_token_batch(kept.prompt_ids, kept.response_ids, pad, rm.sp(), reference_.device());
+      const TokenBatch b =
+          make_token_batch(kept.prompt_ids, kept.response_ids, pad, rm.sp(), reference_.device(), &kept.sampled);
       values = response_values(b, forward_logprobs(reference_, b, micro_, temperature_));
     }
     if (leads_replica(rm, me)) send_to_group(*comm_, encode_values(values), tm, j, kReplyTag);

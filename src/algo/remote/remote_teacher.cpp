@@ -63,7 +63,8 @@ void RemoteTeacher::serve() {
     rows = decode_samples(recv_bytes(*comm_, student_.mesh.world_rank(0, 0, j, 0), kRowsTag)).round.kept;
   }
   const int32_t pad = std::max(0, teacher_.tokenizer->pad_id());
-  const TokenBatch b = make_token_batch(rows.prompt_ids, rows.response_ids, pad, teacher_.mesh.sp(), teacher_.device());
+  const TokenBatch b = make_token_batch(rows.prompt_ids, rows.response_ids, pad, teacher_.mesh.sp(),
+                                        teacher_.device(), &rows.sampled);
   TopK t;
   {
     trace::ScopedSpan span("distill/teacher_forward");

@@ -18,11 +18,12 @@
 namespace hpcrl::algo {
 
 std::pair<double, int64_t> batch_nll(Role& role, const std::vector<std::vector<int32_t>>& prompt_ids,
-                                     const std::vector<std::vector<int32_t>>& response_ids) {
+                                     const std::vector<std::vector<int32_t>>& response_ids,
+                                     const std::vector<std::vector<uint8_t>>* sampled) {
   torch::NoGradGuard no_grad;
   const int sp = role.ctx.sp_size();
   TokenBatch b = sequence_shard(make_token_batch(prompt_ids, response_ids, std::max(0, role.tokenizer->pad_id()), sp,
-                                                 role.device()),
+                                                 role.device(), sampled),
                                 role.ctx.sp_rank(), sp);
   at::Tensor logprobs;
   if (role.ctx.pp_size() > 1) {
@@ -74,22 +75,39 @@ struct EvalPass {
   at::Tensor correct_per_example;  // [total] doubles
 };
 
+// n samples of each prompt; multi-turn over the stage's tools when it has them.
+std::vector<rollout::Sample> generate(EvalPass& pass, const std::vector<std::vector<int32_t>>& p_ids, int64_t start) {
+  if (!pass.options.tools) return pass.engine.generate(p_ids, pass.options.n, pass.sampling);
+  const tools::StageToolkit& kit = *pass.options.tools;
+  tools::ToolTurns turns(kit.tools, kit.format, kit.limits, *pass.role.tokenizer, "eval", start);
+  rollout::GenerationCall call;
+  for (int64_t p = 0; p < int64_t(p_ids.size()); ++p)
+    for (int64_t i = 0; i < pass.options.n; ++i) {
+      call.samples.emplace_back();
+      call.samples.back().prompt_index = p;
+      call.samples.back().sample_index = i;
+    }
+  call.turns = &turns;
+  return pass.engine.run(p_ids, std::move(call), pass.sampling).finished;
+}
+
 // Examples [start, end): the reference responses' loss (options.loss) and n samples each, scored.
 void eval_batch(EvalPass& pass, int64_t start, int64_t end) {
   const EvalOptions& options = pass.options;
   std::vector<std::vector<int32_t>> p_ids, r_ids;
+  std::vector<std::vector<uint8_t>> sampled(size_t(end - start));
   for (int64_t i = start; i < end; ++i) {
     p_ids.push_back(pass.prompts.prompt_ids(pass.eval[i]));
-    r_ids.push_back(pass.prompts.response_ids(pass.eval[i]));
+    r_ids.push_back(pass.prompts.response_ids(pass.eval[i], sampled[size_t(i - start)]));
   }
   if (options.loss) {
-    auto [nll, tokens] = batch_nll(pass.role, p_ids, r_ids);
+    auto [nll, tokens] = batch_nll(pass.role, p_ids, r_ids, &sampled);
     pass.sums.nll += nll;
     pass.sums.loss_tokens += tokens;
   }
   pass.sampling.seed = options.seed + static_cast<uint64_t>(start);
   auto per_example = pass.correct_per_example.accessor<double, 1>();
-  for (const auto& s : pass.engine.generate(p_ids, options.n, pass.sampling)) {
+  for (const auto& s : generate(pass, p_ids, start)) {
     std::string text = pass.role.tokenizer->decode(s.tokens, /*skip_special=*/true);
     const io::Example& ex = pass.eval[start + s.prompt_index];
     const double correct = pass.verifier.score(text, ex.answer).correct ? 1.0 : 0.0;

@@ -37,7 +37,8 @@ Experience ExperienceBuilder::make(RolloutSamples& kept, int64_t iteration, int6
     kept.response_ids.push_back({});
   }
   e.batch =
-      make_token_batch(kept.prompt_ids, kept.response_ids, pad, stage_.policy.ctx.sp_size(), stage_.policy.device());
+      make_token_batch(kept.prompt_ids, kept.response_ids, pad, stage_.policy.ctx.sp_size(), stage_.policy.device(),
+                       &kept.sampled);
   if (kept.size() == 0) return empty(std::move(e), iteration, staleness, m);
   e.scores = at::tensor(std::vector<float>(kept.scores.begin(), kept.scores.end())).to(stage_.policy.device());
   e.truncated = kept.truncated;

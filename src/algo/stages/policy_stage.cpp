@@ -57,6 +57,8 @@ PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy
     redeal_ = std::make_unique<SampleChannel>(context_.generator, policy,
                                               dist::new_group(all_ranks(env.world->size()), name() + "/redeal"),
                                               cfg.group);
+  if (cfg.tools.enabled())
+    eval_tools_ = std::make_unique<tools::StageToolkit>(tools::stage_toolkit(*env.pipeline, cfg.tools));
 }
 
 PolicyStage::~PolicyStage() = default;
@@ -82,6 +84,7 @@ void PolicyStage::evaluate(int64_t step, StageResult& result) {
   if (context_.data.eval.size() == 0) return;
   EvalOptions options = eval_options(*context_.env.pipeline);
   options.stops = &eval_stops_;
+  options.tools = eval_tools_.get();
   auto r = algo::evaluate(context_.policy, context_.data.eval, *prompts_, rewards_.verifier(), options);
   result.eval_accuracy = r.accuracy;
   result.eval_loss = r.loss;

@@ -38,6 +38,32 @@ std::vector<int32_t> PromptBuilder::prompt_ids(const io::Example& ex) const {
   return ids;
 }
 
+std::vector<int32_t> PromptBuilder::response_ids(const io::Example& ex, std::vector<uint8_t>& sampled) const {
+  sampled.clear();
+  if (ex.inserted.empty()) return response_ids(ex);
+  std::vector<int32_t> ids;
+  size_t at = 0;
+  auto piece = [&](size_t first, size_t last, uint8_t mark) {
+    if (last <= first) return;
+    for (int32_t id : tok_.encode(ex.response.substr(first, last - first))) {
+      ids.push_back(id);
+      sampled.push_back(mark);
+    }
+  };
+  for (const auto& [first, last] : ex.inserted) {
+    piece(at, first, 1);
+    piece(first, last, 0);
+    at = last;
+  }
+  piece(at, ex.response.size(), 1);
+  const auto stops = stop_ids();
+  if (!stops.empty()) {
+    ids.push_back(stops.front());
+    sampled.push_back(1);
+  }
+  return ids;
+}
+
 std::vector<int32_t> PromptBuilder::response_ids(const io::Example& ex) const {
   std::vector<int32_t> ids = tok_.encode(ex.response);
   auto stops = stop_ids();

@@ -37,6 +37,8 @@ RolloutProducer::RolloutProducer(const PolicyStageContext& stage, RewardFunction
   options.abandon = generation_stops_.engine_hook(*model, "rollout");
   engine_ = std::make_unique<rollout::Engine>(model, stage.generator.tokenizer.get(), options);
   if (stage.cfg.async.partial_rollouts) stream_ = std::make_unique<RolloutStream>(stage.cfg.group);
+  if (stage.cfg.tools.enabled())
+    tools_ = std::make_unique<tools::StageToolkit>(tools::stage_toolkit(*stage.env.pipeline, stage.cfg.tools));
 }
 
 void RolloutProducer::rewind() {
@@ -101,7 +103,7 @@ RolloutSamples RolloutProducer::draw_groups(int64_t iteration, int64_t version, 
     const auto rows = sampler_.next_batch(stage_.cfg.prompts, stage_.generator.ctx.dp_rank(), stage_.generator.mesh.dp());
     std::vector<std::vector<int32_t>> p_ids;
     for (size_t i : rows) p_ids.push_back(prompts_->prompt_ids(stage_.data.train[i]));
-    const auto samples = generate(p_ids, iteration, rounds, m);
+    const auto samples = generate(p_ids, iteration, rounds, m, tally);
     RolloutSamples round = score(rows, p_ids, samples, iteration, m, tally);
     for (const auto& r : round.response_ids) round.versions.emplace_back(r.size(), int32_t(version));
     ++rounds;
@@ -202,7 +204,7 @@ RolloutSamples RolloutProducer::score_groups(std::vector<GroupInFlight> groups, 
 }
 
 std::vector<rollout::Sample> RolloutProducer::generate(const std::vector<std::vector<int32_t>>& p_ids,
-                                                   int64_t iteration, int64_t round, RlMetrics& m) {
+                                                   int64_t iteration, int64_t round, RlMetrics& m, Tally& tally) {
   rollout::SamplingParams sampling = stage_sampling(stage_.cfg.sampling, prompts_->stop_ids());
   sampling.seed = static_cast<uint64_t>(stage_.env.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(iteration) * 101u +
                   static_cast<uint64_t>(round);
@@ -212,11 +214,34 @@ std::vector<rollout::Sample> RolloutProducer::generate(const std::vector<std::ve
   timed_phase(stage_.name, "rollout", m, [&] {
     torch::NoGradGuard no_grad;
     stage_.generator.model->eval();
-    samples = engine_->generate(p_ids, stage_.cfg.group, sampling);
+    samples = tools_ ? generate_with_tools(p_ids, sampling,
+                                           stage_.name + "/" + std::to_string(iteration) + "/" + std::to_string(round),
+                                           tally)
+                     : engine_->generate(p_ids, stage_.cfg.group, sampling);
     stage_.generator.model->train();
     // Every generating rank meets here, abandoned or not: the world learns of a stop.
     generation_stops_.check(stage_.name + " iteration " + std::to_string(iteration) + "'s rollout");
   });
+  return samples;
+}
+
+std::vector<rollout::Sample> RolloutProducer::generate_with_tools(const std::vector<std::vector<int32_t>>& p_ids,
+                                                                 const rollout::SamplingParams& sampling,
+                                                                 const std::string& name, Tally& tally) {
+  tools::ToolTurns turns(tools_->tools, tools_->format, tools_->limits, *stage_.generator.tokenizer, name,
+                         sampling.prompt_offset);
+  rollout::GenerationCall call;
+  for (int64_t p = 0; p < int64_t(p_ids.size()); ++p)
+    for (int64_t i = 0; i < stage_.cfg.group; ++i) {
+      call.samples.emplace_back();
+      call.samples.back().prompt_index = p;
+      call.samples.back().sample_index = i;
+    }
+  call.turns = &turns;
+  auto samples = engine_->run(p_ids, std::move(call), sampling).finished;
+  tally.sums.tool_calls += double(turns.totals().calls);
+  tally.sums.tool_errors += double(turns.totals().errors);
+  tally.sums.tool_seconds += turns.totals().seconds;
   return samples;
 }
 
@@ -247,18 +272,26 @@ RolloutSamples RolloutProducer::score(const std::vector<size_t>& rows, const std
       const auto& s = samples[k];
       const int64_t len = static_cast<int64_t>(s.tokens.size());
       const bool truncated = s.finish_reason == "length";
+      const bool tool_failed = s.finish_reason == "tool_error";  // on_error: end scores the trajectory 0
       const double score =
-          scored[k].score - overlong_penalty(stage_.cfg.overlong, stage_.cfg.sampling.max_new_tokens, len, truncated);
+          tool_failed ? 0.0
+                      : scored[k].score -
+                            overlong_penalty(stage_.cfg.overlong, stage_.cfg.sampling.max_new_tokens, len, truncated);
       out.prompt_ids.push_back(p_ids[s.prompt_index]);
       out.response_ids.push_back(s.tokens);
       out.logprobs.push_back(s.logprobs);
+      out.sampled.push_back(s.sampled);
+      if (tools_) {
+        sums.tool_samples += 1;
+        sums.reply_tokens += double(len - s.sampled_count());
+      }
       out.example.push_back(rows[s.prompt_index]);
       out.scores.push_back(score);
       out.truncated.push_back(truncated);
       sums.score += score;
       sums.score_squared += score * score;
       sums.samples += 1;
-      sums.correct += scored[k].correct ? 1 : 0;
+      sums.correct += scored[k].correct && !tool_failed ? 1 : 0;
       sums.response_tokens += double(len);
       sums.tokens += double(len + p_ids[s.prompt_index].size());
       max_response_len = std::max(max_response_len, double(len));

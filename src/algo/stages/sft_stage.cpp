@@ -55,6 +55,7 @@ class SftRun : public StageSteps {
   int64_t local_batch_ = 0;  // this rank's rows of a step
   std::vector<TrainedRole> saved_;
   InsideStops eval_stops_;
+  std::unique_ptr<tools::StageToolkit> eval_tools_;  // a stage with tools evaluates multi-turn over them
 };
 
 SftRun::SftRun(StageEnv& env)
@@ -69,6 +70,8 @@ SftRun::SftRun(StageEnv& env)
     prompts_ = std::make_unique<PromptBuilder>(*role_.tokenizer, env.pipeline->find_data(cfg_.data));
     role_.model->train();
     local_batch_ = role_.local_batch(cfg_.batch, env.stage->path + ".batch");
+    if (cfg_.tools.enabled())
+      eval_tools_ = std::make_unique<tools::StageToolkit>(tools::stage_toolkit(*env.pipeline, cfg_.tools));
   }
   saved_ = {{&role_, trainer_ ? &trainer_->optimizer() : nullptr}};
   eval_stops_ = InsideStops(env, role_);
@@ -89,7 +92,8 @@ std::string SftRun::train_step(int64_t step, const std::vector<size_t>& rows) {
   trace::TimedSpan step_span("sft/step", {{"step", double(step)}});
   const TokenBatch batch = token_batch(rows);
   // Global response tokens of the step: the loss is a mean over all of them.
-  const double global_tokens = sum_over_dp(role_, double(batch.response_tokens()));
+  // (The loss mask's count: a multi-turn trace's inserted replies are in the rows but not trained.)
+  const double global_tokens = sum_over_dp(role_, batch.loss_mask.sum().item<double>());
   at::Tensor nll = forward_backward_nll(batch, global_tokens).reshape({1});
   const double grad_norm = trainer_->finish_step("sft", step, env_.world->rank());
   sum_step_values(role_, nll);
@@ -104,11 +108,13 @@ std::string SftRun::train_step(int64_t step, const std::vector<size_t>& rows) {
 
 TokenBatch SftRun::token_batch(const std::vector<size_t>& rows) const {
   std::vector<std::vector<int32_t>> p_ids, r_ids;
-  for (size_t i : rows) {
-    p_ids.push_back(prompts_->prompt_ids(data_.train[i]));
-    r_ids.push_back(prompts_->response_ids(data_.train[i]));
+  std::vector<std::vector<uint8_t>> sampled(rows.size());
+  for (size_t k = 0; k < rows.size(); ++k) {
+    p_ids.push_back(prompts_->prompt_ids(data_.train[rows[k]]));
+    r_ids.push_back(prompts_->response_ids(data_.train[rows[k]], sampled[k]));
   }
-  return make_token_batch(p_ids, r_ids, std::max(0, role_.tokenizer->pad_id()), role_.ctx.sp_size(), role_.device());
+  return make_token_batch(p_ids, r_ids, std::max(0, role_.tokenizer->pad_id()), role_.ctx.sp_size(), role_.device(),
+                          &sampled);
 }
 
 at::Tensor SftRun::forward_backward_nll(const TokenBatch& batch, double global_tokens) {
@@ -134,6 +140,7 @@ void SftRun::evaluate(int64_t step) {
   if (!role_.member() || data_.eval.size() == 0) return;
   EvalOptions options = eval_options(*env_.pipeline);
   options.stops = &eval_stops_;
+  options.tools = eval_tools_.get();
   auto r = algo::evaluate(role_, data_.eval, *prompts_, reward::VerifiableReward(), options);
   result_.eval_accuracy = r.accuracy;
   result_.eval_loss = r.loss;

@@ -32,6 +32,17 @@ void add_rollout_metrics(const RolloutRound& round, RlMetrics& m) {
   m.kept_groups = round.kept_groups;
   m.sampling_rounds = round.rounds;
   for (const auto& [k, v] : round.seconds_by_span) m.seconds_by_span.emplace_back(k, v);
+  add_tool_metrics(tot, m);
+}
+
+void add_tool_metrics(const RolloutSums& tot, RlMetrics& m) {
+  if (tot.tool_samples <= 0) return;
+  const double n = tot.tool_samples;
+  m.extra.emplace_back("tools/calls", tot.tool_calls / n);  // per trajectory
+  m.extra.emplace_back("tools/errors", tot.tool_errors / n);
+  m.extra.emplace_back("seconds/tool_call", tot.tool_seconds / std::max(1.0, tot.tool_calls));
+  m.extra.emplace_back("tools/reply_tokens", tot.reply_tokens / n);
+  m.extra.emplace_back("tools/model_tokens", (tot.response_tokens - tot.reply_tokens) / n);
 }
 
 }  // namespace hpcrl::algo

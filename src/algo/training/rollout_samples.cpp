@@ -9,6 +9,7 @@ void RolloutSamples::append(const RolloutSamples& o, size_t first, size_t count)
     response_ids.push_back(o.response_ids[k]);
     logprobs.push_back(o.logprobs[k]);
     versions.push_back(k < o.versions.size() ? o.versions[k] : std::vector<int32_t>{});
+    sampled.push_back(k < o.sampled.size() ? o.sampled[k] : std::vector<uint8_t>{});
     example.push_back(o.example[k]);
     scores.push_back(o.scores[k]);
     truncated.push_back(o.truncated[k]);

@@ -66,6 +66,7 @@ void put_samples(Writer& w, const RolloutSamples& s) {
     w.list(s.response_ids[k]);
     w.list(s.logprobs[k]);
     w.list(k < s.versions.size() ? s.versions[k] : std::vector<int32_t>{});
+    w.list(k < s.sampled.size() ? s.sampled[k] : std::vector<uint8_t>{});
     w.put<uint64_t>(s.example[k]);
     w.put<double>(s.scores[k]);
     w.put<uint8_t>(s.truncated[k] ? 1 : 0);
@@ -80,6 +81,7 @@ RolloutSamples get_samples(Reader& r) {
     s.response_ids.push_back(r.list<int32_t>());
     s.logprobs.push_back(r.list<float>());
     s.versions.push_back(r.list<int32_t>());
+    s.sampled.push_back(r.list<uint8_t>());
     s.example.push_back(static_cast<size_t>(r.get<uint64_t>()));
     s.scores.push_back(r.get<double>());
     s.truncated.push_back(r.get<uint8_t>() != 0);
@@ -212,6 +214,7 @@ RolloutSamples batch_rows(const TokenBatch& b) {
     s.response_ids.emplace_back(row + P, row + P + R);
     s.logprobs.emplace_back();
     s.versions.emplace_back();
+    s.sampled.push_back(response_sampled(b, i));
     s.example.push_back(0);
     s.scores.push_back(0);
     s.truncated.push_back(false);

@@ -22,9 +22,11 @@ double TokenBatch::mean_row_tokens() const {
 
 TokenBatch make_token_batch(const std::vector<std::vector<int32_t>>& prompts,
                             const std::vector<std::vector<int32_t>>& responses, int32_t pad_id, int64_t multiple,
-                            at::Device device) {
+                            at::Device device, const std::vector<std::vector<uint8_t>>* sampled) {
   HPCRL_CHECK(prompts.size() == responses.size() && !prompts.empty(),
               prompts.size() << " prompts vs " << responses.size() << " responses");
+  HPCRL_CHECK(!sampled || sampled->empty() || sampled->size() == prompts.size(),
+              sampled->size() << " sampled-token marks for " << prompts.size() << " rows");
   const int64_t B = static_cast<int64_t>(prompts.size());
   int64_t T = 0;
   for (int64_t i = 0; i < B; ++i) T = std::max<int64_t>(T, prompts[i].size() + responses[i].size());
@@ -41,12 +43,15 @@ TokenBatch make_token_batch(const std::vector<std::vector<int32_t>>& prompts,
   for (int64_t i = 0; i < B; ++i) {
     const int64_t P = prompts[i].size(), R = responses[i].size();
     HPCRL_CHECK(P > 0, "row " << i << " has an empty prompt");
+    const std::vector<uint8_t>* marks = sampled && !sampled->empty() && !(*sampled)[i].empty() ? &(*sampled)[i] : nullptr;
+    HPCRL_CHECK(!marks || int64_t(marks->size()) == R, "row " << i << " marks " << marks->size() << " of " << R
+                                                            << " response tokens as sampled or inserted");
     for (int64_t t = 0; t < P + R; ++t) {
       ids[i][t] = t < P ? prompts[i][t] : responses[i][t - P];
       am[i][t] = 1;
       if (t > 0) tgt[i][t - 1] = ids[i][t];
       // Position t predicts token t+1: a response token when t+1 ≥ P.
-      if (t + 1 >= P && t + 1 < P + R) lm[i][t] = 1.0f;
+      if (t + 1 >= P && t + 1 < P + R) lm[i][t] = !marks || (*marks)[t + 1 - P] ? 1.0f : 0.0f;
     }
     b.prompt_lens.push_back(P);
     b.response_lens.push_back(R);
@@ -58,6 +63,16 @@ TokenBatch make_token_batch(const std::vector<std::vector<int32_t>>& prompts,
     b.attention_mask = b.attention_mask.to(device);
   }
   return b;
+}
+
+std::vector<uint8_t> response_sampled(const TokenBatch& b, int64_t i) {
+  const int64_t P = b.prompt_lens[size_t(i)], R = b.response_lens[size_t(i)];
+  const at::Tensor mask = b.loss_mask[i].narrow(0, P - 1, R).to(at::kCPU);
+  if (mask.min().item<float>() > 0) return {};
+  std::vector<uint8_t> out;
+  const auto m = mask.accessor<float, 1>();
+  for (int64_t k = 0; k < R; ++k) out.push_back(m[k] > 0 ? 1 : 0);
+  return out;
 }
 
 TokenBatch slice_rows(const TokenBatch& b, int64_t begin, int64_t end) {

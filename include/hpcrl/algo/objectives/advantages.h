@@ -18,8 +18,11 @@ struct GaeResult {
   at::Tensor returns;     // [B, T] = advantages + values (value targets)
 };
 
-// rewards, values, mask: [B, T] per response token (mask 1 on real tokens,
-// response tokens contiguous from t=0). Value after the last token is 0.
+// rewards, values, mask: [B, T] per position (mask 1 on the tokens the model
+// sampled). The recursion runs over the masked tokens only: a token's "next"
+// is the next masked one, so a multi-turn trajectory's tool replies (mask 0
+// between sampled tokens) pass the advantage and value through unchanged.
+// Value after the last masked token is 0.
 // Advantages are whitened over masked tokens when `whiten`.
 GaeResult gae(const at::Tensor& rewards, const at::Tensor& values, const at::Tensor& mask, double gamma,
               double lam, bool whiten = true);

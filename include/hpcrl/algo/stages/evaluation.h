@@ -14,6 +14,7 @@
 #include "hpcrl/algo/training/role.h"
 #include "hpcrl/io/dataset.h"
 #include "hpcrl/reward/verifiable.h"
+#include "hpcrl/tools/stage_toolkit.h"
 #include "hpcrl/trace/metrics.h"
 
 namespace hpcrl::algo {
@@ -45,6 +46,8 @@ struct EvalOptions {
   // Where a stop may cut the evaluation short (between batches and decode steps;
   // StepAbandoned); null: it runs to the end.
   const InsideStops* stops = nullptr;
+  // A stage with tools evaluates multi-turn over them (its rollouts' tools); null: single-turn.
+  const tools::StageToolkit* tools = nullptr;
 };
 
 // Collective over the role's ranks (over the world with options.stops enabled,
@@ -54,7 +57,9 @@ EvalResult evaluate(Role& role, const io::Dataset& eval, const PromptBuilder& pr
                     const reward::VerifiableReward& verifier, const EvalOptions& options);
 
 // Sum of masked NLL and token count of a batch (no grad); used by eval and tests.
+// `sampled` (as make_token_batch): inserted tokens are left out of the loss.
 std::pair<double, int64_t> batch_nll(Role& role, const std::vector<std::vector<int32_t>>& prompt_ids,
-                                     const std::vector<std::vector<int32_t>>& response_ids);
+                                     const std::vector<std::vector<int32_t>>& response_ids,
+                                     const std::vector<std::vector<uint8_t>>* sampled = nullptr);
 
 }  // namespace hpcrl::algo

@@ -75,6 +75,7 @@ class PolicyStage {
   ExperienceBuilder experience_;
   ActorUpdate actor_;
   std::unique_ptr<SampleChannel> redeal_;  // kResharded: samples from the generation layout to the training one
+  std::unique_ptr<tools::StageToolkit> eval_tools_;  // a stage with tools evaluates over its own instances
 };
 
 // The clipped-surrogate settings of a GRPO or PPO stage (KL as a loss term

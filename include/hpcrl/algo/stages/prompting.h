@@ -23,6 +23,10 @@ class PromptBuilder {
   std::vector<int32_t> prompt_ids(const io::Example& ex) const;
   // Response tokens + EOS (the supervised target).
   std::vector<int32_t> response_ids(const io::Example& ex) const;
+  // response_ids with each token's mark: 1 the model's own text, 0 inside a
+  // range a tool inserted (Example::inserted; each range tokenized on its own,
+  // as the engine inserts a reply). Empty marks: nothing inserted.
+  std::vector<int32_t> response_ids(const io::Example& ex, std::vector<uint8_t>& sampled) const;
   // Every id that ends a generation (EOS, and the template's end-of-turn token).
   std::vector<int32_t> stop_ids() const;
 

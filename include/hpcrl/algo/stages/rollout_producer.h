@@ -21,6 +21,7 @@
 #include "hpcrl/io/dataset_cursor.h"
 #include "hpcrl/rollout/engine.h"
 #include "hpcrl/rollout/weight_sync.h"
+#include "hpcrl/tools/stage_toolkit.h"
 
 namespace hpcrl::algo {
 
@@ -63,7 +64,11 @@ class RolloutProducer {
   bool enough_kept(int64_t kept_groups, int64_t rounds, double& kept_total) const;
   // `cfg.group` samples of each prompt of `p_ids` (round `round` of the iteration).
   std::vector<rollout::Sample> generate(const std::vector<std::vector<int32_t>>& p_ids, int64_t iteration,
-                                        int64_t round, RlMetrics& m);
+                                        int64_t round, RlMetrics& m, Tally& tally);
+  // The group samples of every prompt, multi-turn over the stage's tools (their counts into the tally).
+  std::vector<rollout::Sample> generate_with_tools(const std::vector<std::vector<int32_t>>& p_ids,
+                                                   const rollout::SamplingParams& sampling, const std::string& name,
+                                                   Tally& tally);
   // The rewards of `samples` (prompts `rows`), with the overlong penalty.
   RolloutSamples score(const std::vector<size_t>& rows, const std::vector<std::vector<int32_t>>& p_ids,
                        const std::vector<rollout::Sample>& samples, int64_t iteration, RlMetrics& m, Tally& tally);
@@ -79,6 +84,7 @@ class RolloutProducer {
   rollout::ReleasedWeights released_;  // kResharded: the generation copy's storage between rollouts
   io::DataCursor iteration_start_;     // the data position when the current iteration began (rewind)
   std::unique_ptr<RolloutStream> stream_;  // async.partial_rollouts: the groups in flight
+  std::unique_ptr<tools::StageToolkit> tools_;  // a stage with tools: multi-turn rollouts
 };
 
 }  // namespace hpcrl::algo

@@ -30,5 +30,8 @@ void timed_phase(const std::string& stage, const std::string& phase, RlMetrics& 
 
 // The iteration's reward, accuracy and length metrics from its rollout totals.
 void add_rollout_metrics(const RolloutRound& round, RlMetrics& m);
+// Per trajectory of a stage with tools (none without): tools/calls, tools/errors,
+// seconds/tool_call, tools/reply_tokens and tools/model_tokens.
+void add_tool_metrics(const RolloutSums& totals, RlMetrics& m);
 
 }  // namespace hpcrl::algo

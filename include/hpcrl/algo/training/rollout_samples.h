@@ -21,6 +21,10 @@ struct RolloutSamples {
   // version a sample, except where a partial rollout continued it across an
   // update. Requests to roles on other ranks leave it empty (read as no versions).
   std::vector<std::vector<int32_t>> versions;
+  // Per token: 1 sampled by the model, 0 inserted by a multi-turn call (a
+  // tool's reply): no loss, KL or entropy term, not counted by any loss_agg
+  // (make_token_batch leaves it out of the loss mask). Empty: all sampled.
+  std::vector<std::vector<uint8_t>> sampled;
   std::vector<size_t> example;               // dataset index of each sample's prompt
   std::vector<double> scores;
   std::vector<bool> truncated;
@@ -37,6 +41,10 @@ struct RolloutSums {
   double correct = 0;          // samples the verifier judged correct
   double response_tokens = 0;
   double tokens = 0;           // prompt + response tokens
+  // Multi-turn rollouts (a stage with tools): samples generated with tools, and
+  // over them the calls, the failed calls, the calls' seconds (summed; they
+  // overlap decoding) and the tokens inserted as replies.
+  double tool_samples = 0, tool_calls = 0, tool_errors = 0, tool_seconds = 0, reply_tokens = 0;
 };
 
 // One iteration's generation as the generating ranks hand it on: the kept

@@ -34,9 +34,16 @@ struct TokenBatch {
 // multiple of `multiple` (sequence parallelism splits T evenly). Assembled on
 // the host, then moved once to `device` (the model's), so every tensor derived
 // from the batch in a loss lives where the log-probs are.
+// `sampled` (RolloutSamples::sampled, or null): a response token marked 0 was
+// inserted by a multi-turn call, not sampled, and is left out of the loss mask
+// (it is still in the row: later tokens attend to it).
 TokenBatch make_token_batch(const std::vector<std::vector<int32_t>>& prompts,
                             const std::vector<std::vector<int32_t>>& responses, int32_t pad_id,
-                            int64_t multiple = 1, at::Device device = at::kCPU);
+                            int64_t multiple = 1, at::Device device = at::kCPU,
+                            const std::vector<std::vector<uint8_t>>* sampled = nullptr);
+// Row i's response marks (1 sampled, 0 inserted) read back from the loss mask;
+// empty when every response token is in it.
+std::vector<uint8_t> response_sampled(const TokenBatch& b, int64_t i);
 
 // Rows [begin, end) of a batch.
 TokenBatch slice_rows(const TokenBatch& b, int64_t begin, int64_t end);

@@ -1,0 +1,69 @@
+// What a pipeline's tools and its stages' tool use must satisfy before a run
+// (passes.h): every tool a stage uses exists, a reply can fit the response,
+// and the combinations multi-turn rollouts do not support yet are refused with
+// the reason; a tool no stage uses is a warning.
+#include <set>
+
+#include "config/passes.h"
+#include "hpcrl/config/pipeline_config.h"
+
+namespace hpcrl::config {
+
+namespace {
+// A reply of up to reply_tokens must leave room for the model's tokens within `max_new_tokens` (named by `what`).
+void reply_fits(const PipelineConfig& c, const StageTools& t, int64_t max_new_tokens, const std::string& what,
+                const std::string& tp, Diagnostics& diag) {
+  if (t.reply_tokens < max_new_tokens) return;
+  diag.error(c.pos(tp + ".reply_tokens"), tp + ".reply_tokens",
+             "a reply of up to " + std::to_string(t.reply_tokens) + " tokens leaves no room in " + what + " " +
+                 std::to_string(max_new_tokens) + " (which bounds the whole trajectory: the model's tokens and the replies)",
+             "raise " + what + " or lower tools.reply_tokens");
+}
+
+// The stage's tools exist, and a reply fits its evaluations' responses.
+void check_tools(const PipelineConfig& c, const StageTools& t, const std::string& tp, Diagnostics& diag) {
+  std::vector<std::string> known;
+  for (const auto& tool : c.tools) known.push_back(tool.name);
+  for (const auto& name : t.use)
+    if (!c.find_tool(name))
+      diag.error(c.pos(tp + ".use"), tp + ".use", "no tool '" + name + "'", name_fix(name, known, "tools"));
+  reply_fits(c, t, c.run.eval_sampling.max_new_tokens, "run.eval_sampling.max_new_tokens", tp, diag);
+}
+
+void check_stage(const PipelineConfig& c, const RlStage& s, const std::string& p, Diagnostics& diag) {
+  const std::string tp = p + ".tools";
+  reply_fits(c, s.tools, s.sampling.max_new_tokens, "max_new_tokens", tp, diag);
+  if (s.async.partial_rollouts)
+    diag.error(c.pos(tp), tp,
+               "multi-turn rollouts with partial rollouts are not built: a paused row waiting for a tool's reply "
+               "would have to be carried across the update",
+               "remove async.partial_rollouts or the stage's tools");
+  if (const ModelConfig* policy = c.find_model(s.policy); policy && policy->rollout.parallel.ep > 1)
+    diag.error(c.pos(tp), tp,
+               "multi-turn rollouts on an expert-parallel engine (ep " + std::to_string(policy->rollout.parallel.ep) +
+                   ") are not built: its ranks would have to agree on every reply's prefill",
+               "generate with models." + policy->name + ".rollout.parallel.ep: 1");
+}
+}  // namespace
+
+void validate_tools(const PipelineConfig& c, Diagnostics& diag) {
+  std::set<std::string> used;
+  for (size_t i = 0; i < c.stages.size(); ++i) {
+    const StageTools* tools = nullptr;
+    if (const RlStage* s = c.stages[i].rl()) {
+      tools = &s->tools;
+      if (tools->enabled()) check_stage(c, *s, c.stages[i].path, diag);
+    } else if (const auto* sft = c.stages[i].as<SftStage>()) {
+      tools = &sft->tools;
+    }
+    if (!tools || !tools->enabled()) continue;
+    check_tools(c, *tools, c.stages[i].path + ".tools", diag);
+    used.insert(tools->use.begin(), tools->use.end());
+  }
+  for (const auto& t : c.tools)
+    if (!used.count(t.name))
+      diag.warning(c.pos("tools." + t.name), "tools." + t.name, "no stage uses this tool",
+                   "remove it or list it in a grpo/ppo stage's `tools: {use: [" + t.name + "]}`");
+}
+
+}  // namespace hpcrl::config

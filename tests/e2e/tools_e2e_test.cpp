@@ -1,0 +1,120 @@
+// End-to-end: multi-turn GRPO over the calculator (tests/e2e/data/tiny_tools.yaml:
+// 2-digit products, SFT on traces that call it). The run reports the tools'
+// metrics every iteration; colocated and disaggregated (synchronous) runs on
+// the same seed give the same trajectories and updates; dp = 2 samples what one
+// rank samples; a stop signal mid-stage ends with exit 75 and --resume repeats
+// the uninterrupted run line for line.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "run_util.h"
+
+using namespace hpcrl::test;
+
+namespace {
+const std::string kTools = "tests/e2e/data/tiny_tools.yaml";
+// tiny_tools.yaml's SFT stage (with its multi-turn evaluations), as a --set value.
+constexpr const char* kSftStage =
+    "{sft: {model: policy, data: products, steps: 100, batch: 32, lr: 3.0e-3, warmup: 4, schedule: cosine, "
+    "tools: {use: [calculator], format: tags, call: text, open: <calc>, close: </calc>, "
+    "reply_tokens: 12}}}";
+
+std::vector<nlohmann::json> grpo_lines(const std::string& run_dir) {
+  return lines_with(read_metrics(run_dir + "/metrics.jsonl"), "grpo", "reward/mean");
+}
+}  // namespace
+
+TEST(ToolsE2E, MultiTurnGrpoReportsTheToolsEveryIteration) {
+  const std::string dir = scratch_dir("tools-metrics");
+  Proc p = run_hpcrl("run " + kTools + " --out " + dir + "/run");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  const auto lines = grpo_lines(dir + "/run");
+  ASSERT_EQ(lines.size(), 3u);
+  double calls = 0;
+  for (const auto& line : lines) {
+    for (const char* key : {"tools/calls", "tools/errors", "seconds/tool_call", "tools/reply_tokens",
+                            "tools/model_tokens"})
+      EXPECT_TRUE(line.contains(key)) << key << " missing from " << line.dump();
+    calls += line.value("tools/calls", 0.0);
+    // A reply is "<result>" + the product (1 or 2 digits, or an error observation cut to
+    // reply_tokens 12) + "</result>": at most 8 + 12 + 9 = 29 byte tokens; a call whose reply
+    // would not fit before max_new_tokens ends its row with none.
+    if (line.value("tools/calls", 0.0) > 0)
+      EXPECT_LE(line["tools/reply_tokens"].get<double>() / line["tools/calls"].get<double>(), 29.0);
+  }
+  EXPECT_GT(calls, 0.5) << "after SFT on calling traces, the model calls the calculator";
+  const auto evals = lines_with(read_metrics(dir + "/run/metrics.jsonl"), "grpo", "eval/accuracy");
+  ASSERT_FALSE(evals.empty());
+}
+
+namespace {
+// tiny_tools.yaml's SFT stage alone, saved under DIR/sft; returns
+// tiny_tools_grpo.yaml on that policy, written to DIR/grpo.yaml.
+std::string grpo_on_sft_policy(const std::string& dir) {
+  Proc sft = run_hpcrl("run " + kTools + " --set 'stages=[" + std::string(kSftStage) + "]' --out " + dir + "/sft");
+  EXPECT_EQ(sft.exit_code, 0) << sft.output;
+  const std::string policy = run_shell("ls -d " + dir + "/sft/checkpoints/00-sft/step-*/policy | tail -1").output;
+  std::string cfg = read_text(std::string(HPCRL_SOURCE_DIR) + "/tests/e2e/data/tiny_tools_grpo.yaml");
+  cfg.replace(cfg.find("POLICY_DIR"), 10, policy.substr(0, policy.find('\n')));
+  std::ofstream(dir + "/grpo.yaml") << cfg;
+  return dir + "/grpo.yaml";
+}
+}  // namespace
+
+TEST(ToolsE2E, DisaggregatedSynchronousGivesTheColocatedTrajectories) {
+  // From the same SFT policy, generation on a rank of its own samples the colocated run's trajectories
+  // (same rewards, lengths and calls) and the trainer makes the same updates.
+  const std::string dir = scratch_dir("tools-disagg");
+  const std::string cfg = grpo_on_sft_policy(dir);
+  Proc colo = run_hpcrl("run " + cfg + " --out " + dir + "/colo");
+  ASSERT_EQ(colo.exit_code, 0) << colo.output;
+  Proc dis = run_hpcrl("run " + cfg +
+                           " --set placement.mode=disaggregated"
+                           " --set 'placement.ranges={policy: [0, 0], reference: [0, 0], policy.rollout: [1, 1]}'"
+                           " --out " + dir + "/dis",
+                       2);
+  ASSERT_EQ(dis.exit_code, 0) << dis.output;
+  const auto a = grpo_lines(dir + "/colo"), b = grpo_lines(dir + "/dis");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_GT(a[0]["reward/std"].get<double>(), 0.0) << "no reward spread: the comparison of updates is empty";
+  expect_same_rollouts(a, b, {{"loss", 1e-5}, {"kl", 1e-5}, {"grad_norm", 1e-5}, {"tools/calls", 0},
+                              {"tools/reply_tokens", 0}});
+}
+
+TEST(ToolsE2E, TwoDataParallelRanksSampleWhatOneRankSamples) {
+  // Draws are keyed by (seed, global prompt, sample, own-token step) and the
+  // calculator is deterministic, so from the same weights dp = 2 has the
+  // same trajectories: the first iteration's rewards, lengths and calls; its
+  // update agrees up to the reduction order.
+  const std::string dir = scratch_dir("tools-dp");
+  const std::string cfg = grpo_on_sft_policy(dir);
+  auto [one, two] = run_twice(cfg, "tools-dp-runs", 1, "", 2, "grpo", "reward/mean");
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_GT(one[0]["reward/std"].get<double>(), 0.0) << "no reward spread: the comparison of updates is empty";
+  expect_same_rollouts({one[0]}, {two[0]}, {{"loss", 1e-5}, {"kl", 1e-4}, {"tools/calls", 0},
+                                            {"tools/reply_tokens", 0}});
+}
+
+TEST(ToolsE2E, AStopSignalMidStageEndsWithExit75AndResumesExactly) {
+  const std::string dir = scratch_dir("tools-stop");
+  const std::string cfg = kTools + " --set stages[1].grpo.iterations=6 --set run.checkpoint_every=1";
+  Proc whole = run_hpcrl("run " + cfg + " --out " + dir + "/whole");
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  const auto want = grpo_lines(dir + "/whole");
+  ASSERT_EQ(want.size(), 6u);
+  const int pid = spawn_hpcrl("run " + cfg + " --out " + dir + "/run", 1, dir + "/log");
+  for (int i = 0; i < 2400 && grpo_lines(dir + "/run").size() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_EQ(::kill(pid, SIGUSR1), 0);
+  EXPECT_EQ(wait_exit(pid), 75) << read_text(dir + "/log");
+  ASSERT_LT(grpo_lines(dir + "/run").size(), 6u) << "the signal came after the last iteration";
+  Proc resumed = run_hpcrl("run " + cfg + " --out " + dir + "/run --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto again = grpo_lines(dir + "/run");
+  ASSERT_EQ(again.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(without_timing(want[i]), without_timing(again[i])) << "line " << i;
+}

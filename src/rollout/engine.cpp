@@ -94,6 +94,18 @@ int64_t Sample::sampled_count() const {
   return n;
 }
 
+GenerationCall GenerationCall::fresh(int64_t prompts, int64_t n, TurnHandler* turns) {
+  GenerationCall call;
+  for (int64_t p = 0; p < prompts; ++p)
+    for (int64_t i = 0; i < n; ++i) {
+      call.samples.emplace_back();
+      call.samples.back().prompt_index = p;
+      call.samples.back().sample_index = i;
+    }
+  call.turns = turns;
+  return call;
+}
+
 Engine::Engine(std::shared_ptr<model::DecoderModel> model, const io::Tokenizer* tokenizer, EngineOptions options)
     : model_(std::move(model)),
       tokenizer_(tokenizer),
@@ -113,14 +125,7 @@ Engine& Engine::operator=(Engine&&) noexcept = default;
 std::vector<Sample> Engine::generate(const std::vector<std::vector<int32_t>>& prompts, int64_t n,
                                      const SamplingParams& params) {
   HPCRL_CHECK_INPUT(n >= 1, "n (samples per prompt) must be at least 1, got " << n);
-  GenerationCall call;
-  for (int64_t p = 0; p < int64_t(prompts.size()); ++p)
-    for (int64_t i = 0; i < n; ++i) {
-      call.samples.emplace_back();
-      call.samples.back().prompt_index = p;
-      call.samples.back().sample_index = i;
-    }
-  return run(prompts, std::move(call), params).finished;
+  return run(prompts, GenerationCall::fresh(int64_t(prompts.size()), n), params).finished;
 }
 
 GenerationResult Engine::run(const std::vector<std::vector<int32_t>>& prompts, GenerationCall call,

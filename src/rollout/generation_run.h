@@ -105,11 +105,19 @@ class GenerationRun {
   // Rows whose last token ended a turn leave the decoding rows for the top slots; their calls start.
   void park_turns();
   // Takes the replies every rank of the tp group has (waiting for one when no
-  // row can decode or be admitted) and resumes or ends their rows.
+  // row can decode or be admitted): their rows end, or resume.
   void take_replies();
-  // Row parked_[i] leaves the parked slots with `reply`: ended, or its tokens
-  // prefilled into its cache after the row's tokens, the row decoding on.
-  void resume_turn(size_t i, TurnReply reply);
+  // Row parked_[i] leaves the parked slots, its cache moved to slot `to` (< 0: dropped).
+  Sequence unpark(size_t i, int64_t to);
+  // Rows taking their replies, in the order of their slots after the live rows.
+  struct Resumed {
+    std::vector<Sequence> rows;              // with the reply's tokens appended (marked inserted)
+    std::vector<std::vector<int32_t>> fed;   // what each row's cache is extended by: its last sampled token, the reply
+    void add(Sequence s, const std::vector<int32_t>& reply);
+  };
+  // Prefills the replies into the rows' caches (as many rows a forward as a
+  // prefill holds) and the rows decode on from their first token after it.
+  void resume(Resumed r);
   // The tickets of parked_ (in order) whose reply every rank of the tp group has.
   std::vector<bool> ready_over_tp() const;
 

@@ -1,8 +1,9 @@
 // Multi-turn rows of a generation call (turns.h): a row whose last token ended
 // a turn leaves the decoding rows [0, active) for a parked slot at the top of
 // the slot range, keeping its cache; its call runs while the others decode;
-// its reply is prefilled into that cache after the row's tokens and the row
-// joins the decoding rows again. The row's last sampled token was never fed
+// the replies ready at an iteration are prefilled into their rows' caches
+// after the rows' tokens, together in one forward, and the rows join the
+// decoding rows again. The row's last sampled token was never fed
 // to the model (a decode step feeds the previous step's token), so the cache
 // is cut back to hold the tokens before it, and the reply's prefill feeds it
 // first: what the cache ends with is what a forward of the whole trajectory
@@ -62,15 +63,27 @@ void GenerationRun::take_replies() {
   if (idle && missing)
     stats_.call_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::vector<bool> ready = ready_over_tp();
-  // From the back: resume_turn moves the last parked row into the hole, which was already looked at.
+  // From the back: unpark moves the last parked row into the hole, which was already looked at.
+  Resumed resumed;
   for (size_t i = parked_.size(); i-- > 0;) {
     if (!ready[i]) continue;
-    auto node = replies_.extract(parked_[i].ticket);
-    resume_turn(i, std::move(node.mapped()));
+    TurnReply reply = std::move(replies_.extract(parked_[i].ticket).mapped());
+    // The reply and at least one sampled token after it must fit max_new_tokens.
+    const int64_t room = params_.max_new_tokens - int64_t(parked_[i].out.tokens.size());
+    if (reply.finish_reason.empty() && int64_t(reply.tokens.size()) >= room) reply.finish_reason = "length";
+    const bool ends = !reply.finish_reason.empty();
+    Sequence s = unpark(i, ends ? -1 : int64_t(active_.size() + resumed.rows.size()));
+    if (ends) {
+      s.out.finish_reason = reply.finish_reason;
+      finished(std::move(s.out));
+    } else {
+      resumed.add(std::move(s), reply.tokens);
+    }
   }
+  if (!resumed.rows.empty()) resume(std::move(resumed));
 }
 
-void GenerationRun::resume_turn(size_t i, TurnReply reply) {
+GenerationRun::Sequence GenerationRun::unpark(size_t i, int64_t to) {
   const int64_t low = slot_count_ - int64_t(parked_.size());  // the lowest parked slot
   if (i + 1 != parked_.size()) {
     slots_.swap(slot_count_ - 1 - int64_t(i), low);
@@ -78,34 +91,51 @@ void GenerationRun::resume_turn(size_t i, TurnReply reply) {
   }
   Sequence s = std::move(parked_.back());
   parked_.pop_back();
-  const int64_t room = params_.max_new_tokens - int64_t(s.out.tokens.size());
-  // The reply and at least one sampled token after it must fit max_new_tokens.
-  if (reply.finish_reason.empty() && int64_t(reply.tokens.size()) >= room) reply.finish_reason = "length";
-  if (!reply.finish_reason.empty()) {
-    s.out.finish_reason = reply.finish_reason;
-    finished(std::move(s.out));
-    return;
-  }
-  trace::TimedSpan span("rollout/reply");
-  span.add_arg("tokens", double(reply.tokens.size()));
-  const int64_t row = int64_t(active_.size());
-  slots_.move(low, row);
-  std::vector<int32_t> fed{s.out.tokens.back()};
-  fed.insert(fed.end(), reply.tokens.begin(), reply.tokens.end());
+  if (to >= 0) slots_.move(low, to);  // to <= low: live rows and parked ones never share a slot
+  return s;
+}
+
+void GenerationRun::Resumed::add(Sequence s, const std::vector<int32_t>& reply) {
+  std::vector<int32_t> tokens{s.out.tokens.back()};  // fed again: a decode step had not fed it yet
+  tokens.insert(tokens.end(), reply.begin(), reply.end());
   if (s.out.sampled.empty()) s.out.sampled.assign(s.out.tokens.size(), 1);
-  for (int32_t id : reply.tokens) {
+  for (int32_t id : reply) {
     s.out.tokens.push_back(id);
     s.out.logprobs.push_back(0.0f);
     s.out.sampled.push_back(0);
   }
-  s.inserted += int64_t(reply.tokens.size());
-  stats_.reply_tokens += int64_t(reply.tokens.size());
-  at::Tensor logits = forward_.extend(slots_, row, fed);
-  ++stats_.forward_calls;
-  ++stats_.prefill_forwards;
-  rows_.start(row, {slots_.length(row)}, {int64_t(s.out.tokens.size())});
-  active_.push_back(std::move(s));
-  choose(logits, row);
+  s.inserted += int64_t(reply.size());
+  rows.push_back(std::move(s));
+  fed.push_back(std::move(tokens));
+}
+
+void GenerationRun::resume(Resumed r) {
+  trace::TimedSpan span("rollout/reply");
+  span.add_arg("rows", double(r.rows.size()));
+  // The rows' slots follow the live rows in order; each forward extends as many as fit a prefill.
+  for (size_t begin = 0; begin < r.rows.size();) {
+    size_t end = begin;
+    size_t longest = 0;
+    while (end < r.rows.size() &&
+           int64_t(end + 1 - begin) * int64_t(std::max(longest, r.fed[end].size())) <= SlotForward::kPrefillTokens)
+      longest = std::max(longest, r.fed[end++].size());
+    if (end == begin) ++end;  // one reply past a prefill: extend() refuses it with the sizes
+    const int64_t first = int64_t(active_.size());
+    const std::vector<std::vector<int32_t>> fed(r.fed.begin() + int64_t(begin), r.fed.begin() + int64_t(end));
+    at::Tensor logits = forward_.extend(slots_, first, fed);
+    ++stats_.forward_calls;
+    ++stats_.prefill_forwards;
+    std::vector<int64_t> positions, generated;
+    for (size_t k = begin; k < end; ++k) {
+      stats_.reply_tokens += int64_t(r.fed[k].size()) - 1;
+      positions.push_back(slots_.length(first + int64_t(k - begin)));
+      generated.push_back(int64_t(r.rows[k].out.tokens.size()));
+      active_.push_back(std::move(r.rows[k]));
+    }
+    rows_.start(first, positions, generated);
+    choose(logits, first);
+    begin = end;
+  }
   stats_.prefill_seconds += span.elapsed_seconds();
 }
 

@@ -138,26 +138,50 @@ at::Tensor SlotForward::prefill(KvSlots& slots, int64_t first, const std::vector
   return logits.index_select(0, at::tensor(prompt_of, at::kLong).to(device_));
 }
 
-at::Tensor SlotForward::extend(KvSlots& slots, int64_t slot, const std::vector<int32_t>& tokens) {
+at::Tensor SlotForward::extend(KvSlots& slots, int64_t first, const std::vector<std::vector<int32_t>>& tokens) {
   torch::NoGradGuard no_grad;
-  const int64_t L0 = slots.length(slot), T = int64_t(tokens.size()), L1 = L0 + T;
-  HPCRL_CHECK(T >= 1 && T <= kPrefillTokens && L1 <= slots.capacity(),
-              "extending slot " << slot << " (" << L0 << " tokens) by " << T << " past the " << slots.capacity()
-                                << "-token KV slots or the " << kPrefillTokens << "-token prefill");
+  const int64_t J = int64_t(tokens.size());
+  std::vector<int64_t> start(J), count(J);
+  int64_t T = 0, keys = 0;  // the longest list, and the most columns any row attends to
+  for (int64_t j = 0; j < J; ++j) {
+    start[j] = slots.length(first + j);
+    count[j] = int64_t(tokens[j].size());
+    T = std::max(T, count[j]);
+    keys = std::max(keys, start[j] + count[j]);
+  }
+  HPCRL_CHECK(J >= 1 && first + J <= slots.slots() && keys <= slots.capacity() && J * T <= kPrefillTokens,
+              "extending " << J << " slots from " << first << " by up to " << T << " tokens past the "
+                           << slots.capacity() << "-token KV slots or the " << kPrefillTokens << "-token prefill");
+  at::Tensor ids = at::zeros({J, T}, at::kLong), valid = at::zeros({J, T}, at::kBool);
+  {
+    auto ida = ids.accessor<int64_t, 2>();
+    auto va = valid.accessor<bool, 2>();
+    for (int64_t j = 0; j < J; ++j)
+      for (int64_t t = 0; t < count[j]; ++t) ida[j][t] = tokens[size_t(j)][size_t(t)], va[j][t] = true;
+  }
   const auto longs = at::TensorOptions().dtype(at::kLong).device(device_);
-  at::Tensor ids = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong).to(device_).view({1, T});
-  at::Tensor positions = at::arange(L0, L1, longs).view({1, T});
-  at::Tensor valid = at::ones({1, L1}, longs.dtype(at::kBool));
-  at::Tensor allowed = model::attention_mask(valid, T, L1);  // [1, 1, T, L1]: causal after the cached columns
-  auto store = [&](int64_t layer, at::Tensor k, at::Tensor v) {
-    at::Tensor ks = slots.k(layer).narrow(0, slot, 1), vs = slots.v(layer).narrow(0, slot, 1);
-    ks.narrow(2, L0, T).copy_(k);
-    vs.narrow(2, L0, T).copy_(v);
-    return std::make_pair(ks.narrow(2, 0, L1), vs.narrow(2, 0, L1));
+  const at::Tensor offset = at::tensor(start, at::kLong).to(device_).unsqueeze(1);  // [J, 1]
+  const at::Tensor positions = offset + at::arange(T, longs).unsqueeze(0);          // [J, T]
+  // Query t of row j (at position start_j + t) sees its row's columns up to its position; padded
+  // queries see the same and are never read.
+  const at::Tensor allowed = (at::arange(keys, longs).view({1, 1, keys}) <= positions.unsqueeze(2)).unsqueeze(1);
+  auto store = [&](int64_t layer, at::Tensor k, at::Tensor v) {  // k, v: [J, Hkv, T, D]
+    at::Tensor ks = slots.k(layer).narrow(0, first, J), vs = slots.v(layer).narrow(0, first, J);
+    for (int64_t j = 0; j < J; ++j) {
+      ks[j].narrow(1, start[j], count[j]).copy_(k[j].narrow(1, 0, count[j]));
+      vs[j].narrow(1, start[j], count[j]).copy_(v[j].narrow(1, 0, count[j]));
+    }
+    return std::make_pair(ks.narrow(2, 0, keys), vs.narrow(2, 0, keys));
   };
-  at::Tensor h = run_layers(model_.model->embed_tokens->forward(ids), positions, allowed, valid.narrow(1, L0, T), store);
-  slots.set_length(slot, L1);
-  return full_logits(h.select(1, T - 1));  // [1, V]
+  at::Tensor h = run_layers(model_.model->embed_tokens->forward(ids.to(device_)), positions, allowed,
+                            valid.to(device_), store);  // [J, T, C]
+  std::vector<int64_t> last(J);
+  for (int64_t j = 0; j < J; ++j) {
+    slots.set_length(first + j, start[j] + count[j]);
+    last[j] = count[j] - 1;
+  }
+  const at::Tensor at_last = at::tensor(last, at::kLong).to(device_).view({J, 1, 1}).expand({J, 1, h.size(2)});
+  return full_logits(h.gather(1, at_last).squeeze(1));  // [J, V]
 }
 
 at::Tensor SlotForward::decode(KvSlots& slots, int64_t rows, const at::Tensor& tokens, const at::Tensor& positions) {

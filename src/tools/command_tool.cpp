@@ -44,89 +44,26 @@
 #include "hpcrl/util/check.h"
 #include "hpcrl/util/error.h"
 #include "reward/subprocess.h"
+#include "tools/command_lines.h"
 
 namespace hpcrl::tools {
 namespace {
 
 using reward::StderrTail;
 using reward::Subprocess;
+using namespace detail;
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kPollMs = 20;
 constexpr double kStopGraceS = 0.5;          // from stdin closed to SIGTERM
-constexpr size_t kShownBytes = 200;          // of a bad line, in messages
-constexpr size_t kTailInResultBytes = 400;   // of the stderr tail, in a result the model reads
 constexpr auto kLongestWait = std::chrono::hours(24 * 365 * 10);  // a longer timeout waits without limit
-
-// The first kShownBytes of `s` (cut at a UTF-8 boundary), with its size when cut.
-std::string shown(const std::string& s) {
-  if (s.size() <= kShownBytes) return s;
-  size_t cut = kShownBytes;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut) + "... (" + std::to_string(s.size()) + " bytes)";
-}
-
-std::string seconds_text(std::chrono::milliseconds ms) {
-  std::ostringstream os;
-  os << static_cast<double>(ms.count()) / 1000.0;
-  return os.str();
-}
-
-std::string command_line(const std::vector<std::string>& argv) {
-  if (argv.size() == 3 && argv[0] == "sh" && argv[1] == "-c") return argv[2];
-  return str::join(argv, " ");
-}
-
-size_t line_cap(size_t max_reply_bytes) {
-  const size_t most = std::numeric_limits<size_t>::max();
-  return max_reply_bytes > (most - 4096) / 6 ? most : max_reply_bytes * 6 + 4096;
-}
-
-std::string dumped(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-// The end of a stderr tail on one line, for a result the model reads.
-std::string tail_in_result(std::string tail) {
-  if (tail.empty()) return "nothing";
-  if (tail.size() > kTailInResultBytes) tail = "..." + tail.substr(tail.size() - kTailInResultBytes);
-  std::replace(tail.begin(), tail.end(), '\n', '|');
-  return tail;
-}
 
 sigset_t just_sigpipe() {
   sigset_t pipe;
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
   return pipe;
-}
-
-// One reply line, judged. `problem` non-empty: not a reply at all.
-struct Reply {
-  std::string problem;
-  int64_t id = 0;
-  ToolResult result;
-};
-
-Reply parse_reply(const std::string& line, const std::string& tool, size_t max_bytes) {
-  Reply r;
-  const Json j = Json::parse(line, nullptr, false);
-  if (j.is_discarded()) return r.problem = "is not JSON", r;
-  if (!j.is_object()) return r.problem = "is not a JSON object", r;
-  const auto id = j.find("id");
-  if (id == j.end() || !id->is_number_integer()) return r.problem = "has no integer \"id\"", r;
-  r.id = id->get<int64_t>();
-  const auto error = j.find("error"), content = j.find("content");
-  const bool is_error = error != j.end() && error->is_string();
-  if (!is_error && (content == j.end() || !content->is_string()))
-    return r.problem = "has neither a string \"content\" nor a string \"error\"", r;
-  const std::string& text = (is_error ? error : content)->get_ref<const std::string&>();
-  if (text.size() > max_bytes)
-    r.result = {"tool " + tool + ": its reply of " + std::to_string(text.size()) +
-                    " bytes is over max_reply_bytes = " + std::to_string(max_bytes),
-                true};
-  else
-    r.result = is_error ? ToolResult{"tool " + tool + ": " + text, true} : ToolResult{text, false};
-  return r;
 }
 
 }  // namespace

@@ -8,10 +8,6 @@
 
 namespace hpcrl::tools {
 
-namespace {
-constexpr int kToolsLane = 3;  // the trace lane of rollout/tool spans
-}
-
 ToolTurns::ToolTurns(std::vector<ToolPtr> tools, ToolCallFormat format, ToolLimits limits,
                      const io::Tokenizer& tokenizer, std::string trajectory_prefix, int64_t prompt_offset)
     : tools_(std::move(tools)),
@@ -23,7 +19,7 @@ ToolTurns::ToolTurns(std::vector<ToolPtr> tools, ToolCallFormat format, ToolLimi
   for (const auto& t : tools_) names_.push_back(t->name());
   reply_open_ = tokenizer_.encode(format_.reply_open);
   reply_close_ = tokenizer_.encode(format_.reply_close);
-  if (trace::enabled()) trace::name_lane(kToolsLane, "tools");
+  if (trace::enabled()) trace::name_lane(trace::kToolsLane, "tools");
 }
 
 ToolTurns::~ToolTurns() {
@@ -42,12 +38,14 @@ std::string ToolTurns::turn_text(const rollout::Sample& s) const {
 }
 
 bool ToolTurns::ends_turn(const rollout::Sample& s) const {
-  // Every token is at least one byte: the close tag lies within its length in tokens.
-  const size_t n = std::min(s.tokens.size(), format_.close.size());
-  for (size_t t = s.tokens.size() - n; t < s.tokens.size(); ++t)
-    if (!s.was_sampled(t)) return false;  // the tag must be the model's own text
-  const std::string tail = tokenizer_.decode(std::vector<int32_t>(s.tokens.end() - int64_t(n), s.tokens.end()));
-  return ends_with_call(tail, format_);
+  // The model's own last tokens, at most as many as the close tag has bytes (a
+  // token is at least one byte; one special token may be the whole tag), none
+  // of them a reply's: a tag inside a reply never ends a turn.
+  size_t first = s.tokens.size();
+  while (first > 0 && s.tokens.size() - first < format_.close.size() && s.was_sampled(first - 1)) --first;
+  if (first == s.tokens.size()) return false;
+  return ends_with_call(tokenizer_.decode(std::vector<int32_t>(s.tokens.begin() + int64_t(first), s.tokens.end())),
+                        format_);
 }
 
 void ToolTurns::start(int64_t ticket, const rollout::Sample& s) {
@@ -126,7 +124,7 @@ rollout::TurnReply ToolTurns::reply_of(Job& job) {
   }
   ++totals_.calls;
   totals_.seconds += job.seconds;
-  trace::complete("rollout/tool", job.start_us, trace::now_us() - job.start_us, kToolsLane,
+  trace::complete("rollout/tool", job.start_us, trace::now_us() - job.start_us, trace::kToolsLane,
                   {{"seconds", job.seconds}, {"error", job.result.error ? 1.0 : 0.0}});
   if (job.result.error) {
     ++totals_.errors;

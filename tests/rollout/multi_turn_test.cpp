@@ -50,16 +50,8 @@ rollout::EngineOptions slots(int64_t max_batch) {
 rollout::GenerationResult run_turns(std::shared_ptr<model::DecoderModel> m, int64_t max_batch,
                                     rollout::TurnHandler& turns, const std::vector<std::vector<int32_t>>& prompts,
                                     int64_t n, const rollout::SamplingParams& p, rollout::GenerateStats* stats = nullptr) {
-  rollout::GenerationCall call;
-  for (int64_t q = 0; q < int64_t(prompts.size()); ++q)
-    for (int64_t i = 0; i < n; ++i) {
-      call.samples.emplace_back();
-      call.samples.back().prompt_index = q;
-      call.samples.back().sample_index = i;
-    }
-  call.turns = &turns;
   rollout::Engine engine(m, nullptr, slots(max_batch));
-  auto result = engine.run(prompts, std::move(call), p);
+  auto result = engine.run(prompts, rollout::GenerationCall::fresh(int64_t(prompts.size()), n, &turns), p);
   if (stats) *stats = engine.last_stats();
   return result;
 }
@@ -248,6 +240,43 @@ TEST(MultiTurn, AReplyWithNoRoomForASampledTokenAfterItEndsTheRowAtLength) {
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_EQ(fits[0].finish_reason, "length");
   EXPECT_EQ(fits[0].sampled, (std::vector<uint8_t>{1, 0, 0, 1}));
+}
+
+// Every row calls at its first token; each reply (2 tokens of its prompt) is ready at once.
+class CallAtFirstToken : public rollout::TurnHandler {
+ public:
+  bool ends_turn(const rollout::Sample& s) const override { return s.turns == 0 && s.tokens.size() == 1; }
+  void start(int64_t ticket, const rollout::Sample& s) override {
+    ready_.push_back({ticket, {{int32_t(60 + s.prompt_index), int32_t(61 + s.prompt_index)}, ""}});
+  }
+  std::vector<std::pair<int64_t, rollout::TurnReply>> poll(bool) override { return std::move(ready_); }
+
+ private:
+  std::vector<std::pair<int64_t, rollout::TurnReply>> ready_;
+};
+
+TEST(MultiTurn, RepliesReadyTogetherArePrefilledInOneForward) {
+  // 4 prompts of different lengths (2 to 9 tokens) in 4 slots: one prefill
+  // forward for the prompts, every row calls at its first token, and the 4
+  // replies (appended after caches of different lengths) take one more
+  // forward, not 4; every sampled token's log-prob is still the whole
+  // trajectory's forward.
+  auto m = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  const auto prompts = hpcrl::testing::random_prompts({2, 9, 5, 7}, 96, 31);
+  rollout::SamplingParams p = sampled(12, 9);
+  p.eos_ids.clear();
+  CallAtFirstToken calls;
+  rollout::GenerateStats stats;
+  const auto out = run_turns(m, 4, calls, prompts, 1, p, &stats).finished;
+  EXPECT_EQ(stats.turn_calls, 4);
+  EXPECT_EQ(stats.reply_tokens, 8);
+  EXPECT_EQ(stats.prefill_forwards, 2);  // 1 for the prompts + 1 for the 4 replies
+  for (const auto& s : out) {
+    ASSERT_EQ(s.sampled, (std::vector<uint8_t>{1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
+    const auto want = forward_logprobs(*m, prompts[size_t(s.prompt_index)], s);
+    for (size_t t = 0; t < s.tokens.size(); ++t)
+      if (s.was_sampled(t)) EXPECT_NEAR(s.logprobs[t], want[t], kFp32) << "prompt " << s.prompt_index << " token " << t;
+  }
 }
 
 TEST(MultiTurn, AMultiTurnCallThatWouldPauseIsAnInputError) {

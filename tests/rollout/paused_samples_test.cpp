@@ -41,13 +41,7 @@ rollout::SamplingParams greedy(int64_t max_new_tokens) {
 
 // n fresh samples of each of `prompts` prompts, prompt-major.
 rollout::GenerationCall fresh_call(int64_t prompts, int64_t n, int64_t pause_after_groups) {
-  rollout::GenerationCall call;
-  for (int64_t p = 0; p < prompts; ++p)
-    for (int64_t i = 0; i < n; ++i) {
-      call.samples.emplace_back();
-      call.samples.back().prompt_index = p;
-      call.samples.back().sample_index = i;
-    }
+  rollout::GenerationCall call = rollout::GenerationCall::fresh(prompts, n);
   call.pause_after_groups = pause_after_groups;
   return call;
 }

@@ -2,20 +2,14 @@
 #include <gtest/gtest.h>
 
 #include "hpcrl/tools/tool_call.h"
+#include "tools/tool_testing.h"
 
 namespace {
 
+using hpcrl::testing::calc_tags;
+
 using namespace hpcrl::tools;
 
-ToolCallFormat calc_tags() {
-  ToolCallFormat f;
-  f.open = "<calc>";
-  f.close = "</calc>";
-  f.json = false;
-  f.reply_open = "<result>";
-  f.reply_close = "</result>";
-  return f;
-}
 
 TEST(ToolCall, AQwenCallGivesItsNameAndArguments) {
   const std::string turn =

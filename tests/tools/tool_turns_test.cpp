@@ -10,21 +10,15 @@
 #include "hpcrl/tools/calculator.h"
 #include "hpcrl/tools/tool_turns.h"
 #include "rollout/rollout_testing.h"
+#include "tools/tool_testing.h"
 
 namespace {
+
+using hpcrl::testing::calc_tags;
 
 using namespace hpcrl;
 using tools::ToolTurns;
 
-tools::ToolCallFormat calc_tags() {
-  tools::ToolCallFormat f;
-  f.open = "<calc>";
-  f.close = "</calc>";
-  f.json = false;
-  f.reply_open = "<result>";
-  f.reply_close = "</result>";
-  return f;
-}
 
 std::vector<tools::ToolPtr> calculator() { return {std::make_shared<tools::Calculator>()}; }
 
@@ -66,6 +60,21 @@ TEST(ToolTurns, ACloseTagInsideAReplyDoesNotEndATurn) {
   auto s = sample_of(tok, "a</calc>");
   s.sampled = {1, 0, 0, 0, 0, 0, 0, 0};
   EXPECT_FALSE(turns.ends_turn(s));
+}
+
+TEST(ToolTurns, ACloseTagThatIsOneTokenRightAfterAReplyEndsTheTurn) {
+  // As Qwen's </tool_call> is one added token: here the byte tokenizer's </think>
+  // (id 262, 8 bytes), sampled right after 3 inserted tokens.
+  io::ByteTokenizer tok;
+  tools::ToolCallFormat think = calc_tags();
+  think.open = "<think>";
+  think.close = "</think>";
+  ToolTurns turns(calculator(), think, {}, tok, "t");
+  rollout::Sample s;
+  s.tokens = {'4', '2', '>', io::ByteTokenizer::kEndThink};
+  s.logprobs = {0, 0, 0, -1};
+  s.sampled = {0, 0, 0, 1};
+  EXPECT_TRUE(turns.ends_turn(s));
 }
 
 TEST(ToolTurns, AFailedCallIsAnErrorObservationOrEndsTheRowAsConfigured) {

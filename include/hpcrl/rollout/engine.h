@@ -118,6 +118,9 @@ struct GenerationCall {
   // pause_after_groups, nor on an ep lockstep group (InputError). The ranks of
   // a tp group take a reply once every one of them has it.
   TurnHandler* turns = nullptr;
+
+  // n fresh samples of each of `prompts` prompts, ordered by (prompt, sample).
+  static GenerationCall fresh(int64_t prompts, int64_t n, TurnHandler* turns = nullptr);
 };
 
 struct GenerationResult {

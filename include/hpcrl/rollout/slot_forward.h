@@ -57,10 +57,11 @@ class SlotForward {
   at::Tensor prefill(KvSlots& slots, int64_t first, const std::vector<const std::vector<int32_t>*>& prompts,
                      const std::vector<int64_t>& prompt_of, int64_t chunk);
 
-  // Appends `tokens` to slot `slot` after its length(slot) cached tokens, in one
-  // forward that attends to the slot's columns so far (a multi-turn reply joins
-  // its row's cache); returns [1, V] logits of the token after the last one.
-  at::Tensor extend(KvSlots& slots, int64_t slot, const std::vector<int32_t>& tokens);
+  // Appends tokens[j] to slot first + j after its length cached tokens, for
+  // every j in one forward (right-padded to the longest list), each row
+  // attending to its own columns so far: multi-turn replies join their rows'
+  // caches. Returns [J, V] logits of the token after each list's last one.
+  at::Tensor extend(KvSlots& slots, int64_t first, const std::vector<std::vector<int32_t>>& tokens);
 
   // One step for slots [0, rows): tokens[r] ([rows] int64 on the model's device)
   // is appended at position length(r), which `positions` holds on the device

@@ -21,9 +21,9 @@
 namespace hpcrl::trace {
 
 // Lanes (Chrome "tid"): what runs on which timeline row in Perfetto.
-// Lane names: 0 "main", 1 "comm", kPipelineLaneBase + k "pp stage k", others "lane N"
+// Lane names: 0 "main", 1 "comm", 2 "tools" (multi-turn rollouts' calls), kPipelineLaneBase + k "pp stage k", others "lane N"
 // unless renamed with name_lane().
-enum Lane : int { kMainLane = 0, kCommLane = 1, kPipelineLaneBase = 10 };
+enum Lane : int { kMainLane = 0, kCommLane = 1, kToolsLane = 2, kPipelineLaneBase = 10 };
 inline int pipeline_lane(int pp_stage) { return kPipelineLaneBase + pp_stage; }
 
 // Numeric event arguments (step, tokens, bytes, micro_batch, ...).

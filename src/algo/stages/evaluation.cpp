@@ -80,15 +80,9 @@ std::vector<rollout::Sample> generate(EvalPass& pass, const std::vector<std::vec
   if (!pass.options.tools) return pass.engine.generate(p_ids, pass.options.n, pass.sampling);
   const tools::StageToolkit& kit = *pass.options.tools;
   tools::ToolTurns turns(kit.tools, kit.format, kit.limits, *pass.role.tokenizer, "eval", start);
-  rollout::GenerationCall call;
-  for (int64_t p = 0; p < int64_t(p_ids.size()); ++p)
-    for (int64_t i = 0; i < pass.options.n; ++i) {
-      call.samples.emplace_back();
-      call.samples.back().prompt_index = p;
-      call.samples.back().sample_index = i;
-    }
-  call.turns = &turns;
-  return pass.engine.run(p_ids, std::move(call), pass.sampling).finished;
+  return pass.engine.run(p_ids, rollout::GenerationCall::fresh(int64_t(p_ids.size()), pass.options.n, &turns),
+                         pass.sampling)
+      .finished;
 }
 
 // Examples [start, end): the reference responses' loss (options.loss) and n samples each, scored.

@@ -230,15 +230,9 @@ std::vector<rollout::Sample> RolloutProducer::generate_with_tools(const std::vec
                                                                  const std::string& name, Tally& tally) {
   tools::ToolTurns turns(tools_->tools, tools_->format, tools_->limits, *stage_.generator.tokenizer, name,
                          sampling.prompt_offset);
-  rollout::GenerationCall call;
-  for (int64_t p = 0; p < int64_t(p_ids.size()); ++p)
-    for (int64_t i = 0; i < stage_.cfg.group; ++i) {
-      call.samples.emplace_back();
-      call.samples.back().prompt_index = p;
-      call.samples.back().sample_index = i;
-    }
-  call.turns = &turns;
-  auto samples = engine_->run(p_ids, std::move(call), sampling).finished;
+  auto samples =
+      engine_->run(p_ids, rollout::GenerationCall::fresh(int64_t(p_ids.size()), stage_.cfg.group, &turns), sampling)
+          .finished;
   tally.sums.tool_calls += double(turns.totals().calls);
   tally.sums.tool_errors += double(turns.totals().errors);
   tally.sums.tool_seconds += turns.totals().seconds;

@@ -1,9 +1,10 @@
 // End-to-end: multi-turn GRPO over the calculator (tests/e2e/data/tiny_tools.yaml:
 // 2-digit products, SFT on traces that call it). The run reports the tools'
 // metrics every iteration; colocated and disaggregated (synchronous) runs on
-// the same seed give the same trajectories and updates; dp = 2 samples what one
-// rank samples; a stop signal mid-stage ends with exit 75 and --resume repeats
-// the uninterrupted run line for line.
+// the same seed give the same trajectories and updates; asynchronous
+// generation completes and reports its staleness; dp = 2 samples what one rank
+// samples; a stop signal mid-stage ends with exit 75 and --resume repeats the
+// uninterrupted run line for line.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -83,6 +84,26 @@ TEST(ToolsE2E, DisaggregatedSynchronousGivesTheColocatedTrajectories) {
   EXPECT_GT(a[0]["reward/std"].get<double>(), 0.0) << "no reward spread: the comparison of updates is empty";
   expect_same_rollouts(a, b, {{"loss", 1e-5}, {"kl", 1e-5}, {"grad_norm", 1e-5}, {"tools/calls", 0},
                               {"tools/reply_tokens", 0}});
+}
+
+TEST(ToolsE2E, AsynchronousGenerationWithToolsCompletesAndReportsStaleness) {
+  // max_staleness 1: generation runs a version ahead of training, multi-turn;
+  // the first iteration trains on the SFT policy's samples (staleness 0), the
+  // later ones on samples one version old.
+  const std::string dir = scratch_dir("tools-async");
+  const std::string cfg = grpo_on_sft_policy(dir);
+  Proc run = run_hpcrl("run " + cfg +
+                           " --set placement.mode=disaggregated"
+                           " --set 'placement.ranges={policy: [0, 0], reference: [0, 0], policy.rollout: [1, 1]}'"
+                           " --set stages[0].grpo.iterations=3 --set stages[0].grpo.async.max_staleness=1"
+                           " --out " + dir + "/async",
+                       2);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto lines = grpo_lines(dir + "/async");
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].at("staleness/max").get<double>(), 0.0);
+  EXPECT_EQ(lines[2].at("staleness/max").get<double>(), 1.0);
+  for (const auto& line : lines) EXPECT_GT(line.at("tools/calls").get<double>(), 0.5);
 }
 
 TEST(ToolsE2E, TwoDataParallelRanksSampleWhatOneRankSamples) {

@@ -34,6 +34,7 @@ const std::vector<ShippedConfig> kShipped = {
     {"configs/ppo-disaggregated-4rank.yaml", 4},
     {"configs/quickstart-disaggregated.yaml", 2},
     {"configs/quickstart-async.yaml", 2},
+    {"configs/quickstart-tools.yaml", 1},
     {"configs/gsm8k-qwen2.5-1.5b-perlmutter-async.yaml", 8},
     // Published runs described for the cost model (docs/estimates.md); never run by hpcrl.
     {"configs/published/nemo-rl-llama3.1-8b-grpo-16xh100.yaml", 16},

@@ -56,20 +56,6 @@ rollout::GenerationResult run_turns(std::shared_ptr<model::DecoderModel> m, int6
   return result;
 }
 
-// Log-probs of every token of `s` under `m`'s training forward over prompt + tokens.
-std::vector<double> forward_logprobs(model::DecoderModel& m, const std::vector<int32_t>& prompt,
-                                     const rollout::Sample& s) {
-  torch::NoGradGuard no_grad;
-  std::vector<int64_t> seq(prompt.begin(), prompt.end());
-  seq.insert(seq.end(), s.tokens.begin(), s.tokens.end());
-  at::Tensor lp = m.local_logits(m.forward(at::tensor(seq, at::kLong).unsqueeze(0)).hidden)[0]
-                      .to(at::kDouble)
-                      .log_softmax(-1);
-  std::vector<double> out;
-  for (size_t t = 0; t < s.tokens.size(); ++t) out.push_back(lp[int64_t(prompt.size() + t) - 1][s.tokens[t]].item<double>());
-  return out;
-}
-
 TEST(MultiTurn, EverySampledTokensLogprobIsOneForwardOfTheWholeTrajectory) {
   // 3 prompts × 3 samples of up to 40 tokens, replies inserted after every
   // call: each sampled token's log-prob equals the training forward over
@@ -87,7 +73,7 @@ TEST(MultiTurn, EverySampledTokensLogprobIsOneForwardOfTheWholeTrajectory) {
   EXPECT_EQ(stats.reply_tokens % 3, 0) << "every reply here is 3 tokens";
   int64_t checked = 0, inserted = 0;
   for (const auto& s : out.finished) {
-    const auto want = forward_logprobs(*m, prompts[size_t(s.prompt_index)], s);
+    const auto want = hpcrl::testing::training_logprobs(*m, prompts[size_t(s.prompt_index)], s);
     ASSERT_TRUE(s.sampled.empty() || s.sampled.size() == s.tokens.size());
     for (size_t t = 0; t < s.tokens.size(); ++t) {
       if (!s.was_sampled(t)) {
@@ -273,7 +259,7 @@ TEST(MultiTurn, RepliesReadyTogetherArePrefilledInOneForward) {
   EXPECT_EQ(stats.prefill_forwards, 2);  // 1 for the prompts + 1 for the 4 replies
   for (const auto& s : out) {
     ASSERT_EQ(s.sampled, (std::vector<uint8_t>{1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
-    const auto want = forward_logprobs(*m, prompts[size_t(s.prompt_index)], s);
+    const auto want = hpcrl::testing::training_logprobs(*m, prompts[size_t(s.prompt_index)], s);
     for (size_t t = 0; t < s.tokens.size(); ++t)
       if (s.was_sampled(t)) EXPECT_NEAR(s.logprobs[t], want[t], kFp32) << "prompt " << s.prompt_index << " token " << t;
   }

@@ -53,20 +53,6 @@ rollout::EngineOptions slots(int64_t max_batch) {
   return o;
 }
 
-// Log-probs of `sample`'s tokens under `m`'s training forward over prompt + tokens.
-std::vector<float> forward_logprobs(model::DecoderModel& m, const std::vector<int32_t>& prompt,
-                                    const rollout::Sample& sample) {
-  torch::NoGradGuard no_grad;
-  std::vector<int64_t> seq(prompt.begin(), prompt.end());
-  seq.insert(seq.end(), sample.tokens.begin(), sample.tokens.end());
-  at::Tensor ids = at::tensor(seq, at::kLong).unsqueeze(0);
-  at::Tensor lp = m.local_logits(m.forward(ids).hidden)[0].to(at::kDouble).log_softmax(-1);
-  std::vector<float> out;
-  for (size_t t = 0; t < sample.tokens.size(); ++t)
-    out.push_back(float(lp[int64_t(prompt.size() + t) - 1][sample.tokens[t]].item<double>()));
-  return out;
-}
-
 // Sampling with 7 EOS ids of the random model's 96 (~7 % a step to end), so
 // samples end at different steps and a pause finds rows part-way.
 rollout::SamplingParams sampled_with_eos(int64_t max_new_tokens, uint64_t seed) {
@@ -194,7 +180,7 @@ TEST(PausedSamples, TheReprefilledCacheGivesTheFreshForwardsLogprobs) {
   EXPECT_EQ(engine.last_stats().resumed_tokens, 4 + 9 + 1);
   int64_t compared = 0;
   for (const auto& s : done) {
-    const auto want = forward_logprobs(*m, prompts[size_t(s.prompt_index)], s);
+    const auto want = hpcrl::testing::training_logprobs(*m, prompts[size_t(s.prompt_index)], s);
     for (size_t t = size_t(done_before[size_t(s.prompt_index)]); t < s.tokens.size(); ++t, ++compared)
       EXPECT_NEAR(s.logprobs[t], want[t], kFp32) << "prompt " << s.prompt_index << " token " << t;
   }

@@ -117,6 +117,22 @@ inline at::Tensor next_logits(model::DecoderModel& m, const std::vector<int32_t>
   return m.local_logits(out.hidden)[0][ids.size(1) - 1].to(at::kDouble);  // [V]
 }
 
+// The log-prob of every token of `sample` under `m`'s training forward over
+// prompt + tokens (a multi-turn sample's replies included), in float64.
+inline std::vector<double> training_logprobs(model::DecoderModel& m, const std::vector<int32_t>& prompt,
+                                             const rollout::Sample& sample) {
+  torch::NoGradGuard no_grad;
+  std::vector<int64_t> seq(prompt.begin(), prompt.end());
+  seq.insert(seq.end(), sample.tokens.begin(), sample.tokens.end());
+  at::Tensor lp = m.local_logits(m.forward(at::tensor(seq, at::kLong).unsqueeze(0)).hidden)[0]
+                      .to(at::kDouble)
+                      .log_softmax(-1);
+  std::vector<double> out;
+  for (size_t t = 0; t < sample.tokens.size(); ++t)
+    out.push_back(lp[int64_t(prompt.size() + t) - 1][sample.tokens[t]].item<double>());
+  return out;
+}
+
 // Greedy decoding without a cache: every step runs the whole sequence.
 inline rollout::Sample reference_greedy(model::DecoderModel& m, const std::vector<int32_t>& prompt,
                                         int64_t max_new_tokens, const std::vector<int32_t>& eos = {}) {

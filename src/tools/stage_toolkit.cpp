@@ -44,6 +44,11 @@ nlohmann::ordered_json StageToolkit::schemas() const {
   return out;
 }
 
+nlohmann::ordered_json stage_tool_schemas(const config::PipelineConfig& pipeline, const config::StageTools& stage) {
+  if (!stage.enabled()) return nlohmann::ordered_json::array();
+  return stage_toolkit(pipeline, stage).schemas();  // a command tool starts no program until called
+}
+
 StageToolkit stage_toolkit(const config::PipelineConfig& pipeline, const config::StageTools& stage) {
   StageToolkit kit;
   for (const auto& name : stage.use) {

@@ -23,5 +23,7 @@ struct StageToolkit {
 
 // InputError when a name is not in the pipeline's tools (validation reports it first).
 StageToolkit stage_toolkit(const config::PipelineConfig& pipeline, const config::StageTools& stage);
+// The schemas of a stage's tools (an empty array without tools): what its prompts' template lists.
+nlohmann::ordered_json stage_tool_schemas(const config::PipelineConfig& pipeline, const config::StageTools& stage);
 
 }  // namespace hpcrl::tools

@@ -23,7 +23,8 @@ Role& generator_of(Role& policy, Role* generator) { return generator ? *generato
 std::unique_ptr<PromptBuilder> make_prompts(const PolicyStageContext& stage) {
   const Role* here = stage.policy.member() ? &stage.policy : stage.generator.member() ? &stage.generator : nullptr;
   if (!here) return nullptr;
-  return std::make_unique<PromptBuilder>(*here->tokenizer, stage.env.pipeline->find_data(stage.cfg.data));
+  return std::make_unique<PromptBuilder>(*here->tokenizer, stage.env.pipeline->find_data(stage.cfg.data),
+                                         tools::stage_tool_schemas(*stage.env.pipeline, stage.cfg.tools));
 }
 
 std::unique_ptr<io::DataSampler> make_sampler(const PolicyStageContext& stage) {

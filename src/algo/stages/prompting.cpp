@@ -5,8 +5,9 @@
 
 namespace hpcrl::algo {
 
-PromptBuilder::PromptBuilder(const io::Tokenizer& tokenizer, const config::DatasetConfig* data)
-    : tok_(tokenizer), data_(data) {}
+PromptBuilder::PromptBuilder(const io::Tokenizer& tokenizer, const config::DatasetConfig* data,
+                             nlohmann::ordered_json tools)
+    : tok_(tokenizer), data_(data), tools_(std::move(tools)) {}
 
 std::string PromptBuilder::prompt_text(const io::Example& ex) const {
   if (!data_ || data_->kind != config::DataKind::jsonl) return ex.prompt;
@@ -19,8 +20,13 @@ std::string PromptBuilder::prompt_text(const io::Example& ex) const {
       return (j.system_prompt.empty() ? "" : j.system_prompt + "\n") + ex.prompt;
     case config::ChatTemplate::qwen3:
       return io::ChatTemplate::named(config::ChatTemplate::qwen3).render(msgs, true, j.thinking);
-    case config::ChatTemplate::model:  // the tokenizer's own Jinja template; `thinking` is its enable_thinking
-      return io::ChatTemplate::model(tok_).render(msgs, true, j.thinking);
+    case config::ChatTemplate::model: {  // the tokenizer's own Jinja template; `thinking` is its enable_thinking
+      if (tools_.empty()) return io::ChatTemplate::model(tok_).render(msgs, true, j.thinking);
+      nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+      for (const auto& m : msgs) messages.push_back({{"role", m.role}, {"content", m.content}});
+      return io::ChatTemplate::model(tok_).render_json(messages, true,
+                                                       {{"tools", tools_}, {"enable_thinking", j.thinking}});
+    }
     default:
       return io::ChatTemplate::named(j.chat_template).render(msgs, true);
   }

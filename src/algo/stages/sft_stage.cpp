@@ -67,7 +67,8 @@ SftRun::SftRun(StageEnv& env)
                env.pipeline->find_data(cfg_.data)->shuffle, io::content_hash(data_.train)) {
   if (role_.member()) {
     trainer_ = std::make_unique<Trainer>(role_, cfg_.train, cfg_.steps);
-    prompts_ = std::make_unique<PromptBuilder>(*role_.tokenizer, env.pipeline->find_data(cfg_.data));
+    prompts_ = std::make_unique<PromptBuilder>(*role_.tokenizer, env.pipeline->find_data(cfg_.data),
+                                               tools::stage_tool_schemas(*env.pipeline, cfg_.tools));
     role_.model->train();
     local_batch_ = role_.local_batch(cfg_.batch, env.stage->path + ".batch");
     if (cfg_.tools.enabled())

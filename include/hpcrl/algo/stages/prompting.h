@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "hpcrl/config/pipeline_config.h"
 #include "hpcrl/io/dataset.h"
 #include "hpcrl/io/tokenizer.h"
@@ -17,7 +19,11 @@ namespace hpcrl::algo {
 class PromptBuilder {
  public:
   // `data` may be null (synthetic data: no template, BOS + raw prompt).
-  PromptBuilder(const io::Tokenizer& tokenizer, const config::DatasetConfig* data);
+  // `tools`: the stage's tools' schemas (StageToolkit::schemas()), which a
+  // dataset's `chat_template: model` renders from its `tools` variable; the
+  // fixed renderers have no place for them (docs/tools.md).
+  PromptBuilder(const io::Tokenizer& tokenizer, const config::DatasetConfig* data,
+                nlohmann::ordered_json tools = nlohmann::ordered_json::array());
 
   std::string prompt_text(const io::Example& ex) const;
   std::vector<int32_t> prompt_ids(const io::Example& ex) const;
@@ -33,6 +39,7 @@ class PromptBuilder {
  private:
   const io::Tokenizer& tok_;
   const config::DatasetConfig* data_;
+  const nlohmann::ordered_json tools_;
 };
 
 }  // namespace hpcrl::algo

@@ -65,8 +65,9 @@ void ToolTurns::start(int64_t ticket, const rollout::Sample& s) {
       if (t->name() == call.name) job.tool = t.get();
     job.arguments = call.arguments;
   }
+  if (job.tool && job.tool->instant()) run(job);  // done now: ready at the next iteration, on any machine
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!job.tool) {
+  if (!job.tool || job.done) {
     done_.push_back(std::move(job));
     result_ready_.notify_one();
     return;
@@ -86,19 +87,24 @@ void ToolTurns::work() {
     Job job = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    const auto t0 = std::chrono::steady_clock::now();
-    try {
-      job.result = job.tool->call(job.arguments, job.context);
-    } catch (...) {
-      job.thrown = std::current_exception();
-    }
-    job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!job.result.error && job.seconds > limits_.call_seconds)
-      job.result = {"the call took " + std::to_string(job.seconds) + " s, over the limit", true};
+    run(job);
     lock.lock();
     done_.push_back(std::move(job));
     result_ready_.notify_one();
   }
+}
+
+void ToolTurns::run(Job& job) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    job.result = job.tool->call(job.arguments, job.context);
+  } catch (...) {
+    job.thrown = std::current_exception();
+  }
+  job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!job.result.error && job.seconds > limits_.call_seconds)
+    job.result = {"the call took " + std::to_string(job.seconds) + " s, over the limit", true};
+  job.done = true;
 }
 
 std::vector<std::pair<int64_t, rollout::TurnReply>> ToolTurns::poll(bool wait) {

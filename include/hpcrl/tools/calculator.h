@@ -20,6 +20,7 @@ class Calculator : public Tool {
   const std::string& name() const override { return name_; }
   nlohmann::ordered_json schema() const override;
   ToolResult call(const nlohmann::json& arguments, const CallContext& context) override;
+  bool instant() const override { return true; }
 
  private:
   std::string name_;

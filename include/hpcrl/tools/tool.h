@@ -37,6 +37,11 @@ class Tool {
   // Runs one call. May be called from several threads at once; never throws
   // for what the model wrote or the tool did (that is an error result).
   virtual ToolResult call(const nlohmann::json& arguments, const CallContext& context) = 0;
+  // A call that takes microseconds and depends on nothing outside (the
+  // calculator): the turn handler runs it at once on the engine's thread, so
+  // its reply is ready at the next iteration whatever the machine's load, and
+  // a run is the same run after run. Others run on worker threads.
+  virtual bool instant() const { return false; }
 };
 
 using ToolPtr = std::shared_ptr<Tool>;

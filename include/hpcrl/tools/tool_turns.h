@@ -3,7 +3,9 @@
 // close tag; the call is parsed, run by a worker thread (so the engine keeps
 // decoding the other rows), and its result — or error — comes back as the
 // reply tokens the template wraps it in, cut to the reply-token limit. A row
-// past its turn limit ends ("turns"); a failing call (malformed, unknown tool,
+// past its turn limit ends ("turns"); an instant tool (the calculator) runs at
+// once on the engine's thread, so its reply is ready at the next iteration on
+// any machine and a run repeats exactly; a failing call (malformed, unknown tool,
 // tool error, timeout) gives the row an error observation, or ends it
 // ("tool_error", scored 0), as configured. Per-trajectory counts feed the
 // metrics; every call is a rollout/tool span on the trace's tools lane.
@@ -69,8 +71,10 @@ class ToolTurns : public rollout::TurnHandler {
     double start_us = 0, seconds = 0;
     std::exception_ptr thrown;
     bool ends_row = false;    // past the turn limit
+    bool done = false;        // run (at start for an instant tool)
   };
   void work();
+  void run(Job& job) const;  // calls the tool, timing it
   std::string turn_text(const rollout::Sample& sample) const;  // the model's text since its last reply
   rollout::TurnReply reply_of(Job& job);
 

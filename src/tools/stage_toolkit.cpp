@@ -44,13 +44,14 @@ nlohmann::ordered_json StageToolkit::schemas() const {
   return out;
 }
 
-nlohmann::ordered_json stage_tool_schemas(const config::PipelineConfig& pipeline, const config::StageTools& stage) {
-  if (!stage.enabled()) return nlohmann::ordered_json::array();
-  return stage_toolkit(pipeline, stage).schemas();  // a command tool starts no program until called
+nlohmann::ordered_json tool_schemas(const StageToolkit* kit) {
+  return kit ? kit->schemas() : nlohmann::ordered_json::array();
 }
 
-StageToolkit stage_toolkit(const config::PipelineConfig& pipeline, const config::StageTools& stage) {
-  StageToolkit kit;
+std::unique_ptr<StageToolkit> stage_toolkit(const config::PipelineConfig& pipeline, const config::StageTools& stage) {
+  if (!stage.enabled()) return nullptr;
+  auto owned = std::make_unique<StageToolkit>();
+  StageToolkit& kit = *owned;
   for (const auto& name : stage.use) {
     const config::ToolConfig* c = pipeline.find_tool(name);
     if (!c) throw InputError("no tool '" + name + "' in the pipeline's tools section");
@@ -62,7 +63,7 @@ StageToolkit stage_toolkit(const config::PipelineConfig& pipeline, const config:
   kit.limits.call_seconds = stage.call_seconds;
   kit.limits.end_on_error = stage.on_error == config::ToolErrorAction::end;
   kit.limits.concurrency = stage.concurrency;
-  return kit;
+  return owned;
 }
 
 }  // namespace hpcrl::tools

@@ -1,9 +1,11 @@
-// A GRPO/PPO stage's tools as its `tools:` key and the pipeline's `tools:`
-// section describe them: the tool objects (a command tool's program starts at
-// its first call and lives for the stage), the call format and the limits.
-// One per generating rank; each generation call gets a ToolTurns over it.
+// A stage's tools as its `tools:` key and the pipeline's `tools:` section
+// describe them: the tool objects (a command tool's program starts at its
+// first call and lives for the stage), the call format and the limits. One
+// per stage and rank, shared by its rollouts, its evaluations and its prompts
+// (the schemas); each generation call gets a ToolTurns over it.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "hpcrl/config/pipeline_config.h"
@@ -21,9 +23,10 @@ struct StageToolkit {
   nlohmann::ordered_json schemas() const;
 };
 
-// InputError when a name is not in the pipeline's tools (validation reports it first).
-StageToolkit stage_toolkit(const config::PipelineConfig& pipeline, const config::StageTools& stage);
-// The schemas of a stage's tools (an empty array without tools): what its prompts' template lists.
-nlohmann::ordered_json stage_tool_schemas(const config::PipelineConfig& pipeline, const config::StageTools& stage);
+// Null for a stage without tools. InputError when a name is not in the
+// pipeline's tools (validation reports it first).
+std::unique_ptr<StageToolkit> stage_toolkit(const config::PipelineConfig& pipeline, const config::StageTools& stage);
+// What a stage's prompts' template lists: the schemas of `kit`'s tools, an empty array when null.
+nlohmann::ordered_json tool_schemas(const StageToolkit* kit);
 
 }  // namespace hpcrl::tools

@@ -20,11 +20,11 @@ Role& generator_of(Role& policy, Role* generator) { return generator ? *generato
 
 // Prompts are built where they are generated or evaluated: on the policy's and the generator's ranks
 // (a reference or critic of its own only answers the trainer; validation gives every rank a role).
-std::unique_ptr<PromptBuilder> make_prompts(const PolicyStageContext& stage) {
+std::unique_ptr<PromptBuilder> make_prompts(const PolicyStageContext& stage, const tools::StageToolkit* tools) {
   const Role* here = stage.policy.member() ? &stage.policy : stage.generator.member() ? &stage.generator : nullptr;
   if (!here) return nullptr;
   return std::make_unique<PromptBuilder>(*here->tokenizer, stage.env.pipeline->find_data(stage.cfg.data),
-                                         tools::stage_tool_schemas(*stage.env.pipeline, stage.cfg.tools));
+                                         tools::tool_schemas(tools));
 }
 
 std::unique_ptr<io::DataSampler> make_sampler(const PolicyStageContext& stage) {
@@ -49,17 +49,16 @@ PolicyStage::PolicyStage(StageEnv& env, const config::RlStage& cfg, Role& policy
                plan_policy_stage(cfg, policy, generator_of(policy, generator), reference,
                                  reference && on_own_ranks(*reference, policy), rewards_.serves_apart())},
       eval_stops_(env, policy),
-      prompts_(make_prompts(context_)),
+      tools_(tools::stage_toolkit(*env.pipeline, cfg.tools)),
+      prompts_(make_prompts(context_, tools_.get())),
       sampler_(make_sampler(context_)),
-      producer_(context_, rewards_, prompts_.get(), *sampler_),
+      producer_(context_, rewards_, prompts_.get(), *sampler_, tools_.get()),
       experience_(context_),
       actor_(context_) {
   if (context_.plan.placement == GenerationPlacement::kResharded)
     redeal_ = std::make_unique<SampleChannel>(context_.generator, policy,
                                               dist::new_group(all_ranks(env.world->size()), name() + "/redeal"),
                                               cfg.group);
-  if (cfg.tools.enabled())
-    eval_tools_ = std::make_unique<tools::StageToolkit>(tools::stage_toolkit(*env.pipeline, cfg.tools));
 }
 
 PolicyStage::~PolicyStage() = default;
@@ -85,7 +84,7 @@ void PolicyStage::evaluate(int64_t step, StageResult& result) {
   if (context_.data.eval.size() == 0) return;
   EvalOptions options = eval_options(*context_.env.pipeline);
   options.stops = &eval_stops_;
-  options.tools = eval_tools_.get();
+  options.tools = tools_.get();
   auto r = algo::evaluate(context_.policy, context_.data.eval, *prompts_, rewards_.verifier(), options);
   result.eval_accuracy = r.accuracy;
   result.eval_loss = r.loss;

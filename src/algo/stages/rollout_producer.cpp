@@ -27,9 +27,10 @@ double overlong_penalty(const config::OverlongConfig& ol, int64_t limit, int64_t
 }  // namespace
 
 RolloutProducer::RolloutProducer(const PolicyStageContext& stage, RewardFunction& rewards,
-                                 const PromptBuilder* prompts, io::DataSampler& sampler)
+                                 const PromptBuilder* prompts, io::DataSampler& sampler,
+                                 const tools::StageToolkit* tools)
     : stage_(stage), rewards_(rewards), prompts_(prompts), sampler_(sampler),
-      generation_stops_(stage.env, stage.generator) {
+      generation_stops_(stage.env, stage.generator), tools_(tools) {
   if (!stage.plan.generates) return;
   // A pipelined generator samples from its pp = 1 copy, refreshed at each produce().
   auto model = sync_rollout_model(stage.generator);
@@ -37,8 +38,6 @@ RolloutProducer::RolloutProducer(const PolicyStageContext& stage, RewardFunction
   options.abandon = generation_stops_.engine_hook(*model, "rollout");
   engine_ = std::make_unique<rollout::Engine>(model, stage.generator.tokenizer.get(), options);
   if (stage.cfg.async.partial_rollouts) stream_ = std::make_unique<RolloutStream>(stage.cfg.group);
-  if (stage.cfg.tools.enabled())
-    tools_ = std::make_unique<tools::StageToolkit>(tools::stage_toolkit(*stage.env.pipeline, stage.cfg.tools));
 }
 
 void RolloutProducer::rewind() {

@@ -67,12 +67,11 @@ SftRun::SftRun(StageEnv& env)
                env.pipeline->find_data(cfg_.data)->shuffle, io::content_hash(data_.train)) {
   if (role_.member()) {
     trainer_ = std::make_unique<Trainer>(role_, cfg_.train, cfg_.steps);
+    eval_tools_ = tools::stage_toolkit(*env.pipeline, cfg_.tools);
     prompts_ = std::make_unique<PromptBuilder>(*role_.tokenizer, env.pipeline->find_data(cfg_.data),
-                                               tools::stage_tool_schemas(*env.pipeline, cfg_.tools));
+                                               tools::tool_schemas(eval_tools_.get()));
     role_.model->train();
     local_batch_ = role_.local_batch(cfg_.batch, env.stage->path + ".batch");
-    if (cfg_.tools.enabled())
-      eval_tools_ = std::make_unique<tools::StageToolkit>(tools::stage_toolkit(*env.pipeline, cfg_.tools));
   }
   saved_ = {{&role_, trainer_ ? &trainer_->optimizer() : nullptr}};
   eval_stops_ = InsideStops(env, role_);

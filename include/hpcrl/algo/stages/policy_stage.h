@@ -69,13 +69,14 @@ class PolicyStage {
   RewardFunction rewards_;
   PolicyStageContext context_;
   InsideStops eval_stops_;
+  // A stage with tools: one set for its rollouts, evaluations and prompts (null without).
+  std::unique_ptr<tools::StageToolkit> tools_;
   std::unique_ptr<PromptBuilder> prompts_;
   std::unique_ptr<io::DataSampler> sampler_;
   RolloutProducer producer_;
   ExperienceBuilder experience_;
   ActorUpdate actor_;
   std::unique_ptr<SampleChannel> redeal_;  // kResharded: samples from the generation layout to the training one
-  std::unique_ptr<tools::StageToolkit> eval_tools_;  // a stage with tools evaluates over its own instances
 };
 
 // The clipped-surrogate settings of a GRPO or PPO stage (KL as a loss term

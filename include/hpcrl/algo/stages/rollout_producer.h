@@ -28,8 +28,9 @@ namespace hpcrl::algo {
 class RolloutProducer {
  public:
   // `prompts`: null on ranks that neither generate nor evaluate. The engine is built on generating ranks.
+  // `tools`: the stage's (null without), its rollouts multi-turn over them.
   RolloutProducer(const PolicyStageContext& stage, RewardFunction& rewards, const PromptBuilder* prompts,
-                  io::DataSampler& sampler);
+                  io::DataSampler& sampler, const tools::StageToolkit* tools);
 
   // One iteration's rollouts and rewards on the generator's ranks, sampled with
   // weight version `version` (trainer updates done).
@@ -84,7 +85,7 @@ class RolloutProducer {
   rollout::ReleasedWeights released_;  // kResharded: the generation copy's storage between rollouts
   io::DataCursor iteration_start_;     // the data position when the current iteration began (rewind)
   std::unique_ptr<RolloutStream> stream_;  // async.partial_rollouts: the groups in flight
-  std::unique_ptr<tools::StageToolkit> tools_;  // a stage with tools: multi-turn rollouts
+  const tools::StageToolkit* tools_;  // a stage with tools: multi-turn rollouts
 };
 
 }  // namespace hpcrl::algo

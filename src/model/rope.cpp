@@ -23,14 +23,14 @@ at::Tensor llama3_scaled_inv_freq(const at::Tensor& inv_freq, const RopeScaling&
   return at::where(medium, blended, scaled);
 }
 
-RotaryEmbedding::RotaryEmbedding(const ModelArch& arch) {
+RotaryEmbedding::RotaryEmbedding(const ModelArch& arch, at::Device device) {
   const int64_t D = arch.head_dim;
   HPCRL_CHECK(D % 2 == 0, "RoPE needs an even head_dim, got " << D);
   // HF: 1 / base^(arange(0, D, 2).float() / D), in fp32.
   at::Tensor exponents = at::arange(0, D, 2, at::kLong).to(at::kFloat) / static_cast<double>(D);
   inv_freq_ = 1.0 / at::pow(arch.rope_theta, exponents);
   if (arch.rope_scaling.type == "llama3") inv_freq_ = llama3_scaled_inv_freq(inv_freq_, arch.rope_scaling);
-  inv_freq_ = inv_freq_.to(at::kFloat).contiguous();
+  inv_freq_ = inv_freq_.to(at::kFloat).contiguous().to(device);
 }
 
 RopeTables RotaryEmbedding::tables(const at::Tensor& positions, at::ScalarType dtype) const {

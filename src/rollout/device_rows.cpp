@@ -4,29 +4,47 @@
 #include <torch/utils.h>
 
 #include "hpcrl/rollout/engine.h"
+#include "hpcrl/rollout/philox.h"
 
 namespace hpcrl::rollout {
 
-DeviceRows::DeviceRows(int64_t slots, int64_t interval, const SamplingParams& params, at::Device device)
-    : max_new_tokens_(params.max_new_tokens) {
+DeviceRows::DeviceRows(int64_t slots, int64_t interval, const SamplingParams& params, at::Device device,
+                       bool draw_table)
+    : max_new_tokens_(params.max_new_tokens), seed_(params.seed) {
   const auto longs = at::TensorOptions().dtype(at::kLong).device(device);
   last_ = at::zeros({slots}, longs);
   position_ = at::zeros({slots}, longs);
   generated_ = at::zeros({slots}, longs);
   count_ = at::zeros({slots}, longs);
   ended_ = at::zeros({slots}, longs.dtype(at::kBool));
+  draw_ = at::zeros({slots}, longs);
+  if (draw_table) uniforms_ = at::zeros({slots, max_new_tokens_}, longs.dtype(at::kDouble));
   log_ids_ = at::zeros({slots, interval + 1}, longs);
   log_logprobs_ = at::zeros({slots, interval + 1}, longs.dtype(at::kFloat));
   std::vector<int64_t> eos(params.eos_ids.begin(), params.eos_ids.end());
   eos_ = at::tensor(eos, at::kLong).to(device);
 }
 
-void DeviceRows::start(int64_t first, const std::vector<int64_t>& positions, const std::vector<int64_t>& generated) {
+void DeviceRows::start(int64_t first, const std::vector<int64_t>& positions, const std::vector<int64_t>& generated,
+                       const std::vector<DrawKey>& draws) {
   const int64_t n = int64_t(positions.size());
   position_.narrow(0, first, n).copy_(at::tensor(positions, at::kLong));
   generated_.narrow(0, first, n).copy_(at::tensor(generated, at::kLong));
   count_.narrow(0, first, n).zero_();
   ended_.narrow(0, first, n).fill_(false);
+  std::vector<int64_t> next(size_t(n), 0);
+  for (int64_t i = 0; i < n; ++i) next[size_t(i)] = draws[size_t(i)].step;
+  draw_.narrow(0, first, n).copy_(at::tensor(next, at::kLong));
+  if (!uniforms_.defined()) return;
+  // Draw j of each row at column j: the draws it may still make, as draw_uniform gives them.
+  at::Tensor table = at::zeros({n, max_new_tokens_}, at::kDouble);
+  double* t = table.data_ptr<double>();
+  for (int64_t i = 0; i < n; ++i) {
+    const DrawKey& k = draws[size_t(i)];
+    for (int64_t j = k.step; j < max_new_tokens_; ++j)
+      t[i * max_new_tokens_ + j] = draw_uniform(seed_, k.prompt, k.sample, j);
+  }
+  uniforms_.narrow(0, first, n).copy_(table);
 }
 
 void DeviceRows::append(int64_t first, const at::Tensor& ids, const at::Tensor& logprobs) {
@@ -40,6 +58,7 @@ void DeviceRows::append(int64_t first, const at::Tensor& ids, const at::Tensor& 
   log_logprobs_.narrow(0, first, R).scatter_(1, column, logprobs.to(at::kFloat).unsqueeze(1));
   count.add_(live);
   generated.add_(live);
+  draw_.narrow(0, first, R).add_(live);
   last_.narrow(0, first, R).copy_(ids);
   at::Tensor ends = generated >= max_new_tokens_;
   if (eos_.numel() > 0) ends.logical_or_(at::isin(ids, eos_));
@@ -47,6 +66,18 @@ void DeviceRows::append(int64_t first, const at::Tensor& ids, const at::Tensor& 
 }
 
 void DeviceRows::advance(int64_t rows) { position_.narrow(0, 0, rows).add_(1); }
+
+void DeviceRows::end_padded(int64_t B, const at::Tensor& padded) { ended_.narrow(0, 0, B).logical_or_(padded); }
+
+void DeviceRows::advance_unpadded(int64_t B, const at::Tensor& padded) {
+  position_.narrow(0, 0, B).add_(padded.logical_not().to(at::kLong));
+}
+
+at::Tensor DeviceRows::next_uniforms(int64_t B) const {
+  // An ended row's index may have run past the table: it draws, and its token is never logged.
+  const at::Tensor column = draw_.narrow(0, 0, B).clamp_max(max_new_tokens_ - 1).unsqueeze(1);
+  return uniforms_.narrow(0, 0, B).gather(1, column).squeeze(1);
+}
 
 DeviceRows::Log DeviceRows::take_log(int64_t rows) {
   // A copy even on the CPU: the device tensors are overwritten by the next steps.
@@ -58,7 +89,8 @@ DeviceRows::Log DeviceRows::take_log(int64_t rows) {
 
 void DeviceRows::move(int64_t from, int64_t to) {
   if (from == to) return;
-  for (at::Tensor* t : {&last_, &position_, &generated_, &ended_}) (*t)[to].copy_((*t)[from]);
+  for (at::Tensor* t : {&last_, &position_, &generated_, &ended_, &draw_}) (*t)[to].copy_((*t)[from]);
+  if (uniforms_.defined()) uniforms_[to].copy_(uniforms_[from]);
 }
 
 }  // namespace hpcrl::rollout

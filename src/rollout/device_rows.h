@@ -8,6 +8,12 @@
 // until then, and what it produces after its end is never logged (overshoot).
 // Stop strings need the text, so the host checks them at the sync and cuts
 // the row there (generation_run.cpp). Private to the engine.
+//
+// For the fixed-shape decode step (fixed_decode_step.h) the rows also hold
+// what a step needs to draw on the device: each row's next draw index and a
+// table of its uniforms, draw_uniform(seed, prompt, sample, j) for every draw
+// j it may still make, computed on the host when the row starts (the same
+// function the host uses for a dynamic step, so both draw the same numbers).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -15,19 +21,23 @@
 #include <cstdint>
 #include <vector>
 
+#include "hpcrl/rollout/sampling.h"
+
 namespace hpcrl::rollout {
 
 struct SamplingParams;
 
 class DeviceRows {
  public:
-  // `slots` rows; at most `interval` decode steps (plus one admission) between syncs.
-  DeviceRows(int64_t slots, int64_t interval, const SamplingParams& params, at::Device device);
+  // `slots` rows; at most `interval` decode steps (plus one admission) between
+  // syncs. draw_table: keep the uniforms' table (a fixed step that samples).
+  DeviceRows(int64_t slots, int64_t interval, const SamplingParams& params, at::Device device, bool draw_table);
 
   // Rows [first, first + count) start sequences at the given positions (the
   // lengths prefilled) having generated `generated` tokens (0, or a paused
-  // sample's count): nothing logged.
-  void start(int64_t first, const std::vector<int64_t>& positions, const std::vector<int64_t>& generated);
+  // sample's count), their next draws keyed by `draws`: nothing logged.
+  void start(int64_t first, const std::vector<int64_t>& positions, const std::vector<int64_t>& generated,
+             const std::vector<DrawKey>& draws);
   // Rows [first, first + ids.size(0)) produced ids [R] (int64) with log-probs
   // [R] (float32) on the device: logged unless the row had ended; then the EOS
   // and max_new_tokens checks.
@@ -35,6 +45,14 @@ class DeviceRows {
   // One decode step was taken for rows [0, rows): their positions advance.
   void advance(int64_t rows);
 
+  // The fixed step's padding: rows [0, B) where `padded` ([B] bool) is set
+  // take no token (they count as ended) and keep their positions.
+  void end_padded(int64_t B, const at::Tensor& padded);
+  void advance_unpadded(int64_t B, const at::Tensor& padded);
+  // [B] float64: each row's uniform for its next draw, from the table.
+  at::Tensor next_uniforms(int64_t B) const;
+
+  int64_t slots() const { return last_.size(0); }
   at::Tensor last_tokens(int64_t rows) const { return last_.narrow(0, 0, rows); }  // [rows] int64
   at::Tensor positions(int64_t rows) const { return position_.narrow(0, 0, rows); }
 
@@ -50,9 +68,12 @@ class DeviceRows {
 
  private:
   at::Tensor last_, position_, generated_, ended_, count_;  // [slots]
+  at::Tensor draw_;                                         // [slots] int64: next draw index
   at::Tensor log_ids_, log_logprobs_;                       // [slots, interval + 1]
+  at::Tensor uniforms_;                                     // [slots, max_new_tokens] float64, or undefined
   at::Tensor eos_;                                          // [E] int64
   const int64_t max_new_tokens_;
+  const uint64_t seed_;
 };
 
 }  // namespace hpcrl::rollout

@@ -57,12 +57,15 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
       // One slot more when a group may be admitted in parts: it keeps the
       // prompt of the group at the head of the queue (see admit).
       slots_(model, slot_count_ + (total_ > slot_count_ ? 1 : 0),
-             std::max<int64_t>(1, longest_prompt(prompts) + params.max_new_tokens)),
+             // A fixed step's padded rows write into one more column, which no row reads.
+             std::max<int64_t>(1, longest_prompt(prompts) + params.max_new_tokens) +
+                 (options.decode_step == DecodeStep::dynamic ? 0 : 1)),
       forward_(model, options.prefill_attention_elements, projections, /*pack_weights=*/slot_count_ > 1),
       sync_interval_(options.host_sync_interval > 0
                          ? options.host_sync_interval
                          : (model.model->embed_tokens->weight.device().is_cpu() ? 1 : 8)),
-      rows_(slot_count_, sync_interval_, params, model.model->embed_tokens->weight.device()),
+      rows_(slot_count_, sync_interval_, params, model.model->embed_tokens->weight.device(),
+            /*draw_table=*/options.decode_step != DecodeStep::dynamic && params.temperature > 0),
       unfinished_of_prompt_(prompts.size(), 0),
       pause_after_groups_(call.pause_after_groups),
       turns_(call.turns),
@@ -73,6 +76,9 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
   }
   stats_.cache_bytes = slots_.bytes();
   done_.reserve(total_);
+  if (options.decode_step != DecodeStep::dynamic)
+    fixed_ = std::make_unique<FixedDecodeStep>(model, forward_, slots_, rows_, params,
+                                               options.decode_step == DecodeStep::graphs);
 }
 
 GenerationResult GenerationRun::run() {
@@ -83,6 +89,10 @@ GenerationResult GenerationRun::run() {
   };
   std::sort(done_.begin(), done_.end(), by_prompt_then_sample);
   std::sort(paused_.begin(), paused_.end(), by_prompt_then_sample);
+  if (fixed_) {
+    stats_.graph_captures = fixed_->captures();
+    stats_.graph_replays = fixed_->replays();
+  }
   return {std::move(done_), std::move(paused_)};
 }
 
@@ -176,12 +186,7 @@ void GenerationRun::prefill(Admission a, int64_t group_forwards) {
   }
   for (auto& s : a.fresh) active_.push_back(std::move(s));
   for (auto& s : a.from_prefix) active_.push_back(std::move(s));
-  std::vector<int64_t> positions, generated;
-  for (int64_t r = first; r < int64_t(active_.size()); ++r) {
-    positions.push_back(slots_.length(r));
-    generated.push_back(int64_t(active_[r].out.tokens.size()));  // a paused sample's tokens count to max_new_tokens
-  }
-  rows_.start(first, positions, generated);
+  start_rows(first);
   keep_group_prefix(first, int64_t(a.prompt_of.size()), logits.empty() ? at::Tensor() : logits.front());
   choose(at::cat(logits), first);  // each fresh sequence's first token comes from its prompt's last logits
   stats_.prefill_seconds += span.elapsed_seconds();
@@ -205,13 +210,37 @@ void GenerationRun::decode() {
   trace::TimedSpan span("rollout/decode");
   const int64_t rows = int64_t(active_.size());
   span.add_arg("batch", double(rows));
-  at::Tensor logits = forward_.decode(slots_, rows, rows_.last_tokens(rows), rows_.positions(rows));
-  rows_.advance(rows);
   ++stats_.forward_calls;
   ++stats_.decode_steps;
   if (!parked_.empty()) ++stats_.decode_steps_during_calls;
-  choose(logits, 0);
+  if (fixed_) {
+    const StepShape shape = fixed_->step(rows);  // chooses the tokens too
+    span.add_arg("bucket_rows", double(shape.rows));
+    span.add_arg("bucket_keys", double(shape.keys));
+    for (int64_t r = 0; r < rows; ++r) ++active_[r].unsynced;
+  } else {
+    at::Tensor logits = forward_.decode(slots_, rows, rows_.last_tokens(rows), rows_.positions(rows));
+    rows_.advance(rows);
+    choose(logits, 0);
+  }
   stats_.decode_seconds += span.elapsed_seconds();
+}
+
+DrawKey GenerationRun::draw_key(const Sequence& s) const {
+  const int64_t prompt = params_.prompt_keys.empty() ? params_.prompt_offset + s.out.prompt_index
+                                                     : params_.prompt_keys[size_t(s.out.prompt_index)];
+  return {prompt, s.out.sample_index, s.draws()};
+}
+
+void GenerationRun::start_rows(int64_t first) {
+  std::vector<int64_t> positions, generated;
+  std::vector<DrawKey> draws;
+  for (int64_t r = first; r < int64_t(active_.size()); ++r) {
+    positions.push_back(slots_.length(r));
+    generated.push_back(int64_t(active_[r].out.tokens.size()));  // a paused sample's tokens count to max_new_tokens
+    draws.push_back(draw_key(active_[r]));
+  }
+  rows_.start(first, positions, generated, draws);
 }
 
 void GenerationRun::choose(const at::Tensor& logits, int64_t first) {
@@ -219,12 +248,7 @@ void GenerationRun::choose(const at::Tensor& logits, int64_t first) {
   at::Tensor uniforms;
   if (params_.temperature > 0) {
     std::vector<DrawKey> keys;
-    for (int64_t r = 0; r < rows; ++r) {
-      const Sequence& s = active_[first + r];
-      const int64_t prompt = params_.prompt_keys.empty() ? params_.prompt_offset + s.out.prompt_index
-                                                         : params_.prompt_keys[size_t(s.out.prompt_index)];
-      keys.push_back({prompt, s.out.sample_index, s.draws()});
-    }
+    for (int64_t r = 0; r < rows; ++r) keys.push_back(draw_key(active_[first + r]));
     uniforms = draw_uniforms(params_.seed, keys);
   }
   const TokenFilter filter{params_.temperature, params_.top_k, params_.top_p, params_.min_p};

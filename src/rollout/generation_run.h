@@ -16,6 +16,7 @@
 #include "hpcrl/rollout/slot_forward.h"
 #include "hpcrl/rollout/stop_rules.h"
 #include "rollout/device_rows.h"
+#include "rollout/fixed_decode_step.h"
 
 namespace hpcrl::rollout {
 
@@ -80,6 +81,10 @@ class GenerationRun {
   void keep_group_prefix(int64_t first, int64_t fresh, const at::Tensor& logits);
   int64_t prefix_slot() const { return slot_count_; }
   void decode();
+  // Where a sequence's next draw sits (its prompt's key, its sample, its draw index).
+  DrawKey draw_key(const Sequence& s) const;
+  // Live rows [first, active) start on the device (DeviceRows::start) from their host state.
+  void start_rows(int64_t first);
   // Chooses one token for live rows [first, first + logits.size(0)), on the device.
   void choose(const at::Tensor& logits, int64_t first);
   // When a row has `interval` unread tokens, or reached max_new_tokens (it must
@@ -135,6 +140,7 @@ class GenerationRun {
   SlotForward forward_;
   const int64_t sync_interval_;  // decode steps between host syncs
   DeviceRows rows_;
+  std::unique_ptr<FixedDecodeStep> fixed_;  // DecodeStep::fixed or ::graphs; null: dynamic steps
   std::vector<Sequence> active_;  // active_[r] lives in slot r
   std::vector<Sample> done_, paused_;
   std::vector<int64_t> unfinished_of_prompt_;  // samples of each prompt in this call not yet done

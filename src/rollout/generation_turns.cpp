@@ -125,14 +125,11 @@ void GenerationRun::resume(Resumed r) {
     at::Tensor logits = forward_.extend(slots_, first, fed);
     ++stats_.forward_calls;
     ++stats_.prefill_forwards;
-    std::vector<int64_t> positions, generated;
     for (size_t k = begin; k < end; ++k) {
       stats_.reply_tokens += int64_t(r.fed[k].size()) - 1;
-      positions.push_back(slots_.length(first + int64_t(k - begin)));
-      generated.push_back(int64_t(r.rows[k].out.tokens.size()));
       active_.push_back(std::move(r.rows[k]));
     }
-    rows_.start(first, positions, generated);
+    start_rows(first);
     choose(logits, first);
     begin = end;
   }

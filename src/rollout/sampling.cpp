@@ -49,23 +49,33 @@ at::Tensor nucleus(const at::Tensor& w, double top_p) {
   }
 }
 
+// nucleus() over the whole sorted vocabulary: no size read back by the host.
+at::Tensor nucleus_by_sort(const at::Tensor& w, double top_p) {
+  auto [sorted, order] = w.sort(-1, /*descending=*/true);
+  const at::Tensor probs = sorted / sorted.sum(-1, /*keepdim=*/true);
+  const at::Tensor keep = at::zeros_like(w, at::kBool).scatter(-1, order, (probs.cumsum(-1) - probs) < top_p);
+  return w.masked_fill(keep.logical_not(), 0.0f);
+}
+
 // Zeroes the weights of tokens that top-k, top-p or min-p drop. top-p applies
 // to the top-k-renormalised distribution; min-p compares with the most likely
 // token (weight 1), which every filter keeps, so its order does not matter.
-at::Tensor filtered(at::Tensor w, const TokenFilter& f) {
+// sync_free: top-p by nucleus_by_sort.
+at::Tensor filtered(at::Tensor w, const TokenFilter& f, bool sync_free) {
   const int64_t V = w.size(-1);
   if (f.top_k > 0 && f.top_k < V) {
     at::Tensor kth = std::get<0>(w.topk(f.top_k, -1)).narrow(-1, f.top_k - 1, 1);  // [R, 1]
     w = w.masked_fill(w < kth, 0.0f);
   }
-  if (f.top_p < 1.0) w = nucleus(w, f.top_p);
+  if (f.top_p < 1.0) w = sync_free ? nucleus_by_sort(w, f.top_p) : nucleus(w, f.top_p);
   if (f.min_p > 0.0) w = w.masked_fill(w < f.min_p, 0.0f);
   return w;
 }
 
 // `total` is Σ w, known already when no filter changed the weights.
-at::Tensor inverse_cdf(const at::Tensor& w, const at::Tensor& total, const at::Tensor& uniforms) {
-  return w.is_cpu() ? detail::inverse_cdf_by_scan(w, total, uniforms) : detail::inverse_cdf_by_search(w, uniforms);
+at::Tensor inverse_cdf(const at::Tensor& w, const at::Tensor& total, const at::Tensor& uniforms, bool sync_free) {
+  return w.is_cpu() && !sync_free ? detail::inverse_cdf_by_scan(w, total, uniforms)
+                                  : detail::inverse_cdf_by_search(w, uniforms);
 }
 }  // namespace
 
@@ -190,11 +200,10 @@ ChosenTokens choose_by_rows(const at::Tensor& logits, const TokenFilter& f, cons
   return out;
 }
 
-}  // namespace
-
-ChosenTokens choose_tokens(const at::Tensor& logits, const TokenFilter& filter, const at::Tensor& uniforms,
-                           bool tempered_logprobs) {
-  if (row_kernels_apply(logits, filter)) return choose_by_rows(logits, filter, uniforms, tempered_logprobs);
+// choose_tokens in tensor operations on the logits' device; sync_free: none
+// that the host reads (choose_tokens_on_device).
+ChosenTokens choose_by_tensors(const at::Tensor& logits, const TokenFilter& filter, const at::Tensor& uniforms,
+                               bool tempered_logprobs, bool sync_free) {
   const at::Tensor raw = logits.to(at::kFloat);  // [R, V]
   const bool greedy = filter.temperature <= 0;
   const bool tempered = tempered_logprobs && !greedy;
@@ -206,14 +215,28 @@ ChosenTokens choose_tokens(const at::Tensor& logits, const TokenFilter& filter, 
     out.ids = raw.argmax(-1);
   } else {
     const RowWeights drawn = tempered || filter.temperature == 1.0 ? dist : row_weights(raw, filter.temperature);
-    const at::Tensor kept = filtered(drawn.weights, filter);  // the same tensor when no filter applies
+    const at::Tensor kept = filtered(drawn.weights, filter, sync_free);  // the same tensor when no filter applies
     const bool unchanged = kept.is_same(drawn.weights);
-    out.ids = inverse_cdf(kept, unchanged ? drawn.total : kept.sum(-1, /*keepdim=*/false, at::kDouble), uniforms);
+    out.ids = inverse_cdf(kept, unchanged ? drawn.total : kept.sum(-1, /*keepdim=*/false, at::kDouble), uniforms,
+                          sync_free);
   }
   const double T = tempered ? filter.temperature : 1.0;
   at::Tensor chosen = raw.gather(-1, out.ids.unsqueeze(-1)).squeeze(-1);
   out.logprobs = ((chosen - dist.max.squeeze(-1)) / T - dist.total.log().to(at::kFloat));
   return out;
+}
+
+}  // namespace
+
+ChosenTokens choose_tokens(const at::Tensor& logits, const TokenFilter& filter, const at::Tensor& uniforms,
+                           bool tempered_logprobs) {
+  if (row_kernels_apply(logits, filter)) return choose_by_rows(logits, filter, uniforms, tempered_logprobs);
+  return choose_by_tensors(logits, filter, uniforms, tempered_logprobs, /*sync_free=*/false);
+}
+
+ChosenTokens choose_tokens_on_device(const at::Tensor& logits, const TokenFilter& filter, const at::Tensor& uniforms,
+                                     bool tempered_logprobs) {
+  return choose_by_tensors(logits, filter, uniforms, tempered_logprobs, /*sync_free=*/true);
 }
 
 }  // namespace hpcrl::rollout

@@ -22,7 +22,7 @@ namespace hpcrl::rollout {
 SlotForward::SlotForward(model::DecoderModel& model, int64_t attention_elements, SlotProjections& projections,
                          bool pack_weights)
     : model_(model),
-      rope_(model.arch()),
+      rope_(model.arch(), model.model->embed_tokens->weight.device()),
       attention_elements_(attention_elements),
       device_(model.model->embed_tokens->weight.device()),
       proj_(projections) {
@@ -184,31 +184,49 @@ at::Tensor SlotForward::extend(KvSlots& slots, int64_t first, const std::vector<
   return full_logits(h.gather(1, at_last).squeeze(1));  // [J, V]
 }
 
+at::Tensor SlotForward::decode_layers(KvSlots& slots, int64_t B, int64_t keys, const at::Tensor& tokens,
+                                      const at::Tensor& positions, const at::Tensor& columns) {
+  const int64_t D = model_.arch().head_dim;
+  at::Tensor allowed = (at::arange(keys, positions.options()).unsqueeze(0) <= positions.unsqueeze(1))  // [B, 1, 1, keys]
+                           .view({B, 1, 1, keys});
+  at::Tensor column = columns.view({B, 1, 1, 1}).expand({B, kv_heads_, 1, D});
+  auto store = [&](int64_t layer, at::Tensor k, at::Tensor v) {
+    at::Tensor kc = slots.k(layer).narrow(0, 0, B), vc = slots.v(layer).narrow(0, 0, B);
+    kc.scatter_(2, column, k);
+    vc.scatter_(2, column, v);
+    return std::make_pair(kc.narrow(2, 0, keys), vc.narrow(2, 0, keys));
+  };
+  at::Tensor x = model_.model->embed_tokens->forward(tokens.view({B, 1}));  // [B, 1, C]
+  return run_layers(x, positions.view({B, 1}), allowed, {}, store).select(1, 0);
+}
+
 at::Tensor SlotForward::decode(KvSlots& slots, int64_t rows, const at::Tensor& tokens, const at::Tensor& positions) {
   torch::NoGradGuard no_grad;
   HPCRL_CHECK(rows >= 1 && rows <= slots.slots() && tokens.numel() == rows && positions.numel() == rows,
               "decode of " << tokens.numel() << " tokens for " << rows << " of " << slots.slots() << " slots");
   int64_t longest = 0;
   for (int64_t r = 0; r < rows; ++r) longest = std::max(longest, slots.length(r));
-  const int64_t Tk = longest + 1, D = model_.arch().head_dim;
+  const int64_t Tk = longest + 1;
   HPCRL_CHECK(Tk <= slots.capacity(), "decoding past the " << slots.capacity() << "-token KV slots");
-  const at::Tensor& len = positions;                                                       // [R]
-  at::Tensor ids = tokens.view({rows, 1});                                                 // [R, 1]
-  at::Tensor allowed = (at::arange(Tk, len.options()).unsqueeze(0) <= len.unsqueeze(1))  // [R, 1, 1, Tk]
-                           .view({rows, 1, 1, Tk});
-  at::Tensor column = len.view({rows, 1, 1, 1}).expand({rows, kv_heads_, 1, D});
-  auto store = [&](int64_t layer, at::Tensor k, at::Tensor v) {
-    at::Tensor kc = slots.k(layer).narrow(0, 0, rows), vc = slots.v(layer).narrow(0, 0, rows);
-    kc.scatter_(2, column, k);
-    vc.scatter_(2, column, v);
-    return std::make_pair(kc.narrow(2, 0, Tk), vc.narrow(2, 0, Tk));
-  };
-  at::Tensor x = model_.model->embed_tokens->forward(ids);  // [R, 1, C]
-  at::Tensor h = cpu_decode_
-                     ? decode_layers_cpu(x.view({rows, -1}), slots, rope_.tables(len.view({rows, 1}), x.scalar_type()))
-                     : run_layers(x, len.view({rows, 1}), allowed, {}, store).select(1, 0);
+  at::Tensor h;
+  if (cpu_decode_) {
+    at::Tensor x = model_.model->embed_tokens->forward(tokens.view({rows, 1}));  // [R, 1, C]
+    h = decode_layers_cpu(x.view({rows, -1}), slots, rope_.tables(positions.view({rows, 1}), x.scalar_type()));
+  } else {
+    h = decode_layers(slots, rows, Tk, tokens, positions, positions);
+  }
   for (int64_t r = 0; r < rows; ++r) slots.set_length(r, slots.length(r) + 1);
   return full_logits(h);
+}
+
+at::Tensor SlotForward::decode_fixed(KvSlots& slots, int64_t B, int64_t keys, const at::Tensor& tokens,
+                                     const at::Tensor& positions, const at::Tensor& columns) {
+  torch::NoGradGuard no_grad;
+  HPCRL_CHECK(B >= 1 && B <= slots.slots() && keys <= slots.capacity() && tokens.numel() == B &&
+                  positions.numel() == B && columns.numel() == B,
+              "a fixed decode step of " << B << " rows and " << keys << " keys over " << slots.slots() << " x "
+                                        << slots.capacity() << " slots");
+  return full_logits(decode_layers(slots, B, keys, tokens, positions, columns));
 }
 
 void SlotForward::idle_step() {

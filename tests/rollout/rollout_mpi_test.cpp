@@ -76,6 +76,27 @@ TEST(RolloutMpi, TensorParallelGenerationEqualsSingleRank) {
   expect_same_as_single_rank(qwen, full, qprompts, params(1.0, 20, 4));
 }
 
+TEST(RolloutMpi, TensorParallelFixedShapeStepsEqualTheSingleRankDynamicSteps) {
+  // The fixed step (engine.h, DecodeStep::fixed) on tp = 2, its logits
+  // gathered over tp inside the step, against one rank's dynamic steps; 3
+  // prompts x 2 samples in 4 slots, so the 6 rows pass through buckets 4 and 2.
+  if (!two_ranks()) GTEST_SKIP() << "layout test written for 2 ranks";
+  auto ctx = hpcrl::testing::layout_context(2, 1);
+  auto full = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  auto qwen = hpcrl::testing::in_layout(*full, ctx);
+  const auto prompts = hpcrl::testing::random_prompts({6, 20, 3}, 96, 13);
+  rollout::EngineOptions fixed{4, true};
+  fixed.decode_step = rollout::DecodeStep::fixed;
+  for (const auto& p : {params(0, 20, 3, {7}), params(1.0, 20, 4, {7})}) {
+    rollout::Engine a(qwen, nullptr, fixed), b(full, nullptr, {4, true});
+    const auto got = a.generate(prompts, 2, p), want = b.generate(prompts, 2, p);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(same_generation(*full, prompts[size_t(want[i].prompt_index)], want[i], got[i], kFp32))
+          << "temperature " << p.temperature << ", sequence " << i;
+  }
+}
+
 TEST(RolloutMpi, TensorParallelMultiTurnGenerationEqualsSingleRankWhenRepliesArriveAtDifferentTimes) {
   // The tp ranks' replies come back at different polls (rank 0 at once, rank 1
   // four polls later): the ranks take a reply once both have it, so they

@@ -19,7 +19,9 @@ struct RopeTables {
 
 class RotaryEmbedding {
  public:
-  explicit RotaryEmbedding(const ModelArch& arch);
+  // The inverse frequencies live on `device`, so tables() for positions there
+  // copies nothing from the host (a CUDA graph captures no host copy).
+  explicit RotaryEmbedding(const ModelArch& arch, at::Device device = at::kCPU);
 
   // positions: [B, T] int64 -> cos/sin tables in `dtype` on the positions' device.
   RopeTables tables(const at::Tensor& positions, at::ScalarType dtype) const;

@@ -62,6 +62,19 @@ struct SamplingParams {
   bool logprobs_at_temperature = false;
 };
 
+// How a decode step runs (docs/rollout.md, "Decode steps"):
+//   dynamic  shaped by the live rows and their longest cache, tokens drawn with
+//            keys the host computes every step; the CPU's fastest step;
+//   fixed    the same computation as a fixed-shape function of device buffers
+//            alone: rows padded to a bucket (1, 2, 4, … max_batch), keys read
+//            up to a cache-length bucket, uniforms read from a per-row table,
+//            no host read inside (fixed_decode_step.h); run eagerly;
+//   graphs   the fixed step captured as one CUDA graph per (rows, keys) bucket
+//            at its second use and replayed from then on (CUDA builds, on a
+//            CUDA model; the step runs eagerly where a graph cannot hold it:
+//            tp > 1, experts, ZeRO-3 gathers).
+enum class DecodeStep { dynamic, fixed, graphs };
+
 struct EngineOptions {
   int64_t max_batch = 64;            // sequences decoded together (slots)
   bool continuous_batching = true;   // refill finished slots from the queue
@@ -75,6 +88,7 @@ struct EngineOptions {
   // long prompts are prefilled in chunks of positions that fit it (chunked
   // prefill), at most SlotForward::kPrefillTokens prompt tokens per forward.
   int64_t prefill_attention_elements = int64_t(1) << 26;
+  DecodeStep decode_step = DecodeStep::dynamic;
   // Called on rank-local progress: (finished sequences, all sequences of this call).
   std::function<void(int64_t, int64_t)> progress;
   // Polled before every iteration (prefill/decode step); true abandons the call, which then
@@ -139,6 +153,8 @@ struct GenerateStats {
   int64_t cache_bytes = 0;       // the preallocated KV slots
   double prefill_seconds = 0;    // prefill forwards + choosing their first tokens (the rollout/prefill spans)
   double decode_seconds = 0;     // decode steps + choosing their tokens (the rollout/decode spans)
+  int64_t graph_captures = 0;    // decode graphs captured (DecodeStep::graphs)
+  int64_t graph_replays = 0;     // decode steps run by replaying a graph
   int64_t turn_calls = 0;        // turns ended (calls started, turns.h)
   int64_t reply_tokens = 0;      // tokens inserted after turns (each prefilled into its row's cache)
   int64_t decode_steps_during_calls = 0;  // decode steps taken while a call was running

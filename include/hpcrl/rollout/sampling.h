@@ -40,6 +40,14 @@ struct ChosenTokens {
 ChosenTokens choose_tokens(const at::Tensor& logits, const TokenFilter& filter, const at::Tensor& uniforms,
                            bool tempered_logprobs);
 
+// choose_tokens with no read by the host and shapes fixed by the logits' alone
+// (top-p by a full sort instead of a partial selection grown until it holds the
+// nucleus; the inverse CDF by cumulative sum and binary search on any device),
+// so a CUDA graph can hold it: the fixed decode step's choice. The same tokens
+// as choose_tokens (ties in the sort aside) and log-probs within float32 rounding.
+ChosenTokens choose_tokens_on_device(const at::Tensor& logits, const TokenFilter& filter, const at::Tensor& uniforms,
+                                     bool tempered_logprobs);
+
 namespace detail {
 // The two ways choose_tokens draws from weights w [R, V] (float32, ≥ 0, the
 // row's kept tokens > 0) at uniforms u [R]: the first token whose running

@@ -69,6 +69,15 @@ class SlotForward {
   // logits of the next token (dtype as for prefill), valid until the next step.
   at::Tensor decode(KvSlots& slots, int64_t rows, const at::Tensor& tokens, const at::Tensor& positions);
 
+  // decode() as a function of device tensors alone, for slots [0, B) and
+  // their cache columns [0, keys): row r feeds tokens[r] at positions[r]
+  // (attending to columns <= it) and writes its key/value at column
+  // columns[r] (a padded row's is a scratch column no row attends to). The
+  // host's slot lengths are neither read nor changed (the caller keeps
+  // them). Returns [B, V] logits. No host read: a CUDA graph can hold it.
+  at::Tensor decode_fixed(KvSlots& slots, int64_t B, int64_t keys, const at::Tensor& tokens,
+                          const at::Tensor& positions, const at::Tensor& columns);
+
   // A one-token forward that touches no cache and whose result is dropped:
   // ranks of an expert-parallel group call it when they have nothing to run,
   // because every MoE layer is a collective over the ep group.
@@ -84,6 +93,11 @@ class SlotForward {
                         const at::Tensor& token_mask, const KvStore& store);
   // hidden: [N, C] -> [N, V] (at least float32), gathered over tp.
   at::Tensor full_logits(const at::Tensor& hidden);
+  // One token for each of slots [0, B) through run_layers (decode and
+  // decode_fixed): fed at `positions`, its key/value written at `columns`,
+  // attending to columns [0, keys) up to its position -> [B, C] hidden.
+  at::Tensor decode_layers(KvSlots& slots, int64_t B, int64_t keys, const at::Tensor& tokens,
+                           const at::Tensor& positions, const at::Tensor& columns);
   // The decode step's layers on the CPU float32 path (slot_forward_cpu.cpp):
   // run_layers at T = 1 with the small per-row operations — RMSNorm, RoPE,
   // the key/value column writes, attention — one CPU-kernel pass each.

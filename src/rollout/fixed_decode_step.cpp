@@ -1,0 +1,81 @@
+// The fixed-shape decode step (fixed_decode_step.h).
+#include "rollout/fixed_decode_step.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+
+#include "hpcrl/util/check.h"
+
+namespace hpcrl::rollout {
+
+namespace {
+constexpr int64_t kFewestKeys = 16;
+
+// Why the step of `model` runs eagerly although graphs were asked for; empty when a graph can hold it.
+std::string no_graph_reason(const model::DecoderModel& model) {
+  if (!model.model->embed_tokens->weight.device().is_cuda()) return "the model is not on a CUDA device";
+  if (model.parallel_context().tp_size() > 1) return "tp > 1 (the step's collectives are not captured)";
+  if (model.arch().num_experts > 0) return "a mixture of experts routes on the host";
+  return "";
+}
+}  // namespace
+
+int64_t StepBuckets::rows(int64_t live, int64_t slots) {
+  int64_t b = 1;
+  while (b < live) b *= 2;
+  return std::min(b, slots);
+}
+
+int64_t StepBuckets::keys(int64_t needed, int64_t capacity) {
+  int64_t b = kFewestKeys;
+  while (b < needed) b *= 2;
+  return std::min(b, capacity);
+}
+
+FixedDecodeStep::FixedDecodeStep(model::DecoderModel& model, SlotForward& forward, KvSlots& slots, DeviceRows& rows,
+                                 const SamplingParams& params, bool graphs)
+    : forward_(forward),
+      slots_(slots),
+      rows_(rows),
+      filter_{params.temperature, params.top_k, params.top_p, params.min_p},
+      tempered_(params.logprobs_at_temperature),
+      scratch_(slots.capacity() - 1),
+      live_rows_(at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(model.model->embed_tokens->weight.device()))) {
+  const std::string reason = graphs ? no_graph_reason(model) : "";
+  if (graphs && !reason.empty())
+    spdlog::info("decode_step: graphs runs the fixed step eagerly here: {}", reason);
+  launcher_ = graphs && reason.empty() ? graph_step_launcher(model.model->embed_tokens->weight.device())
+                                       : eager_step_launcher();
+}
+
+StepShape FixedDecodeStep::step(int64_t rows) {
+  torch::NoGradGuard no_grad;
+  int64_t longest = 0;
+  for (int64_t r = 0; r < rows; ++r) longest = std::max(longest, slots_.length(r));
+  HPCRL_CHECK(longest + 1 <= scratch_, "decoding past the " << scratch_ << "-token KV slots");
+  const StepShape shape{StepBuckets::rows(rows, rows_.slots()), StepBuckets::keys(longest + 1, scratch_)};
+  if (rows != live_rows_host_) {  // a fill on the device, outside the step: graphs read the buffer
+    live_rows_.fill_(rows);
+    live_rows_host_ = rows;
+  }
+  launcher_->launch(shape, [this, shape] { run(shape); });
+  for (int64_t r = 0; r < rows; ++r) slots_.set_length(r, slots_.length(r) + 1);
+  return shape;
+}
+
+void FixedDecodeStep::run(StepShape shape) {
+  const int64_t B = shape.rows;
+  const at::Tensor padded = at::arange(B, live_rows_.options()) >= live_rows_;  // [B]
+  rows_.end_padded(B, padded);
+  const at::Tensor positions = rows_.positions(B).masked_fill(padded, 0);
+  const at::Tensor columns = positions.masked_fill(padded, scratch_);
+  const at::Tensor logits = forward_.decode_fixed(slots_, B, shape.keys, rows_.last_tokens(B), positions, columns);
+  rows_.advance_unpadded(B, padded);
+  const at::Tensor uniforms = filter_.temperature > 0 ? rows_.next_uniforms(B) : at::Tensor();
+  const ChosenTokens chosen = choose_tokens_on_device(logits, filter_, uniforms, tempered_);
+  rows_.append(0, chosen.ids, chosen.logprobs);
+}
+
+}  // namespace hpcrl::rollout

@@ -104,6 +104,7 @@ Codec<RolloutConfig> rollout_codec() {
   return structure<S>({"a role's rollout engine", {
       field<S>("parallel", [](auto& s) -> auto& { return s.parallel; }, parallel_codec(false)),
       field<S>("max_batch", [](auto& s) -> auto& { return s.max_batch; }, integer(1)),
+      field<S>("decode_step", [](auto& s) -> auto& { return s.decode_step; }, enumeration<DecodeStep>()),
   }});
 }
 

@@ -238,6 +238,14 @@ void check_lora(const PipelineConfig& c, const ModelConfig& m, Diagnostics& diag
                  "target the attention projections only (q_proj, k_proj, v_proj, o_proj)");
 }
 
+// CUDA graphs replay on a CUDA device only; `fixed` is the same step run eagerly anywhere.
+void check_decode_step(const PipelineConfig& c, const ModelConfig& m, Diagnostics& diag) {
+  if (m.rollout.decode_step != DecodeStep::graphs || c.run.device == Device::cuda) return;
+  const std::string path = "models." + m.name + ".rollout.decode_step";
+  diag.error(c.pos(path), path, "graphs are CUDA graphs, and run.device is " + to_string(c.run.device),
+             "set run.device: cuda, or decode_step: fixed to run the same fixed-shape step eagerly on the CPU");
+}
+
 void report_layout(const PipelineConfig& c, const std::string& base, const ParallelConfig& p, int64_t ranks,
                    const ModelDims* dims, const std::string& role, Diagnostics& diag) {
   for (const auto& prob : check_layout(p, ranks, dims)) {
@@ -263,6 +271,7 @@ void validate_models(PipelineConfig& c, const ValidateOptions& opt, Diagnostics&
     std::string base = "models." + m.name;
     report_layout(c, base + ".parallel", m.parallel, ranks, d, m.name, diag);
     check_lora(c, m, diag);
+    check_decode_step(c, m, diag);
     // An inherited rollout layout on the same ranks has the training layout's problems: report them once.
     bool rollout_given = false;
     for (const auto& [path, pos] : c.positions) rollout_given = rollout_given || str::starts_with(path, base + ".rollout.parallel.");

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <string>
 
 #include "run_util.h"
 
@@ -41,6 +42,27 @@ TEST(DeviceE2E, Bfloat16ParametersTrainAndStartWhereFloat32Starts) {
   EXPECT_LT(b.back(), 0.8 * b.front());
 }
 
+TEST(DecodeStepE2E, TheFixedStepReachesThePolicysEngineAndSamplesAsTheDynamicOne) {
+  // models.policy.rollout.decode_step: fixed runs the policy's decode steps at bucket shapes (the
+  // rollout/decode spans say which); the first GRPO iteration samples from the same weights with the
+  // same draws, so its rewards are the dynamic run's (a near-tie aside, none in this run).
+  const std::string dir = scratch_dir("decode-step");
+  const std::string shortened =
+      " --set stages.0.sft.steps=10 --set stages.1.grpo.iterations=2 --set stages.2.distill.steps=1";
+  Proc dynamic = run_hpcrl("run " + kConfig + shortened + " --out " + dir + "/dynamic");
+  ASSERT_EQ(dynamic.exit_code, 0) << dynamic.output;
+  Proc fixed = run_hpcrl("run " + kConfig + shortened + " --set models.policy.rollout.decode_step=fixed --out " + dir +
+                         "/fixed");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.output;
+  auto a = lines_with(read_metrics(dir + "/dynamic/metrics.jsonl"), "grpo", "reward/mean");
+  auto b = lines_with(read_metrics(dir + "/fixed/metrics.jsonl"), "grpo", "reward/mean");
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0]["reward/mean"].get<double>(), a[0]["reward/mean"].get<double>());
+  EXPECT_NE(read_text(dir + "/fixed/trace/rank-00000.json").find("bucket_rows"), std::string::npos);
+  EXPECT_EQ(read_text(dir + "/dynamic/trace/rank-00000.json").find("bucket_rows"), std::string::npos);
+}
+
 #ifdef HPCRL_TORCH_CUDA
 TEST(DeviceE2E, CudaRunFollowsTheCpuRun) {
   const std::string dir = scratch_dir("cuda");
@@ -60,6 +82,25 @@ TEST(DeviceE2E, CudaRunFollowsTheCpuRun) {
   ASSERT_EQ(distill.size(), 20u);
   EXPECT_LT(distill.back()["loss"].get<double>(), distill.front()["loss"].get<double>());
   EXPECT_TRUE(fs::exists(dir + "/gpu/checkpoints/02-distill/complete.json"));
+}
+
+TEST(DeviceE2E, CudaGrpoWithDecodeGraphsFollowsTheRunWithout) {
+  // The policy's rollouts and evaluations decode through CUDA graphs (rollout.decode_step: graphs)
+  // or dynamic steps; the draws are keyed the same, so the GRPO iterations see the same rewards
+  // unless a near-tie in the sampled tokens parts the runs (then within 0.1 of each other).
+  const std::string dir = scratch_dir("cuda-graphs");
+  const std::string gpu = " --set run.device=cuda --set stages.0.sft.steps=10 --set stages.2.distill.steps=2";
+  Proc dynamic = run_hpcrl("run " + kConfig + gpu + " --out " + dir + "/dynamic");
+  ASSERT_EQ(dynamic.exit_code, 0) << dynamic.output;
+  Proc graphs = run_hpcrl("run " + kConfig + gpu + " --set models.policy.rollout.decode_step=graphs --out " + dir +
+                          "/graphs");
+  ASSERT_EQ(graphs.exit_code, 0) << graphs.output;
+  auto a = lines_with(read_metrics(dir + "/dynamic/metrics.jsonl"), "grpo", "reward/mean");
+  auto b = lines_with(read_metrics(dir + "/graphs/metrics.jsonl"), "grpo", "reward/mean");
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(b[i]["reward/mean"].get<double>(), a[i]["reward/mean"].get<double>(), 0.1) << "iteration " << i + 1;
 }
 
 TEST(DeviceE2E, CudaBfloat16RunTrains) {

@@ -33,6 +33,8 @@ HPCRL_CONFIG_ENUM(DType, float32, bfloat16)
 HPCRL_CONFIG_ENUM(InitKind, preset, path, from)
 HPCRL_CONFIG_ENUM(Head, lm, value)
 HPCRL_CONFIG_ENUM(PpSchedule, _1f1b, gpipe, interleaved)
+// rollout::DecodeStep's names (rollout/engine.h): how a rollout engine runs its decode steps.
+HPCRL_CONFIG_ENUM(DecodeStep, dynamic, fixed, graphs)
 HPCRL_CONFIG_ENUM(RewardType, verifiable, model, command)
 HPCRL_CONFIG_ENUM(ToolType, calculator, command)
 // How a model writes a tool call (tools/tool_call.h): Qwen's <tool_call> JSON, or configured tags.

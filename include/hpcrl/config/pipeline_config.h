@@ -72,6 +72,7 @@ struct InitConfig {
 struct RolloutConfig {
   ParallelConfig parallel;             // generation layout; unset degrees inherit the training layout
   int64_t max_batch = 64;              // continuous-batching slots per rollout engine
+  DecodeStep decode_step = DecodeStep::dynamic;  // rollout::DecodeStep (engine.h)
 };
 
 struct OptimConfig {

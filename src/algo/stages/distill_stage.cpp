@@ -209,7 +209,7 @@ std::vector<std::vector<int32_t>> DistillRun::generate(int64_t step, const std::
   generator->eval();
   if (!engine_ || &engine_->model() != generator.get())
     engine_ = std::make_unique<rollout::Engine>(generator, gen_role.tokenizer.get(),
-                                                rollout::EngineOptions{gen_role.config->rollout.max_batch, true});
+                                                rollout_engine_options(gen_role, gen_role.config->rollout.max_batch));
   sampling_.seed = static_cast<uint64_t>(env_.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(step);
   sampling_.prompt_offset = student_.ctx.dp_rank() * local_batch_;
   std::vector<std::vector<int32_t>> r_ids;

@@ -140,7 +140,7 @@ EvalResult evaluate_unguarded(Role& role, const io::Dataset& eval, const PromptB
 
   // A pipelined role generates with its pp = 1 copy (loaded with the current weights here).
   auto model = sync_rollout_model(role);
-  rollout::EngineOptions engine_options{options.batch, true};
+  rollout::EngineOptions engine_options = rollout_engine_options(role, options.batch);
   if (options.stops) engine_options.abandon = options.stops->engine_hook(*model, "evaluation");
   rollout::Engine engine(model, role.tokenizer.get(), engine_options);
   EvalPass pass{role, eval, prompts, verifier, options, engine, eval_sampling(options, prompts), dp_rank == 0,

@@ -20,4 +20,14 @@ std::shared_ptr<model::DecoderModel> sync_rollout_model(Role& role) {
   return role.rollout_copy;
 }
 
+rollout::EngineOptions rollout_engine_options(const Role& role, int64_t slots) {
+  rollout::EngineOptions options{slots, true};
+  switch (role.config->rollout.decode_step) {
+    case config::DecodeStep::dynamic: options.decode_step = rollout::DecodeStep::dynamic; break;
+    case config::DecodeStep::fixed: options.decode_step = rollout::DecodeStep::fixed; break;
+    case config::DecodeStep::graphs: options.decode_step = rollout::DecodeStep::graphs; break;
+  }
+  return options;
+}
+
 }  // namespace hpcrl::algo

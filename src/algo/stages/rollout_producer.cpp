@@ -34,7 +34,7 @@ RolloutProducer::RolloutProducer(const PolicyStageContext& stage, RewardFunction
   if (!stage.plan.generates) return;
   // A pipelined generator samples from its pp = 1 copy, refreshed at each produce().
   auto model = sync_rollout_model(stage.generator);
-  rollout::EngineOptions options{stage.generator.config->rollout.max_batch, true};
+  rollout::EngineOptions options = rollout_engine_options(stage.generator, stage.generator.config->rollout.max_batch);
   options.abandon = generation_stops_.engine_hook(*model, "rollout");
   engine_ = std::make_unique<rollout::Engine>(model, stage.generator.tokenizer.get(), options);
   if (stage.cfg.async.partial_rollouts) stream_ = std::make_unique<RolloutStream>(stage.cfg.group);

@@ -11,6 +11,7 @@
 
 #include "hpcrl/algo/training/role.h"
 #include "hpcrl/model/decoder_model.h"
+#include "hpcrl/rollout/engine.h"
 
 namespace hpcrl::algo {
 
@@ -20,5 +21,9 @@ namespace hpcrl::algo {
 // after training steps, which is why the name says sync), in eval mode.
 // Collective over the role's tp, ep and pp groups at pp > 1.
 std::shared_ptr<model::DecoderModel> sync_rollout_model(Role& role);
+
+// The options of an engine generating with the role: `slots` continuous-batching
+// slots and the decode step its `rollout.decode_step` names.
+rollout::EngineOptions rollout_engine_options(const Role& role, int64_t slots);
 
 }  // namespace hpcrl::algo

@@ -5,6 +5,7 @@
 # CUDA LibTorch, then runs, each under its own time limit:
 #   test-gpu         ctest -L '^gpu$' (test_dist_nccl: NCCL against MPI, and any test labelled gpu)
 #   test-device-e2e  test_e2e --gtest_filter='DeviceE2E.*' (cuda runs against the CPU run)
+#   test-gpu-decode  test_rollout --gtest_filter='GpuDecode.*:FixedDecodeStep.*' (decode graphs against eager)
 #   calibrate        hpcrl calibrate --device cuda --memory-capacity <the GPU's memory>
 #   quickstart       hpcrl run configs/quickstart.yaml --set run.device=cuda
 #   summarize        hpcrl trace summarize (--estimate with the calibrated profile), Markdown and JSON
@@ -247,7 +248,7 @@ step_configure() {
 build_targets() {  # the targets this check runs, of those the configured tree has
   local all t out=""
   all=$(ninja -C "$B" -t targets all 2>/dev/null | sed 's/:.*//')
-  for t in hpcrl test_e2e test_dist_nccl bench_decode bench_optimizer_step; do
+  for t in hpcrl test_e2e test_rollout test_dist_nccl bench_decode bench_optimizer_step; do
     grep -qx "$t" <<< "$all" && out+=" $t"
   done
   echo "$out"
@@ -285,7 +286,16 @@ step_test_device_e2e() {
   [ $rc = 0 ] || tail -n 40 "$RES/test-device-e2e.txt"
   return $rc
 }
-export -f step_test_gpu step_test_device_e2e
+step_test_gpu_decode() {
+  [ -x "$B/tests/rollout/test_rollout" ] || { echo "test_rollout was not built"; exit 1; }
+  cd "$ROOT" && "$B/tests/rollout/test_rollout" --gtest_filter='GpuDecode.*:FixedDecodeStep.*' \
+    > "$RES/test-gpu-decode.txt" 2>&1
+  local rc=$?
+  grep -E '^\[ *(OK|FAILED|PASSED|SKIPPED) ' "$RES/test-gpu-decode.txt"
+  [ $rc = 0 ] || tail -n 40 "$RES/test-gpu-decode.txt"
+  return $rc
+}
+export -f step_test_gpu step_test_device_e2e step_test_gpu_decode
 
 need_hpcrl() { [ -x "$B/hpcrl" ] || { echo "no hpcrl in $B (the build failed?)"; exit 1; }; }
 export -f need_hpcrl
@@ -428,7 +438,8 @@ step unpack          120    0 0 step_unpack
 step configure       120   30 0 step_configure
 step build           330   60 0 step_build
 step test-gpu         90   10 1 step_test_gpu
-step test-device-e2e 120   40 1 step_test_device_e2e
+step test-device-e2e 150   40 1 step_test_device_e2e
+step test-gpu-decode  60   15 1 step_test_gpu_decode
 step calibrate        60   10 0 step_calibrate
 step quickstart      150   90 0 step_quickstart
 step summarize        30    5 0 step_summarize

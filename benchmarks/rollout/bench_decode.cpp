@@ -4,6 +4,10 @@
 // random weights (speed does not depend on what the weights say).
 //   build/benchmarks/rollout/bench_decode [--device cpu|cuda] [--quick] [--reps N]
 //       [--qwen-new-tokens N] [--batches 1,8,64,256] [--no-qwen] [--qwen-config DIR]
+//       [--steps dynamic,fixed,graphs]
+// --steps: the engine's decode steps to measure each case with (EngineOptions::decode_step;
+// default: dynamic on cpu, dynamic,graphs on cuda). A graphs call captures its graphs afresh
+// (one per rows x keys bucket, at its second use), inside the decode time measured.
 // (run from the repository root: the Qwen shape is read from configs/models/qwen2.5-0.5b).
 // Cases:
 //   - the quickstart's policy (preset tiny, fp32) at its GRPO batch: 32 prompts x group 8,
@@ -57,11 +61,22 @@ struct Options {
   bool batches_given = false;
   bool qwen = true;
   std::string qwen_config = "configs/models/qwen2.5-0.5b";
+  std::vector<rollout::DecodeStep> steps;  // empty: by device
 };
+
+const char* step_name(rollout::DecodeStep s) {
+  switch (s) {
+    case rollout::DecodeStep::dynamic: return "dynamic";
+    case rollout::DecodeStep::fixed: return "fixed";
+    case rollout::DecodeStep::graphs: return "graphs";
+  }
+  return "?";
+}
 
 struct Case {
   std::string name;
   int64_t prompts = 1, group = 1, slots = 1, prompt_len = 1, new_tokens = 1;
+  rollout::DecodeStep step = rollout::DecodeStep::dynamic;
 };
 
 struct Measured {
@@ -131,6 +146,7 @@ Measured measure(const std::shared_ptr<model::DecoderModel>& m, const Case& c, i
   const auto ps = make_prompts(c.prompts, c.prompt_len, m->arch().vocab_size);
   rollout::EngineOptions eo;
   eo.max_batch = c.slots;
+  eo.decode_step = c.step;
   rollout::Engine engine(m, nullptr, eo);
   rollout::SamplingParams p;
   p.temperature = 0;  // greedy; no eos_ids: every sequence decodes all max_new_tokens
@@ -162,18 +178,20 @@ void print_case(model::DecoderModel& m, const char* dtype, const Case& c, const 
   const int64_t wb = weight_bytes(m);
   const double weight_bw = double(wb) / std::max(1e-12, step_s);
   const std::string peak = r.peak_allocated_gb < 0 ? "-" : std::to_string(r.peak_allocated_gb).substr(0, 5);
-  std::printf("| %s | %s | %.1fM | %lld x %lld | %lld | %lld | %lld | %lld | %.3f | %.0f | %.3f | %.3f | %.1f | %.2f%% | "
-              "%lld | %s |\n",
-              c.name.c_str(), dtype, double(m.arch().num_parameters()) / 1e6, (long long)c.prompts, (long long)c.group,
+  std::printf("| %s | %s | %s | %.1fM | %lld x %lld | %lld | %lld | %lld | %lld | %.3f | %.0f | %.3f | %.3f | %.1f | "
+              "%.2f%% | %lld | %lld | %s |\n",
+              c.name.c_str(), dtype, step_name(c.step), double(m.arch().num_parameters()) / 1e6, (long long)c.prompts, (long long)c.group,
               (long long)c.slots, (long long)c.prompt_len, (long long)c.new_tokens, (long long)st.decode_steps,
               step_s * 1e3, decode_tok_s, st.prefill_seconds, r.call_s, weight_bw / 1e9, 100.0 * weight_bw / copy_bw,
-              (long long)st.host_syncs, peak.c_str());
-  std::printf("JSON {\"case\":\"%s\",\"dtype\":\"%s\",\"params\":%lld,\"prompts\":%lld,\"group\":%lld,\"slots\":%lld,"
+              (long long)st.host_syncs, (long long)st.graph_captures, peak.c_str());
+  std::printf("JSON {\"case\":\"%s\",\"dtype\":\"%s\",\"decode_step\":\"%s\",\"graph_captures\":%lld,"
+              "\"graph_replays\":%lld,\"params\":%lld,\"prompts\":%lld,\"group\":%lld,\"slots\":%lld,"
               "\"prompt_len\":%lld,\"new_tokens\":%lld,\"generated_tokens\":%lld,\"decode_steps\":%lld,"
               "\"decode_s\":%.6f,\"ms_per_decode_step\":%.4f,\"decode_tok_s\":%.1f,\"prefill_s\":%.6f,\"call_s\":%.6f,"
               "\"weight_bytes\":%lld,\"weight_bytes_per_s\":%.4g,\"copy_bytes_per_s\":%.4g,\"share_of_copy\":%.5f,"
               "\"host_syncs\":%lld,\"kv_cache_bytes\":%lld,\"peak_allocated_gb\":%s}\n",
-              c.name.c_str(), dtype, (long long)m.arch().num_parameters(), (long long)c.prompts, (long long)c.group,
+              c.name.c_str(), dtype, step_name(c.step), (long long)st.graph_captures, (long long)st.graph_replays,
+              (long long)m.arch().num_parameters(), (long long)c.prompts, (long long)c.group,
               (long long)c.slots, (long long)c.prompt_len, (long long)c.new_tokens, (long long)st.generated_tokens,
               (long long)st.decode_steps, st.decode_seconds, step_s * 1e3, decode_tok_s, st.prefill_seconds, r.call_s,
               (long long)wb, weight_bw, copy_bw, weight_bw / copy_bw, (long long)st.host_syncs,
@@ -184,7 +202,7 @@ void print_case(model::DecoderModel& m, const char* dtype, const Case& c, const 
 [[noreturn]] void usage(const std::string& problem) {
   std::fprintf(stderr,
                "bench_decode: %s\nusage: bench_decode [--device cpu|cuda] [--quick] [--reps N] [--qwen-new-tokens N] "
-               "[--batches 1,8,64,256] [--no-qwen] [--qwen-config DIR]\n",
+               "[--batches 1,8,64,256] [--no-qwen] [--qwen-config DIR] [--steps dynamic,fixed,graphs]\n",
                problem.c_str());
   std::exit(2);
 }
@@ -222,11 +240,23 @@ Options parse(int argc, char** argv) {
       o.qwen = false;
     } else if (a == "--qwen-config") {
       o.qwen_config = value();
+    } else if (a == "--steps") {
+      std::stringstream s(value());
+      for (std::string w; std::getline(s, w, ',');) {
+        if (w == "dynamic") o.steps.push_back(rollout::DecodeStep::dynamic);
+        else if (w == "fixed") o.steps.push_back(rollout::DecodeStep::fixed);
+        else if (w == "graphs") o.steps.push_back(rollout::DecodeStep::graphs);
+        else usage("--steps lists dynamic, fixed or graphs (got '" + w + "')");
+      }
     } else {
       usage("unknown argument '" + a + "'");
     }
   }
   if (o.quick && !o.batches_given) o.batches = {1};
+  if (o.steps.empty()) {
+    o.steps = {rollout::DecodeStep::dynamic};
+    if (o.device == "cuda") o.steps.push_back(rollout::DecodeStep::graphs);
+  }
   return o;
 }
 
@@ -240,8 +270,11 @@ void run_quickstart_cases(const Options& o, const at::Device& dev, double copy_b
   const bool cuda = dev.is_cuda();
   // The engine's default 64 slots, and all sequences in one batch (--quick: 16 and 64 of its 64).
   for (int64_t slots : {o.quick ? int64_t(16) : int64_t(64), prompts * 8}) {
-    const Case c{"quickstart tiny, GRPO batch, " + std::to_string(slots) + " slots", prompts, 8, slots, 16, new_tokens};
-    print_case(*m, "float32", c, measure(m, c, o.reps, cuda), copy_bw);
+    for (rollout::DecodeStep step : o.steps) {
+      const Case c{"quickstart tiny, GRPO batch, " + std::to_string(slots) + " slots", prompts, 8, slots, 16, new_tokens,
+                   step};
+      print_case(*m, "float32", c, measure(m, c, o.reps, cuda), copy_bw);
+    }
   }
 }
 
@@ -257,13 +290,16 @@ void run_qwen_cases(const Options& o, const at::Device& dev, double copy_bw) {
   const int64_t prompt_len = o.quick ? 4 : 32;
   const bool cuda = dev.is_cuda();
   m->to(dev, at::kFloat);
-  const Case fp32{"qwen2.5-0.5b-shaped, batch 1", 1, 1, 1, prompt_len, new_tokens};
-  print_case(*m, "float32", fp32, measure(m, fp32, o.reps, cuda), copy_bw);
-  m->to(dev, at::kBFloat16);
-  for (int64_t b : o.batches) {
-    const Case c{"qwen2.5-0.5b-shaped, batch " + std::to_string(b), b, 1, b, prompt_len, new_tokens};
-    print_case(*m, "bfloat16", c, measure(m, c, o.reps, cuda), copy_bw);
+  for (rollout::DecodeStep step : o.steps) {
+    const Case fp32{"qwen2.5-0.5b-shaped, batch 1", 1, 1, 1, prompt_len, new_tokens, step};
+    print_case(*m, "float32", fp32, measure(m, fp32, o.reps, cuda), copy_bw);
   }
+  m->to(dev, at::kBFloat16);
+  for (int64_t b : o.batches)
+    for (rollout::DecodeStep step : o.steps) {
+      const Case c{"qwen2.5-0.5b-shaped, batch " + std::to_string(b), b, 1, b, prompt_len, new_tokens, step};
+      print_case(*m, "bfloat16", c, measure(m, c, o.reps, cuda), copy_bw);
+    }
 }
 
 }  // namespace
@@ -281,9 +317,10 @@ int main(int argc, char** argv) {
   std::printf("bench_decode on %s: copy bandwidth %.1f GB/s (read + write of a %lld MiB fp32 copy, best of 5); "
               "%d host threads; best of %d calls per case\n",
               dev.str().c_str(), copy_bw / 1e9, (long long)(copy_elements * 4 >> 20), at::get_num_threads(), o.reps);
-  std::printf("\n| case | dtype | params | prompts x group | slots | prompt | new | decode steps | ms/decode step | "
-              "decode tok/s | prefill s | call s | weight GB/s at decode | of copy bw | host syncs | peak alloc GB |\n"
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("\n| case | dtype | step | params | prompts x group | slots | prompt | new | decode steps | "
+              "ms/decode step | decode tok/s | prefill s | call s | weight GB/s at decode | of copy bw | host syncs | "
+              "graphs | peak alloc GB |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   run_quickstart_cases(o, dev, copy_bw);
   if (o.qwen) run_qwen_cases(o, dev, copy_bw);
   rusage u{};

@@ -97,8 +97,8 @@ hpcrl::cli::Registration reg{"plan", 25, [](CLI::App& app) {
   sub->add_option("--sequence-len", args->shapes.sequence,
                   "Mean tokens per SFT/distillation sequence (default: --from-run, else 256)")->check(CLI::PositiveNumber)->needs(est);
   sub->add_flag("--decode-graphs", args->shapes.engine.decode_graphs,
-                "Cost each decode step as one replayed CUDA graph, as vLLM and SGLang run it by default (for a "
-                "published run's engine; hpcrl's launches every op)")->needs(est);
+                "Cost each decode step as one replayed CUDA graph, as vLLM and SGLang run it by default (a "
+                "published run's engine, or hpcrl with rollout.decode_step: graphs; not set from the config)")->needs(est);
   sub->add_flag("--partial-rollouts", args->shapes.engine.partial_rollouts,
                 "Finish responses still running at a weight sync in the next iteration, so the longest do not "
                 "decode alone at the end (veRL's partial_rollout; a stage with async.partial_rollouts: true is "

@@ -36,6 +36,7 @@ expect configure "skipped (--no-build: the binaries of $build)"
 expect build "skipped (--no-build: the binaries of $build)"
 expect test-gpu "skipped (rehearsal)"
 expect test-device-e2e "skipped (rehearsal)"
+expect test-gpu-decode "skipped (rehearsal)"
 for s in calibrate quickstart summarize report bench bench-optimizer; do expect "$s" passed; done
 grep -q '^name: cpu-calibrated' "$out/calibrated.yaml" 2>/dev/null && grep -q 'peak_flops' "$out/calibrated.yaml" ||
   { echo "FAIL: calibrated.yaml is not a cpu-calibrated profile"; fail=1; }

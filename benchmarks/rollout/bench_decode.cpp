@@ -6,8 +6,10 @@
 //       [--qwen-new-tokens N] [--batches 1,8,64,256] [--no-qwen] [--qwen-config DIR]
 //       [--steps dynamic,fixed,graphs]
 // --steps: the engine's decode steps to measure each case with (EngineOptions::decode_step;
-// default: dynamic on cpu, dynamic,graphs on cuda). A graphs call captures its graphs afresh
-// (one per rows x keys bucket, at its second use), inside the decode time measured.
+// default: dynamic on cpu, dynamic,graphs on cuda). With graphs the warm-up call is a whole call
+// of the case: it captures the graphs (one per rows x keys bucket, at its second use; its
+// captures and seconds are reported as warmup_*), and the measured calls replay them, as an RL
+// run's iterations after its first do (the engine keeps them while the layout and weights hold).
 // (run from the repository root: the Qwen shape is read from configs/models/qwen2.5-0.5b).
 // Cases:
 //   - the quickstart's policy (preset tiny, fp32) at its GRPO batch: 32 prompts x group 8,
@@ -83,6 +85,8 @@ struct Measured {
   rollout::GenerateStats stats;  // of the call with the shortest decode time
   double call_s = 0;
   double peak_allocated_gb = -1;  // cuda only
+  int64_t warmup_captures = 0;    // graphs captured by the warm-up call
+  double warmup_call_s = 0;
 };
 
 // Bytes read + written per second by a copy of `elements` fp32 values on `dev`; best of 5. Reading
@@ -150,8 +154,12 @@ Measured measure(const std::shared_ptr<model::DecoderModel>& m, const Case& c, i
   rollout::Engine engine(m, nullptr, eo);
   rollout::SamplingParams p;
   p.temperature = 0;  // greedy; no eos_ids: every sequence decodes all max_new_tokens
-  p.max_new_tokens = 4;
-  engine.generate(ps, c.group, p);  // allocates the slots and the kernels' workspaces
+  // Allocates the slots and the kernels' workspaces; with graphs, the case itself (captures them).
+  p.max_new_tokens = c.step == rollout::DecodeStep::graphs ? c.new_tokens : 4;
+  const auto w0 = Clock::now();
+  engine.generate(ps, c.group, p);
+  const double warmup_s = since(w0);
+  const int64_t warmup_captures = engine.last_stats().graph_captures;
   reset_allocator_peak(cuda);
   p.max_new_tokens = c.new_tokens;
   Measured best;
@@ -166,6 +174,8 @@ Measured measure(const std::shared_ptr<model::DecoderModel>& m, const Case& c, i
     }
   }
   best.peak_allocated_gb = allocator_peak_gb(cuda);
+  best.warmup_captures = warmup_captures;
+  best.warmup_call_s = warmup_s;
   return best;
 }
 
@@ -180,20 +190,23 @@ void print_case(model::DecoderModel& m, const char* dtype, const Case& c, const 
   const std::string peak = r.peak_allocated_gb < 0 ? "-" : std::to_string(r.peak_allocated_gb).substr(0, 5);
   std::printf("| %s | %s | %s | %.1fM | %lld x %lld | %lld | %lld | %lld | %lld | %.3f | %.0f | %.3f | %.3f | %.1f | "
               "%.2f%% | %lld | %lld | %s |\n",
-              c.name.c_str(), dtype, step_name(c.step), double(m.arch().num_parameters()) / 1e6, (long long)c.prompts, (long long)c.group,
-              (long long)c.slots, (long long)c.prompt_len, (long long)c.new_tokens, (long long)st.decode_steps,
-              step_s * 1e3, decode_tok_s, st.prefill_seconds, r.call_s, weight_bw / 1e9, 100.0 * weight_bw / copy_bw,
-              (long long)st.host_syncs, (long long)st.graph_captures, peak.c_str());
+              c.name.c_str(), dtype, step_name(c.step), double(m.arch().num_parameters()) / 1e6, (long long)c.prompts,
+              (long long)c.group, (long long)c.slots, (long long)c.prompt_len, (long long)c.new_tokens,
+              (long long)st.decode_steps, step_s * 1e3, decode_tok_s, st.prefill_seconds, r.call_s, weight_bw / 1e9,
+              100.0 * weight_bw / copy_bw,
+              (long long)st.host_syncs, (long long)(r.warmup_captures + st.graph_captures), peak.c_str());
   std::printf("JSON {\"case\":\"%s\",\"dtype\":\"%s\",\"decode_step\":\"%s\",\"graph_captures\":%lld,"
-              "\"graph_replays\":%lld,\"params\":%lld,\"prompts\":%lld,\"group\":%lld,\"slots\":%lld,"
+              "\"graph_replays\":%lld,\"warmup_graph_captures\":%lld,\"warmup_call_s\":%.6f,\"params\":%lld,"
+              "\"prompts\":%lld,\"group\":%lld,\"slots\":%lld,"
               "\"prompt_len\":%lld,\"new_tokens\":%lld,\"generated_tokens\":%lld,\"decode_steps\":%lld,"
               "\"decode_s\":%.6f,\"ms_per_decode_step\":%.4f,\"decode_tok_s\":%.1f,\"prefill_s\":%.6f,\"call_s\":%.6f,"
               "\"weight_bytes\":%lld,\"weight_bytes_per_s\":%.4g,\"copy_bytes_per_s\":%.4g,\"share_of_copy\":%.5f,"
               "\"host_syncs\":%lld,\"kv_cache_bytes\":%lld,\"peak_allocated_gb\":%s}\n",
               c.name.c_str(), dtype, step_name(c.step), (long long)st.graph_captures, (long long)st.graph_replays,
-              (long long)m.arch().num_parameters(), (long long)c.prompts, (long long)c.group,
-              (long long)c.slots, (long long)c.prompt_len, (long long)c.new_tokens, (long long)st.generated_tokens,
-              (long long)st.decode_steps, st.decode_seconds, step_s * 1e3, decode_tok_s, st.prefill_seconds, r.call_s,
+              (long long)r.warmup_captures, r.warmup_call_s, (long long)m.arch().num_parameters(), (long long)c.prompts,
+              (long long)c.group, (long long)c.slots, (long long)c.prompt_len, (long long)c.new_tokens,
+              (long long)st.generated_tokens, (long long)st.decode_steps, st.decode_seconds, step_s * 1e3, decode_tok_s,
+              st.prefill_seconds, r.call_s,
               (long long)wb, weight_bw, copy_bw, weight_bw / copy_bw, (long long)st.host_syncs,
               (long long)st.cache_bytes, r.peak_allocated_gb < 0 ? "null" : std::to_string(r.peak_allocated_gb).c_str());
   std::fflush(stdout);

@@ -76,8 +76,8 @@ class GraphLauncher final : public StepLauncher {
 }  // namespace
 
 std::unique_ptr<StepLauncher> graph_step_launcher(at::Device device) {
-  HPCRL_CHECK_INPUT(device.is_cuda(), "decode_step: graphs needs a model on a CUDA device, this one is on " << device
-                                                                                                          << "; use decode_step: fixed or dynamic");
+  HPCRL_CHECK_INPUT(device.is_cuda(), "decode_step: graphs needs a model on a CUDA device, this one is on "
+                                          << device << "; use decode_step: fixed or dynamic");
   return std::make_unique<GraphLauncher>(device);
 }
 

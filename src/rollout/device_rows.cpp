@@ -87,6 +87,12 @@ DeviceRows::Log DeviceRows::take_log(int64_t rows) {
   return log;
 }
 
+void DeviceRows::reset(uint64_t seed) {
+  seed_ = seed;
+  count_.zero_();
+  ended_.fill_(true);
+}
+
 void DeviceRows::move(int64_t from, int64_t to) {
   if (from == to) return;
   for (at::Tensor* t : {&last_, &position_, &generated_, &ended_, &draw_}) (*t)[to].copy_((*t)[from]);

@@ -63,6 +63,9 @@ class DeviceRows {
     at::Tensor logprobs;  // [rows, width] float32
   };
   Log take_log(int64_t rows);
+  // No row live, nothing logged, the draws of the next rows keyed under `seed`:
+  // a new call on rows kept from the last one.
+  void reset(uint64_t seed);
   // Row `from`'s state moves to row `to` (the engine keeps live rows contiguous); the log must be empty.
   void move(int64_t from, int64_t to);
 
@@ -73,7 +76,7 @@ class DeviceRows {
   at::Tensor uniforms_;                                     // [slots, max_new_tokens] float64, or undefined
   at::Tensor eos_;                                          // [E] int64
   const int64_t max_new_tokens_;
-  const uint64_t seed_;
+  uint64_t seed_;
 };
 
 }  // namespace hpcrl::rollout

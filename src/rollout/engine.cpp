@@ -9,6 +9,7 @@
 #include "hpcrl/model/parameter_units.h"
 #include "hpcrl/rollout/slot_projections.h"
 #include "hpcrl/util/check.h"
+#include "rollout/decode_workspace.h"
 #include "rollout/generation_run.h"
 
 namespace hpcrl::rollout {
@@ -146,9 +147,21 @@ GenerationResult Engine::run(const std::vector<std::vector<int32_t>>& prompts, G
     if (SlotProjections::gathers_by_layer(*model_)) projections_->prepare(true);
     return {};
   }
-  GenerationRun generation(*model_, tokenizer_, options_, *projections_, prompts, std::move(call), params);
+  const WorkspaceLayout layout = WorkspaceLayout::of(*model_, options_, prompts, int64_t(call.samples.size()), params);
+  // Packed CPU weights pay from two rows on (slot_projections.h); every call packs the current weights.
+  projections_->prepare(layout.live_slots > 1);
+  const bool reused = workspace_ && workspace_->reusable_for(layout, *model_);
+  if (!reused) {
+    workspace_.reset();  // the old buffers go before the new ones are allocated
+    workspace_ = std::make_unique<DecodeWorkspace>(*model_, options_, *projections_, layout, params);
+  }
+  workspace_->begin_call(params);
+  GenerationRun generation(*model_, tokenizer_, options_, *workspace_, prompts, std::move(call), params);
   GenerationResult result = generation.run();
   stats_ = generation.stats();
+  stats_.reused_buffers = reused;
+  // Graphs are worth keeping; merged LoRA weights are made anew by every call, so graphs over them are not.
+  if (options_.decode_step != DecodeStep::graphs || projections_->merges_adapters()) workspace_.reset();
   return result;
 }
 

@@ -42,7 +42,7 @@ FixedDecodeStep::FixedDecodeStep(model::DecoderModel& model, SlotForward& forwar
       filter_{params.temperature, params.top_k, params.top_p, params.min_p},
       tempered_(params.logprobs_at_temperature),
       scratch_(slots.capacity() - 1),
-      live_rows_(at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(model.model->embed_tokens->weight.device()))) {
+      live_rows_(at::zeros({1}, rows.positions(1).options())) {
   const std::string reason = graphs ? no_graph_reason(model) : "";
   if (graphs && !reason.empty())
     spdlog::info("decode_step: graphs runs the fixed step eagerly here: {}", reason);

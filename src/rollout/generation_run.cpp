@@ -14,14 +14,6 @@
 
 namespace hpcrl::rollout {
 
-namespace {
-int64_t longest_prompt(const std::vector<std::vector<int32_t>>& prompts) {
-  int64_t longest = 0;
-  for (const auto& p : prompts) longest = std::max<int64_t>(longest, p.size());
-  return longest;
-}
-}  // namespace
-
 dist::CommPtr ep_lockstep(const model::DecoderModel& model) {
   const auto& ctx = model.parallel_context();
   return model.arch().num_experts > 0 && ctx.ep_size() > 1 ? ctx.ep : nullptr;
@@ -45,7 +37,7 @@ GenerationRun::Sequence GenerationRun::queued(const std::vector<std::vector<int3
 }
 
 GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* tokenizer, const EngineOptions& options,
-                             SlotProjections& projections, const std::vector<std::vector<int32_t>>& prompts,
+                             DecodeWorkspace& workspace, const std::vector<std::vector<int32_t>>& prompts,
                              GenerationCall call, const SamplingParams& params)
     : options_(options),
       params_(params),
@@ -53,19 +45,14 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
       lockstep_(ep_lockstep(model)),
       local_heads_(model.arch().num_heads / model.parallel_context().tp_size()),
       total_(int64_t(call.samples.size())),
-      slot_count_(std::max<int64_t>(1, std::min(options.max_batch, total_))),
-      // One slot more when a group may be admitted in parts: it keeps the
-      // prompt of the group at the head of the queue (see admit).
-      slots_(model, slot_count_ + (total_ > slot_count_ ? 1 : 0),
-             // A fixed step's padded rows write into one more column, which no row reads.
-             std::max<int64_t>(1, longest_prompt(prompts) + params.max_new_tokens) +
-                 (options.decode_step == DecodeStep::dynamic ? 0 : 1)),
-      forward_(model, options.prefill_attention_elements, projections, /*pack_weights=*/slot_count_ > 1),
-      sync_interval_(options.host_sync_interval > 0
-                         ? options.host_sync_interval
-                         : (model.model->embed_tokens->weight.device().is_cpu() ? 1 : 8)),
-      rows_(slot_count_, sync_interval_, params, model.model->embed_tokens->weight.device(),
-            /*draw_table=*/options.decode_step != DecodeStep::dynamic && params.temperature > 0),
+      slot_count_(workspace.layout().live_slots),
+      slots_(workspace.slots),
+      forward_(workspace.forward),
+      sync_interval_(workspace.layout().interval),
+      rows_(workspace.rows),
+      fixed_(workspace.fixed.get()),
+      captures_before_(fixed_ ? fixed_->captures() : 0),
+      replays_before_(fixed_ ? fixed_->replays() : 0),
       unfinished_of_prompt_(prompts.size(), 0),
       pause_after_groups_(call.pause_after_groups),
       turns_(call.turns),
@@ -76,9 +63,6 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
   }
   stats_.cache_bytes = slots_.bytes();
   done_.reserve(total_);
-  if (options.decode_step != DecodeStep::dynamic)
-    fixed_ = std::make_unique<FixedDecodeStep>(model, forward_, slots_, rows_, params,
-                                               options.decode_step == DecodeStep::graphs);
 }
 
 GenerationResult GenerationRun::run() {
@@ -89,9 +73,9 @@ GenerationResult GenerationRun::run() {
   };
   std::sort(done_.begin(), done_.end(), by_prompt_then_sample);
   std::sort(paused_.begin(), paused_.end(), by_prompt_then_sample);
-  if (fixed_) {
-    stats_.graph_captures = fixed_->captures();
-    stats_.graph_replays = fixed_->replays();
+  if (fixed_) {  // the launcher's counts so far, less those before this call
+    stats_.graph_captures = fixed_->captures() - captures_before_;
+    stats_.graph_replays = fixed_->replays() - replays_before_;
   }
   return {std::move(done_), std::move(paused_)};
 }

@@ -15,6 +15,7 @@
 #include "hpcrl/rollout/kv_slots.h"
 #include "hpcrl/rollout/slot_forward.h"
 #include "hpcrl/rollout/stop_rules.h"
+#include "rollout/decode_workspace.h"
 #include "rollout/device_rows.h"
 #include "rollout/fixed_decode_step.h"
 
@@ -27,12 +28,12 @@ dist::CommPtr ep_lockstep(const model::DecoderModel& model);
 class GenerationRun {
  public:
   // Queues the call's samples in its order (a paused one with its prompt and
-  // tokens as the context to prefill), allocates the KV slots and prepares the
-  // engine's `projections` (over `model`) for this call. `prompts`, `options`,
-  // `params` and `projections` must outlive the run.
+  // tokens as the context to prefill), to decode on `workspace` (of the call's
+  // layout, begun for it: decode_workspace.h). `prompts`, `options`, `params`
+  // and `workspace` must outlive the run.
   GenerationRun(model::DecoderModel& model, const io::Tokenizer* tokenizer, const EngineOptions& options,
-                SlotProjections& projections, const std::vector<std::vector<int32_t>>& prompts,
-                GenerationCall call, const SamplingParams& params);
+                DecodeWorkspace& workspace, const std::vector<std::vector<int32_t>>& prompts, GenerationCall call,
+                const SamplingParams& params);
 
   // Iterates until no rank of the ep group has work left, or the call pauses;
   // each list ordered by (prompt_index, sample_index).
@@ -134,13 +135,14 @@ class GenerationRun {
   std::deque<Sequence> pending_;
   const int64_t total_;       // sequences of this call
   const int64_t slot_count_;
-  KvSlots slots_;  // slot_count_ live slots, plus the prefix slot when groups can split
+  KvSlots& slots_;  // slot_count_ live slots, plus the prefix slot when groups can split
   const std::vector<int32_t>* prefix_prompt_ = nullptr;  // the prompt the prefix slot holds
   at::Tensor prefix_logits_;                              // [1, V] its first-token logits
-  SlotForward forward_;
+  SlotForward& forward_;
   const int64_t sync_interval_;  // decode steps between host syncs
-  DeviceRows rows_;
-  std::unique_ptr<FixedDecodeStep> fixed_;  // DecodeStep::fixed or ::graphs; null: dynamic steps
+  DeviceRows& rows_;
+  FixedDecodeStep* const fixed_;  // DecodeStep::fixed or ::graphs; null: dynamic steps
+  const int64_t captures_before_, replays_before_;  // the launcher's counts when this call began
   std::vector<Sequence> active_;  // active_[r] lives in slot r
   std::vector<Sample> done_, paused_;
   std::vector<int64_t> unfinished_of_prompt_;  // samples of each prompt in this call not yet done

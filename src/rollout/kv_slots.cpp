@@ -32,6 +32,8 @@ void KvSlots::set_length(int64_t r, int64_t n) {
   length_[r] = n;
 }
 
+void KvSlots::clear() { std::fill(length_.begin(), length_.end(), 0); }
+
 at::Tensor KvSlots::lengths(int64_t rows) const {
   std::vector<int64_t> v(length_.begin(), length_.begin() + rows);
   return at::tensor(v, at::kLong).to(k_.front().device());

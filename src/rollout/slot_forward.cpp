@@ -19,8 +19,7 @@
 
 namespace hpcrl::rollout {
 
-SlotForward::SlotForward(model::DecoderModel& model, int64_t attention_elements, SlotProjections& projections,
-                         bool pack_weights)
+SlotForward::SlotForward(model::DecoderModel& model, int64_t attention_elements, SlotProjections& projections)
     : model_(model),
       rope_(model.arch(), model.model->embed_tokens->weight.device()),
       attention_elements_(attention_elements),
@@ -33,7 +32,6 @@ SlotForward::SlotForward(model::DecoderModel& model, int64_t attention_elements,
   kv_heads_ = layout.kv_heads;
   const at::Tensor& w = model.model->embed_tokens->weight;
   cpu_decode_ = w.device().is_cpu() && w.scalar_type() == at::kFloat && model.arch().num_experts == 0;
-  proj_.prepare(pack_weights);
 }
 
 at::Tensor SlotForward::run_layers(at::Tensor x, const at::Tensor& positions, const at::Tensor& allowed,
@@ -187,8 +185,9 @@ at::Tensor SlotForward::extend(KvSlots& slots, int64_t first, const std::vector<
 at::Tensor SlotForward::decode_layers(KvSlots& slots, int64_t B, int64_t keys, const at::Tensor& tokens,
                                       const at::Tensor& positions, const at::Tensor& columns) {
   const int64_t D = model_.arch().head_dim;
-  at::Tensor allowed = (at::arange(keys, positions.options()).unsqueeze(0) <= positions.unsqueeze(1))  // [B, 1, 1, keys]
-                           .view({B, 1, 1, keys});
+  // [B, 1, 1, keys]: row r attends to columns up to its position.
+  const at::Tensor columns_so_far = at::arange(keys, positions.options()).unsqueeze(0);
+  const at::Tensor allowed = (columns_so_far <= positions.unsqueeze(1)).view({B, 1, 1, keys});
   at::Tensor column = columns.view({B, 1, 1, 1}).expand({B, kv_heads_, 1, D});
   auto store = [&](int64_t layer, at::Tensor k, at::Tensor v) {
     at::Tensor kc = slots.k(layer).narrow(0, 0, B), vc = slots.v(layer).narrow(0, 0, B);

@@ -200,7 +200,8 @@ TEST(FixedDecodeStep, APaddedRowChangesNothingARowKeeps) {
   const rollout::SamplingParams p = greedy(8);
   const int64_t capacity = 9 + 8;
   rollout::SlotProjections projections(*m);
-  rollout::SlotForward forward(*m, int64_t(1) << 26, projections, /*pack_weights=*/true);
+  projections.prepare(/*pack=*/true);
+  rollout::SlotForward forward(*m, int64_t(1) << 26, projections);
   const rollout::TokenFilter argmax{0.0, 0, 1.0, 0.0};
   // Prefills prompts[0, count) into `slots` and starts `rows` on each one's first token.
   auto start = [&](rollout::KvSlots& slots, rollout::DeviceRows& rows, int64_t count) {
@@ -315,6 +316,40 @@ TEST(FixedDecodeStep, GraphsOnACpuModelRunTheFixedStepEagerly) {
   EXPECT_EQ(graphs.stats.graph_captures, 0);
 }
 
+TEST(FixedDecodeStep, AKeptWorkspaceGivesTheSamplesOfAFreshEngine) {
+  // decode_step: graphs keeps the call's buffers for the next call of the same
+  // layout (on the CPU the step runs eagerly, so this checks the buffers'
+  // reset, not a graph). Two calls of other prompts and seeds on one engine:
+  // the second reuses the first's buffers and equals a fresh engine's call.
+  auto m = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  const auto first = hpcrl::testing::random_prompts({9, 3, 12}, 96, 71);
+  const auto second = hpcrl::testing::random_prompts({4, 11, 6}, 96, 72);
+  rollout::Engine engine(m, nullptr, options(4, DecodeStep::graphs));
+  engine.generate(first, 2, filtered(16, 1));
+  EXPECT_FALSE(engine.last_stats().reused_buffers);
+  const Decoded kept{engine.generate(second, 2, filtered(16, 2)), engine.last_stats()};
+  EXPECT_TRUE(kept.stats.reused_buffers);
+  expect_same(*m, second, generate(m, nullptr, options(4, DecodeStep::fixed), second, 2, filtered(16, 2)), kept);
+}
+
+TEST(FixedDecodeStep, AWorkspaceIsKeptOnlyWhileTheWeightsStayWhereTheyWereAndTheLayoutHolds) {
+  auto m = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  const auto prompts = hpcrl::testing::random_prompts({5, 8}, 96, 73);
+  rollout::Engine engine(m, nullptr, options(4, DecodeStep::graphs));
+  auto reused = [&](int64_t max_new_tokens) {
+    engine.generate(prompts, 2, filtered(max_new_tokens, 3));
+    return engine.last_stats().reused_buffers;
+  };
+  EXPECT_FALSE(reused(12));
+  torch::NoGradGuard no_grad;
+  for (auto& w : m->parameters()) w.mul_(1.01);  // in place, as an optimizer step
+  EXPECT_TRUE(reused(12));
+  for (auto& w : m->parameters()) w.set_data(w.clone());  // the same values in new storage
+  EXPECT_FALSE(reused(12));
+  EXPECT_TRUE(reused(12));
+  EXPECT_FALSE(reused(13));  // another max_new_tokens: another layout
+}
+
 TEST(FixedDecodeStep, TheGraphLauncherOnTheCpuIsAnInputErrorNamingTheEagerSteps) {
   const std::string message =
       hpcrl::testing::input_error_of([] { rollout::graph_step_launcher(at::Device(at::kCPU)); });
@@ -368,6 +403,7 @@ TEST(GpuDecode, AGenerationAfterAWeightChangeReadsTheNewWeights) {
   const Decoded graphs{engine.generate(prompts, 2, p), engine.last_stats()};
   const Decoded eager = generate(m, nullptr, options(4, DecodeStep::dynamic, 8), prompts, 2, p);
   expect_same(*reference, prompts, eager, graphs);
+  EXPECT_TRUE(graphs.stats.reused_buffers) << "the weights changed in place: the first call's graphs replay";
   EXPECT_GT(graphs.stats.graph_replays, 0);
 }
 

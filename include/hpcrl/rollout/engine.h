@@ -42,6 +42,7 @@ class Tokenizer;
 namespace hpcrl::rollout {
 
 class SlotProjections;
+class DecodeWorkspace;
 
 struct SamplingParams {
   double temperature = 1.0;   // 0 = greedy (argmax)
@@ -72,7 +73,9 @@ struct SamplingParams {
 //   graphs   the fixed step captured as one CUDA graph per (rows, keys) bucket
 //            at its second use and replayed from then on (CUDA builds, on a
 //            CUDA model; the step runs eagerly where a graph cannot hold it:
-//            tp > 1, experts, ZeRO-3 gathers).
+//            tp > 1, experts). The engine keeps its buffers and graphs for
+//            the next call of the same layout while the weights stay where
+//            they were (src/rollout/decode_workspace.h).
 enum class DecodeStep { dynamic, fixed, graphs };
 
 struct EngineOptions {
@@ -155,6 +158,7 @@ struct GenerateStats {
   double decode_seconds = 0;     // decode steps + choosing their tokens (the rollout/decode spans)
   int64_t graph_captures = 0;    // decode graphs captured (DecodeStep::graphs)
   int64_t graph_replays = 0;     // decode steps run by replaying a graph
+  bool reused_buffers = false;   // the call ran on the last call's KV slots and graphs (DecodeStep::graphs)
   int64_t turn_calls = 0;        // turns ended (calls started, turns.h)
   int64_t reply_tokens = 0;      // tokens inserted after turns (each prefilled into its row's cache)
   int64_t decode_steps_during_calls = 0;  // decode steps taken while a call was running
@@ -193,6 +197,7 @@ class Engine {
   EngineOptions options_;
   GenerateStats stats_;
   std::shared_ptr<SlotProjections> projections_;  // the model's linear layers, packed memory kept across calls
+  std::unique_ptr<DecodeWorkspace> workspace_;    // DecodeStep::graphs: the last call's buffers and graphs
 };
 
 }  // namespace hpcrl::rollout

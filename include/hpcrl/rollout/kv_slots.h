@@ -35,6 +35,8 @@ class KvSlots {
   // Tokens cached in slot r (its next token's position).
   int64_t length(int64_t r) const { return length_[r]; }
   void set_length(int64_t r, int64_t n);
+  // Every slot empty (length 0): a new call on buffers kept from the last one.
+  void clear();
   // Lengths of slots [0, rows) as an int64 tensor on the cache's device.
   at::Tensor lengths(int64_t rows) const;
 

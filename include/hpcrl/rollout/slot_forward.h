@@ -33,11 +33,10 @@ class SlotForward {
   static constexpr int64_t kPrefillTokens = 2048;
 
   // attention_elements: the attention scores one prefill forward may hold
-  // (prefill_chunk). `projections` (the engine's, over the same model) are
-  // prepared for this forward's call: pack_weights, see SlotProjections::prepare
-  // (true unless every step decodes a single row).
-  SlotForward(model::DecoderModel& model, int64_t attention_elements, SlotProjections& projections,
-              bool pack_weights);
+  // (prefill_chunk). `projections` (the engine's, over the same model) must be
+  // prepared for every call before it runs (SlotProjections::prepare): a
+  // forward may serve several calls (decode_workspace.h).
+  SlotForward(model::DecoderModel& model, int64_t attention_elements, SlotProjections& projections);
 
   // Positions per prefill forward (a chunk) for `prompts` distinct prompts of
   // up to `longest` tokens: the largest whose attention scores, [prompts,

@@ -64,6 +64,8 @@ class SlotProjections {
 
   // True when this call computes with the packed CPU weights.
   bool packed() const { return packed_; }
+  // True when this call computes with LoRA-merged weights (made anew by every prepare()).
+  bool merges_adapters() const { return !merged_.empty(); }
 
   // xc: [..., C] -> q [..., heads·D], k and v [..., kv_heads·D] (this tp rank's heads).
   std::array<at::Tensor, 3> qkv(int64_t layer, const at::Tensor& xc);

@@ -18,6 +18,13 @@ const std::string kConfig = "tests/e2e/data/tiny.yaml";
 const std::string kSftOnly =
     " --set stages.0.sft.steps=20 --set stages.1.grpo.iterations=1 --set stages.2.distill.steps=2";
 
+std::vector<double> grpo_rewards(const std::string& run) {
+  std::vector<double> out;
+  for (const auto& j : lines_with(read_metrics(run + "/metrics.jsonl"), "grpo", "reward/mean"))
+    out.push_back(j["reward/mean"].get<double>());
+  return out;
+}
+
 std::vector<double> sft_losses(const std::string& run) {
   std::vector<double> out;
   for (const auto& j : lines_with(read_metrics(run + "/metrics.jsonl"), "sft", "loss"))
@@ -54,11 +61,10 @@ TEST(DecodeStepE2E, TheFixedStepReachesThePolicysEngineAndSamplesAsTheDynamicOne
   Proc fixed = run_hpcrl("run " + kConfig + shortened + " --set models.policy.rollout.decode_step=fixed --out " + dir +
                          "/fixed");
   ASSERT_EQ(fixed.exit_code, 0) << fixed.output;
-  auto a = lines_with(read_metrics(dir + "/dynamic/metrics.jsonl"), "grpo", "reward/mean");
-  auto b = lines_with(read_metrics(dir + "/fixed/metrics.jsonl"), "grpo", "reward/mean");
+  const auto a = grpo_rewards(dir + "/dynamic"), b = grpo_rewards(dir + "/fixed");
   ASSERT_EQ(a.size(), 2u);
   ASSERT_EQ(b.size(), 2u);
-  EXPECT_EQ(b[0]["reward/mean"].get<double>(), a[0]["reward/mean"].get<double>());
+  EXPECT_EQ(b[0], a[0]);
   EXPECT_NE(read_text(dir + "/fixed/trace/rank-00000.json").find("bucket_rows"), std::string::npos);
   EXPECT_EQ(read_text(dir + "/dynamic/trace/rank-00000.json").find("bucket_rows"), std::string::npos);
 }
@@ -95,12 +101,10 @@ TEST(DeviceE2E, CudaGrpoWithDecodeGraphsFollowsTheRunWithout) {
   Proc graphs = run_hpcrl("run " + kConfig + gpu + " --set models.policy.rollout.decode_step=graphs --out " + dir +
                           "/graphs");
   ASSERT_EQ(graphs.exit_code, 0) << graphs.output;
-  auto a = lines_with(read_metrics(dir + "/dynamic/metrics.jsonl"), "grpo", "reward/mean");
-  auto b = lines_with(read_metrics(dir + "/graphs/metrics.jsonl"), "grpo", "reward/mean");
+  const auto a = grpo_rewards(dir + "/dynamic"), b = grpo_rewards(dir + "/graphs");
   ASSERT_EQ(a.size(), 3u);
   ASSERT_EQ(b.size(), a.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    EXPECT_NEAR(b[i]["reward/mean"].get<double>(), a[i]["reward/mean"].get<double>(), 0.1) << "iteration " << i + 1;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 0.1) << "iteration " << i + 1;
 }
 
 TEST(DeviceE2E, CudaBfloat16RunTrains) {

@@ -107,13 +107,9 @@ TEST(MultiTurn, ATrajectoryIsTheSameAtAnyBatchSizeAndReplyDelay) {
   ASSERT_EQ(c.size(), 8u);
   int64_t turns = 0;
   for (size_t k = 0; k < a.size(); ++k) {
-    for (const auto* other : {&b[k], &c[k]}) {
-      EXPECT_EQ(a[k].tokens, other->tokens) << "prompt " << a[k].prompt_index << " sample " << a[k].sample_index;
-      EXPECT_EQ(a[k].sampled, other->sampled);
-      EXPECT_EQ(a[k].finish_reason, other->finish_reason);
-      ASSERT_EQ(a[k].logprobs.size(), other->logprobs.size());
-      for (size_t t = 0; t < a[k].logprobs.size(); ++t) EXPECT_NEAR(a[k].logprobs[t], other->logprobs[t], kFp32);
-    }
+    for (const auto* other : {&b[k], &c[k]})
+      EXPECT_TRUE(hpcrl::testing::same_trajectory(a[k], *other, kFp32))
+          << "prompt " << a[k].prompt_index << " sample " << a[k].sample_index;
     turns += a[k].turns;
   }
   EXPECT_GT(turns, 2);

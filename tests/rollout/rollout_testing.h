@@ -10,6 +10,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
@@ -178,6 +179,21 @@ inline ::testing::AssertionResult same_generation(model::DecoderModel& reference
   if (a.tokens.size() != b.tokens.size() || a.finish_reason != b.finish_reason)
     return ::testing::AssertionFailure() << "lengths " << a.tokens.size() << " vs " << b.tokens.size()
                                          << ", finish " << a.finish_reason << " vs " << b.finish_reason;
+  return ::testing::AssertionSuccess();
+}
+
+// Two runs of one multi-turn trajectory: the same tokens, sampled/inserted
+// marks and ending, and log-probs within `tol`.
+inline ::testing::AssertionResult same_trajectory(const rollout::Sample& a, const rollout::Sample& b,
+                                                  double tol = 1e-5) {
+  if (a.tokens != b.tokens) return ::testing::AssertionFailure() << "the tokens differ";
+  if (a.sampled != b.sampled) return ::testing::AssertionFailure() << "the sampled marks differ";
+  if (a.finish_reason != b.finish_reason)
+    return ::testing::AssertionFailure() << "finish " << a.finish_reason << " vs " << b.finish_reason;
+  for (size_t t = 0; t < a.logprobs.size(); ++t)
+    if (std::abs(a.logprobs[t] - b.logprobs[t]) > tol)
+      return ::testing::AssertionFailure() << "log-prob of token " << t << ": " << a.logprobs[t] << " vs "
+                                           << b.logprobs[t];
   return ::testing::AssertionSuccess();
 }
 

@@ -22,6 +22,7 @@ std::shared_ptr<model::DecoderModel> sync_rollout_model(Role& role) {
 
 rollout::EngineOptions rollout_engine_options(const Role& role, int64_t slots) {
   rollout::EngineOptions options{slots, true};
+  if (!role.config) return options;  // a role outside a pipeline (hpcrl eval, score): the default steps
   switch (role.config->rollout.decode_step) {
     case config::DecodeStep::dynamic: options.decode_step = rollout::DecodeStep::dynamic; break;
     case config::DecodeStep::fixed: options.decode_step = rollout::DecodeStep::fixed; break;

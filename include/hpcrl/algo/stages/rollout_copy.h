@@ -23,7 +23,8 @@ namespace hpcrl::algo {
 std::shared_ptr<model::DecoderModel> sync_rollout_model(Role& role);
 
 // The options of an engine generating with the role: `slots` continuous-batching
-// slots and the decode step its `rollout.decode_step` names.
+// slots and the decode step its `rollout.decode_step` names (the default for a
+// role without a pipeline config, as `hpcrl eval` makes).
 rollout::EngineOptions rollout_engine_options(const Role& role, int64_t slots);
 
 }  // namespace hpcrl::algo

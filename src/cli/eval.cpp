@@ -3,6 +3,7 @@
 // --responses, the scores of pre-generated responses without any model.
 //   hpcrl eval --model DIR|preset:NAME --data FILE.jsonl|synthetic[:k=v,..]|PIPELINE.yaml:NAME
 //       [--reward verifiable|PIPELINE.yaml[:NAME]] [--extract a,b] [--format-bonus X]
+//       [--tools PIPELINE.yaml[:STAGE]]
 //       [--n K] [--temperature T] [--top-p P] [--max-new-tokens N] [--prompts N] [--seed S]
 //       [--batch B] [--tokenizer DIR|byte] [--chat-template T] [--prompt-key K] [--answer-key K]
 //       [--tp N --sp N --ep N --pp N] [--dtype float32|bfloat16] [--json]
@@ -42,7 +43,7 @@ using namespace hpcrl;
 using ordered_json = nlohmann::ordered_json;
 
 struct Options {
-  std::string model, adapter, data, responses, tokenizer, dtype = "float32";
+  std::string model, adapter, data, responses, tokenizer, tools, dtype = "float32";
   cli::JsonlFlags jsonl;
   cli::RewardFlags reward;
   double format_bonus = 0;  // copied into reward.format_bonus when given
@@ -186,13 +187,14 @@ struct ModelEval {
 };
 
 void print_model_eval(const Options& o, const cli::EvalReward& reward, const cli::EvalData& data,
-                      const ModelEval& m, const std::string& mesh) {
+                      const cli::EvalTools& tools, const ModelEval& m, const std::string& mesh) {
   const algo::EvalResult& r = m.result;
   if (o.json) {
     ordered_json doc;
     doc["model"] = o.model;
     doc["data"] = data.label;
     doc["reward"] = reward.label;
+    if (tools.kit) doc["tools"] = tools.label;
     doc["examples"] = r.examples;
     doc["n"] = o.n;
     doc["samples"] = r.examples * o.n;
@@ -211,6 +213,7 @@ void print_model_eval(const Options& o, const cli::EvalReward& reward, const cli
               static_cast<long long>(r.examples), static_cast<long long>(o.n),
               o.temperature == 0 ? "greedy" : fmt::format("temperature {}", o.temperature).c_str(),
               reward.label.c_str());
+  if (tools.kit) std::printf("multi-turn over the tools of %s\n", tools.label.c_str());
   print_pass_table(m.pass);
   std::printf("%lld of %lld samples correct; mean response %.1f tokens; %.1f s (%s)\n",
               static_cast<long long>(m.correct), static_cast<long long>(r.examples * o.n), r.response_len, r.seconds,
@@ -231,7 +234,8 @@ int evaluate_model(const Options& o, const cli::EvalReward& reward, const dist::
                              "'" + o.model + "' has no tokenizer.json, and eval needs one to build prompts and read "
                              "responses: pass --tokenizer DIR (or --tokenizer byte, the built-in byte tokenizer)");
   cli::EvalData data = cli::load_eval_data(o.data, o.jsonl, *tok);
-  algo::PromptBuilder prompts(*tok, data.config.get());
+  const cli::EvalTools tools = cli::load_eval_tools(o.tools, o.max_new_tokens);
+  algo::PromptBuilder prompts(*tok, data.config.get(), tools::tool_schemas(tools.kit.get()));
   const int64_t total = o.prompts > 0 ? std::min<int64_t>(o.prompts, data.examples.size()) : data.examples.size();
   check_prompt_lengths(o, data, prompts, total, arch);
 
@@ -242,7 +246,9 @@ int evaluate_model(const Options& o, const cli::EvalReward& reward, const dist::
                lm.mesh.describe());
   reward::VerifiableReward verifier(reward.config);
   ModelEval m;
-  m.result = algo::evaluate(role, data.examples, prompts, verifier, eval_options(o, total));
+  algo::EvalOptions options = eval_options(o, total);
+  options.tools = tools.kit.get();
+  m.result = algo::evaluate(role, data.examples, prompts, verifier, options);
 
   std::vector<algo::SampleCounts> counts;
   for (int64_t c : m.result.correct_per_example) {
@@ -251,7 +257,7 @@ int evaluate_model(const Options& o, const cli::EvalReward& reward, const dist::
   }
   m.pass = algo::mean_pass_at_k(counts);
   if (world.rank != 0) return 0;
-  print_model_eval(o, reward, data, m, lm.mesh.describe());
+  print_model_eval(o, reward, data, tools, m, lm.mesh.describe());
   return 0;
 }
 
@@ -267,9 +273,9 @@ int run(Options o, bool format_bonus_given) {
   if (!o.responses.empty()) {
     // Offline scoring needs neither a model nor MPI (whose start-up alone takes longer than scoring
     // thousands of lines); under a launcher, only its rank 0 prints.
-    HPCRL_CHECK_INPUT(o.model.empty() && o.data.empty(),
-                      "--responses scores pre-generated responses without a model: drop --model and --data (or drop "
-                      "--responses to generate with the model)");
+    HPCRL_CHECK_INPUT(o.model.empty() && o.data.empty() && o.tools.empty(),
+                      "--responses scores pre-generated responses without a model: drop --model, --data and --tools "
+                      "(or drop --responses to generate with the model)");
     cli::EvalReward reward = cli::parse_reward(o.reward);
     return launcher_rank() == 0 ? score_file(o, reward) : 0;
   }
@@ -294,6 +300,8 @@ hpcrl::cli::Registration reg{"eval", 65, [](CLI::App& app) {
   sub->add_option("--responses", o.responses, "Score this JSONL of responses ({\"response\", \"answer\"[, "
                                               "\"prompt_index\"]} per line) instead of generating; no model");
   sub->add_option("--reward", o.reward.spec, "verifiable | PIPELINE.yaml[:REWARD]")->capture_default_str();
+  sub->add_option("--tools", o.tools, "PIPELINE.yaml[:STAGE]: evaluate multi-turn over the tools of stage STAGE "
+                                      "(its index; the only stage with tools when omitted), as its evaluations do");
   sub->add_option("--extract", o.reward.extract, "Extractor order for --reward verifiable, e.g. boxed,last_number "
                                                  "(default boxed,answer_tag,hash,answer_is,last_number)");
   auto* bonus = sub->add_option("--format-bonus", o.format_bonus, "Bonus for <think>…</think> then an answer "

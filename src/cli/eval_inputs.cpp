@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <utility>
+#include <variant>
 
 #include "hpcrl/algo/objectives/reward_fn.h"
 #include "hpcrl/config/enums.h"
@@ -16,6 +17,7 @@
 #include "hpcrl/reward/answer_extract.h"
 #include "hpcrl/runner/data_loader.h"
 #include "hpcrl/util/check.h"
+#include "hpcrl/util/overloaded.h"
 #include "hpcrl/util/strings.h"
 
 namespace hpcrl::cli {
@@ -194,6 +196,41 @@ EvalReward parse_reward(const RewardFlags& flags) {
   out.label += " (extract: " + str::join(names, ", ");
   if (out.config.format_bonus > 0) out.label += fmt::format("; format_bonus {}", out.config.format_bonus);
   out.label += ")";
+  return out;
+}
+
+namespace {
+// A stage's tools (evaluations of an sft stage, rollouts and evaluations of grpo/ppo; none for distill).
+const config::StageTools& stage_tools(const config::StageConfig& stage) {
+  static const config::StageTools kNone;
+  return std::visit(util::overloaded{[](const config::SftStage& s) -> const config::StageTools& { return s.tools; },
+                                     [](const config::GrpoStage& s) -> const config::StageTools& { return s.tools; },
+                                     [](const config::PpoStage& s) -> const config::StageTools& { return s.tools; },
+                                     [](const config::DistillStage&) -> const config::StageTools& { return kNone; }},
+                    stage.body);
+}
+}  // namespace
+
+EvalTools load_eval_tools(const std::string& spec, int64_t max_new_tokens) {
+  EvalTools out;
+  if (spec.empty()) return out;
+  const auto ref = pipeline_ref(spec);
+  HPCRL_CHECK_INPUT(ref, "--tools '" << spec << "': expected a pipeline file, PIPELINE.yaml[:STAGE], whose stage "
+                                     "STAGE (its index in stages:) lists the tools");
+  const auto& [file, stage] = *ref;
+  config::PipelineConfig cfg = config::load_pipeline_config(file, {}, {});
+  std::vector<std::string> with_tools;  // the indices of the stages with tools
+  for (size_t i = 0; i < cfg.stages.size(); ++i)
+    if (stage_tools(cfg.stages[i]).enabled()) with_tools.push_back(std::to_string(i));
+  const size_t index = std::stoul(pick_name("--tools", file, "stages (with tools)", stage, with_tools));
+  const config::StageTools& st = stage_tools(cfg.stages[index]);
+  HPCRL_CHECK_INPUT(st.reply_tokens < max_new_tokens,
+                    "--tools " << spec << ": its replies take up to " << st.reply_tokens
+                               << " tokens (reply_tokens), which leaves no room in --max-new-tokens " << max_new_tokens
+                               << " for the model's answer after one: raise --max-new-tokens above "
+                               << st.reply_tokens);
+  out.kit = tools::stage_toolkit(cfg, st);
+  out.label = file + ":" + std::to_string(index) + " (" + str::join(st.use, ", ") + ")";
   return out;
 }
 

@@ -8,6 +8,9 @@
 //                                     `hpcrl run` builds it (template, limits, seed)
 //   --reward verifiable               with --extract a,b,... and --format-bonus X
 //   --reward PIPELINE.yaml[:NAME]     reward NAME of a pipeline file (the only one when NAME is omitted)
+//   --tools PIPELINE.yaml[:STAGE]     the tools, call format and limits of stage STAGE (its index in
+//                                     `stages:`; the only stage with tools when omitted): evaluation
+//                                     is multi-turn over them, as that stage's evaluations are
 // Every malformed spec is an InputError naming the flag, the bad part and the fix.
 #pragma once
 
@@ -19,6 +22,7 @@
 #include "hpcrl/io/dataset.h"
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/reward/verifiable.h"
+#include "hpcrl/tools/stage_toolkit.h"
 
 namespace hpcrl::cli {
 
@@ -52,5 +56,14 @@ struct EvalReward {
 };
 
 EvalReward parse_reward(const RewardFlags& flags);
+
+struct EvalTools {
+  std::unique_ptr<tools::StageToolkit> kit;  // null without --tools: single-turn
+  std::string label;                          // "tiny_tools.yaml:0 (calculator)"
+};
+
+// `spec` empty: no tools. InputError when the stage has no tools, names none
+// of the file's stages with tools, or its replies cannot fit max_new_tokens.
+EvalTools load_eval_tools(const std::string& spec, int64_t max_new_tokens);
 
 }  // namespace hpcrl::cli

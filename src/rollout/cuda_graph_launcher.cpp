@@ -9,6 +9,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <exception>
 #include <map>
 #include <memory>
 #include <set>
@@ -25,8 +26,12 @@ class GraphLauncher final : public StepLauncher {
   explicit GraphLauncher(at::Device device) : device_(device), pool_(at::cuda::graph_pool_handle()) {}
 
   ~GraphLauncher() override {
-    // Replays may still run on the stream: the graphs' memory goes back only after them.
-    c10::cuda::device_synchronize();
+    // Replays may still run on the stream: the graphs' memory goes back only after them. A device
+    // error here (the run is already failing) must not end the process from a destructor.
+    try {
+      c10::cuda::device_synchronize();
+    } catch (const std::exception&) {
+    }
     graphs_.clear();
   }
 

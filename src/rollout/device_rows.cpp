@@ -61,7 +61,9 @@ void DeviceRows::append(int64_t first, const at::Tensor& ids, const at::Tensor& 
   draw_.narrow(0, first, R).add_(live);
   last_.narrow(0, first, R).copy_(ids);
   at::Tensor ends = generated >= max_new_tokens_;
-  if (eos_.numel() > 0) ends.logical_or_(at::isin(ids, eos_));
+  // An [R, E] comparison: at::isin may sort and take unique ids for many EOS ids, which reads a size on
+  // the host (no CUDA graph can hold that).
+  if (eos_.numel() > 0) ends.logical_or_((ids.unsqueeze(1) == eos_.unsqueeze(0)).any(1));
   ended.logical_or_(ends);
 }
 

@@ -66,6 +66,31 @@ std::string grpo_on_sft_policy(const std::string& dir) {
 }
 }  // namespace
 
+TEST(ToolsE2E, HpcrlEvalOverTheStagesToolsReportsTheRunsOwnEvaluation) {
+  // `hpcrl eval --tools FILE:0` on the policy an SFT run saved evaluates multi-turn over stage 0's
+  // tools, as the run's evaluation after its last step did on the same weights: the same greedy
+  // accuracy and mean response length. Without --tools its calls get no reply.
+  const std::string dir = scratch_dir("tools-eval");
+  Proc sft = run_hpcrl("run " + kTools + " --set 'stages=[" + std::string(kSftStage) + "]' --out " + dir + "/sft");
+  ASSERT_EQ(sft.exit_code, 0) << sft.output;
+  const auto evals = lines_with(read_metrics(dir + "/sft/metrics.jsonl"), "sft", "eval/accuracy");
+  ASSERT_FALSE(evals.empty());
+  const std::string policy = run_shell("ls -d " + dir + "/sft/checkpoints/00-sft/step-*/policy | tail -1").output;
+  const std::string eval = "eval --model " + policy.substr(0, policy.find('\n')) + " --data " + kTools +
+                           ":products --max-new-tokens 56 --json";
+  auto report = [](const Proc& p) { return nlohmann::json::parse(p.output.substr(p.output.rfind("{\"model\""))); };
+  Proc with = run_hpcrl(eval + " --tools " + kTools + ":0");
+  ASSERT_EQ(with.exit_code, 0) << with.output;
+  const nlohmann::json a = report(with);
+  EXPECT_EQ(a["examples"], 32);
+  EXPECT_DOUBLE_EQ(a["pass_at_k"]["1"].get<double>(), evals.back()["eval/accuracy"].get<double>());
+  EXPECT_NEAR(a["mean_response_len"].get<double>(), evals.back()["eval/response_len"].get<double>(), 1e-9);
+  EXPECT_EQ(a["tools"], kTools + ":0 (calculator)");
+  Proc without = run_hpcrl(eval);
+  ASSERT_EQ(without.exit_code, 0) << without.output;
+  EXPECT_LT(report(without)["pass_at_k"]["1"].get<double>(), a["pass_at_k"]["1"].get<double>());
+}
+
 TEST(ToolsE2E, DisaggregatedSynchronousGivesTheColocatedTrajectories) {
   // From the same SFT policy, generation on a rank of its own samples the colocated run's trajectories
   // (same rewards, lengths and calls) and the trainer makes the same updates.

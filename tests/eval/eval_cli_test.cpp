@@ -135,7 +135,7 @@ TEST_F(EvalCli, BadLinesExitTwoNamingFileLineAndFix) {
                "FILE:1: key 'prompt_index' is -1, expected an integer >= 0");
   expect_error("empty.jsonl", "\n\n", "FILE: no responses (2 lines, all blank)");
   expect_error("ok.jsonl", "{\"response\": \"1\", \"answer\": \"1\"}\n",
-               "--responses scores pre-generated responses without a model: drop --model and --data",
+               "--responses scores pre-generated responses without a model: drop --model, --data and --tools",
                " --model preset:tiny");
   expect_error("ok2.jsonl", "{\"response\": \"1\", \"answer\": \"1\"}\n", "--extract[0]: ", " --extract boxd");
   Result missing = sh(kEval + "--responses " + path("missing.jsonl") + " 2>&1");

@@ -1,8 +1,9 @@
 // `hpcrl eval`'s --data and --reward specs (src/cli/eval_inputs.cpp): the
 // synthetic spec yields exactly the held-out split a pipeline with the same
 // settings evaluates on; a pipeline's reward is read with its extractor order;
-// JSONL keys and templates reach the prompt config; malformed specs are
-// InputErrors naming the flag, the bad part and the fix.
+// JSONL keys and templates reach the prompt config; --tools reads a stage's
+// tools, format and limits; malformed specs are InputErrors naming the flag,
+// the bad part and the fix.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -118,6 +119,37 @@ TEST(EvalReward, BadSpecsNameTheFlagAndTheFix) {
   f.spec = kSource + "/configs/quickstart.yaml";
   f.extract = "boxed";
   EXPECT_NE(parse(f).find("--extract and --format-bonus apply to --reward verifiable"), std::string::npos);
+}
+
+TEST(EvalTools, AStagesToolsFormatAndLimitsAreRead) {
+  // tiny_tools.yaml: stage 0 (sft) and stage 1 (grpo, max_turns 2) call the calculator in <calc> tags.
+  const std::string file = kSource + "/tests/e2e/data/tiny_tools.yaml";
+  EXPECT_EQ(cli::load_eval_tools("", 56).kit, nullptr);
+  const cli::EvalTools grpo = cli::load_eval_tools(file + ":1", 56);
+  ASSERT_NE(grpo.kit, nullptr);
+  ASSERT_EQ(grpo.kit->tools.size(), 1u);
+  EXPECT_EQ(grpo.kit->tools[0]->name(), "calculator");
+  EXPECT_EQ(grpo.kit->format.open, "<calc>");
+  EXPECT_EQ(grpo.kit->limits.max_turns, 2);
+  EXPECT_EQ(grpo.kit->limits.reply_tokens, 12);
+  EXPECT_EQ(grpo.label, file + ":1 (calculator)");
+}
+
+TEST(EvalTools, BadSpecsNameTheFlagAndTheFix) {
+  const std::string file = kSource + "/tests/e2e/data/tiny_tools.yaml";
+  auto load = [](const std::string& spec, int64_t max_new) {
+    return error_of([&] { cli::load_eval_tools(spec, max_new); });
+  };
+  EXPECT_EQ(load("calculator", 56), "--tools 'calculator': expected a pipeline file, PIPELINE.yaml[:STAGE], whose "
+                                    "stage STAGE (its index in stages:) lists the tools");
+  EXPECT_NE(load(file, 56).find("has 2 entries (0, 1)"), std::string::npos) << load(file, 56);
+  EXPECT_NE(load(file + ":2", 56).find("has no stages (with tools) entry '2'"), std::string::npos)
+      << load(file + ":2", 56);
+  EXPECT_EQ(load(file + ":0", 12), "--tools " + file + ":0: its replies take up to 12 tokens (reply_tokens), which "
+                                   "leaves no room in --max-new-tokens 12 for the model's answer after one: raise "
+                                   "--max-new-tokens above 12");
+  const std::string none = kSource + "/configs/quickstart.yaml";
+  EXPECT_NE(load(none, 56).find("has 0 entries (none)"), std::string::npos) << load(none, 56);
 }
 
 }  // namespace

@@ -196,6 +196,7 @@ Summary summarize(const std::vector<TraceFile>& files) {
   add_comm_stats(s, g.comms);
   s.bubbles = pipeline_bubbles(files);
   s.roles = role_idle(files);
+  s.tools = tool_overlap(files);
   return s;
 }
 

@@ -86,6 +86,17 @@ void format_roles(std::ostream& os, const std::vector<RoleIdleStats>& roles) {
   os << "\nseconds: the role's <stage>/rounds spans summed over its ranks; waiting for data: receiving samples "
         "(a reference: requests; a reward model: scoring rounds); waiting for weights: in a weight sync, the transfer included.\n";
 }
+void format_tools(std::ostream& os, const std::optional<ToolOverlapStats>& t) {
+  if (!t) return;
+  os << "\n## Tool calls\n\n"
+     << "| ranks | calls | call s | mean call ms | decode s | call time decoding |\n"
+     << "|--:|--:|--:|--:|--:|--:|\n"
+     << "| " << t->ranks << " | " << t->calls << " | " << fmt("%.3f", t->call_s) << " | "
+     << fmt("%.3f", 1e3 * t->call_s / double(t->calls)) << " | " << fmt("%.3f", t->decode_s) << " | "
+     << fmt("%.1f %%", 100 * t->hidden_share) << " |\n";
+  os << "\ncall s: the rollout/tool spans (a call's start to the engine taking its reply) over all ranks; call time "
+        "decoding: the share of it that a decode step of the same rank overlapped (hidden behind other rows).\n";
+}
 }  // namespace
 
 std::string format_markdown(const Summary& s) {
@@ -140,6 +151,7 @@ std::string format_markdown(const Summary& s) {
           "theory: (p−1)/(m+p−1) ((p−1)/(v·m+p−1) interleaved).\n";
   }
   format_roles(os, s.roles);
+  format_tools(os, s.tools);
   return os.str();
 }
 
@@ -193,6 +205,9 @@ std::string format_json(const Summary& s) {
   for (const auto& r : s.roles)
     j["roles"].push_back({{"stage", r.stage}, {"role", r.role}, {"ranks", r.ranks}, {"seconds", r.seconds},
                           {"busy", r.busy}, {"waiting_data", r.waiting_data}, {"waiting_weights", r.waiting_weights}});
+  if (s.tools)
+    j["tool_calls"] = {{"ranks", s.tools->ranks}, {"calls", s.tools->calls}, {"call_s", s.tools->call_s},
+                       {"decode_s", s.tools->decode_s}, {"hidden_share", s.tools->hidden_share}};
   return j.dump(2) + "\n";
 }
 

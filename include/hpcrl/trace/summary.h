@@ -10,15 +10,18 @@
 //                         top-level spans: / the sum over ranks of each rank's traced wall time;
 //                         NaN when the parent span was never recorded
 // With pipeline parallelism, a bubble table per pp stage (bubble.h): the
-// measured idle share of the pipelined steps next to (p−1)/(m+p−1).
+// measured idle share of the pipelined steps next to (p−1)/(m+p−1). With tool
+// calls, their time against the decode steps that overlapped it (tool_overlap.h).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hpcrl/trace/bubble.h"
 #include "hpcrl/trace/role_idle.h"
+#include "hpcrl/trace/tool_overlap.h"
 #include "hpcrl/trace/reader.h"
 
 namespace hpcrl::trace {
@@ -60,6 +63,7 @@ struct Summary {
   std::vector<CommStats> comm;   // by op, then group
   std::vector<BubbleStats> bubbles;  // pipeline parallelism: measured vs theoretical bubble per pp stage
   std::vector<RoleIdleStats> roles;  // disaggregated RL: busy and waiting shares per role
+  std::optional<ToolOverlapStats> tools;  // multi-turn rollouts: call time against decode time
 };
 
 // "policy/tp[3]" -> "policy/tp": groups of one kind (every tp group) are summed together.

@@ -38,11 +38,6 @@ void check_stage(const PipelineConfig& c, const RlStage& s, const std::string& p
                "multi-turn rollouts with partial rollouts are not built: a paused row waiting for a tool's reply "
                "would have to be carried across the update",
                "remove async.partial_rollouts or the stage's tools");
-  if (const ModelConfig* policy = c.find_model(s.policy); policy && policy->rollout.parallel.ep > 1)
-    diag.error(c.pos(tp), tp,
-               "multi-turn rollouts on an expert-parallel engine (ep " + std::to_string(policy->rollout.parallel.ep) +
-                   ") are not built: its ranks would have to agree on every reply's prefill",
-               "generate with models." + policy->name + ".rollout.parallel.ep: 1");
 }
 }  // namespace
 

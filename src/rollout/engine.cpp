@@ -135,9 +135,6 @@ GenerationResult Engine::run(const std::vector<std::vector<int32_t>>& prompts, G
   for (size_t k = 0; k < call.samples.size(); ++k) validate_paused(call.samples[k], k, prompts, params, model_->arch());
   HPCRL_CHECK_INPUT(!call.turns || call.pause_after_groups == 0,
                     "a multi-turn call cannot pause (pause_after_groups): partial rollouts with tools are not built");
-  HPCRL_CHECK_INPUT(!call.turns || !ep_lockstep(*model_),
-                    "multi-turn generation on an expert-parallel group (ep > 1) is not built: its ranks would "
-                    "need to agree on every reply's prefill; generate with ep = 1");
   torch::NoGradGuard no_grad;
   CallParameters gathered(*model_);
   stats_ = {};

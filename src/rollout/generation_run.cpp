@@ -11,6 +11,7 @@
 
 #include "hpcrl/rollout/sampling.h"
 #include "hpcrl/trace/trace.h"
+#include "hpcrl/util/check.h"
 
 namespace hpcrl::rollout {
 
@@ -63,6 +64,11 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
   }
   stats_.cache_bytes = slots_.bytes();
   done_.reserve(total_);
+  // The ranks of an ep group step together, and a multi-turn call adds a collective to every iteration.
+  const auto with_turns = any_over_ep({turns_ ? 1 : 0, turns_ ? 0 : 1});
+  HPCRL_CHECK_INPUT(!(with_turns[0] && with_turns[1]),
+                    "the ranks of an expert-parallel group made multi-turn and single-turn calls together: they step "
+                    "together, so every rank's call must pass a turn handler, or none");
 }
 
 GenerationResult GenerationRun::run() {
@@ -89,7 +95,7 @@ bool GenerationRun::step() {
     pause();
     return false;
   }
-  if (!parked_.empty()) take_replies();
+  if (turns_) resume_replies();
   const bool has_work = !pending_.empty() || !active_.empty() || !parked_.empty();
   const bool prefill_now = !pending_.empty() && free_slots() > 0 &&
                            (options_.continuous_batching || (active_.empty() && parked_.empty()));

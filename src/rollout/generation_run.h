@@ -110,20 +110,27 @@ class GenerationRun {
   int64_t free_slots() const { return slot_count_ - int64_t(active_.size() + parked_.size()); }
   // Rows whose last token ended a turn leave the decoding rows for the top slots; their calls start.
   void park_turns();
-  // Takes the replies every rank of the tp group has (waiting for one when no
-  // row can decode or be admitted): their rows end, or resume.
-  void take_replies();
-  // Row parked_[i] leaves the parked slots, its cache moved to slot `to` (< 0: dropped).
-  Sequence unpark(size_t i, int64_t to);
+  // Each iteration of a multi-turn call: takes the replies and prefills them
+  // (take_replies, resume), the ranks of an ep group running as many forwards
+  // as the one with the most.
+  void resume_replies();
   // Rows taking their replies, in the order of their slots after the live rows.
   struct Resumed {
     std::vector<Sequence> rows;              // with the reply's tokens appended (marked inserted)
     std::vector<std::vector<int32_t>> fed;   // what each row's cache is extended by: its last sampled token, the reply
     void add(Sequence s, const std::vector<int32_t>& reply);
+    // Rows [begin, end) extended together: as many as one prefill's tokens hold.
+    std::vector<std::pair<size_t, size_t>> batches() const;
   };
-  // Prefills the replies into the rows' caches (as many rows a forward as a
-  // prefill holds) and the rows decode on from their first token after it.
-  void resume(Resumed r);
+  // Takes the replies every rank of the tp group has (waiting for one when no
+  // row can decode or be admitted): their rows end, or come back to resume.
+  Resumed take_replies();
+  // Row parked_[i] leaves the parked slots, its cache moved to slot `to` (< 0: dropped).
+  Sequence unpark(size_t i, int64_t to);
+  // Prefills the replies into the rows' caches, one forward per batch, then
+  // idle forwards up to `group_forwards` (another ep rank's count); the rows
+  // decode on from their first token after it.
+  void resume(Resumed r, int64_t group_forwards);
   // The tickets of parked_ (in order) whose reply every rank of the tp group has.
   std::vector<bool> ready_over_tp() const;
 

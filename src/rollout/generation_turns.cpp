@@ -10,6 +10,7 @@
 // computes.
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -53,7 +54,13 @@ std::vector<bool> GenerationRun::ready_over_tp() const {
   return std::vector<bool>(flags.begin(), flags.end());
 }
 
-void GenerationRun::take_replies() {
+void GenerationRun::resume_replies() {
+  Resumed resumed = parked_.empty() ? Resumed{} : take_replies();
+  const int32_t forwards = int32_t(resumed.batches().size());
+  resume(std::move(resumed), any_over_ep({forwards})[0]);  // the most any rank of the ep group runs
+}
+
+GenerationRun::Resumed GenerationRun::take_replies() {
   bool missing = false;
   for (const Sequence& s : parked_) missing = missing || !replies_.count(s.ticket);
   // Nothing to decode and nothing to admit: wait for a reply instead of spinning.
@@ -80,7 +87,7 @@ void GenerationRun::take_replies() {
       resumed.add(std::move(s), reply.tokens);
     }
   }
-  if (!resumed.rows.empty()) resume(std::move(resumed));
+  return resumed;
 }
 
 GenerationRun::Sequence GenerationRun::unpark(size_t i, int64_t to) {
@@ -109,17 +116,28 @@ void GenerationRun::Resumed::add(Sequence s, const std::vector<int32_t>& reply) 
   fed.push_back(std::move(tokens));
 }
 
-void GenerationRun::resume(Resumed r) {
+std::vector<std::pair<size_t, size_t>> GenerationRun::Resumed::batches() const {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t begin = 0; begin < fed.size();) {
+    size_t end = begin, longest = 0;
+    while (end < fed.size() &&
+           int64_t(end + 1 - begin) * int64_t(std::max(longest, fed[end].size())) <= SlotForward::kPrefillTokens)
+      longest = std::max(longest, fed[end++].size());
+    if (end == begin) ++end;  // one reply past a prefill: extend() refuses it with the sizes
+    out.emplace_back(begin, end);
+    begin = end;
+  }
+  return out;
+}
+
+void GenerationRun::resume(Resumed r, int64_t group_forwards) {
+  const auto batches = r.batches();
+  for (int64_t i = int64_t(batches.size()); i < group_forwards; ++i) forward_.idle_step();  // another ep rank's
+  if (batches.empty()) return;
   trace::TimedSpan span("rollout/reply");
   span.add_arg("rows", double(r.rows.size()));
-  // The rows' slots follow the live rows in order; each forward extends as many as fit a prefill.
-  for (size_t begin = 0; begin < r.rows.size();) {
-    size_t end = begin;
-    size_t longest = 0;
-    while (end < r.rows.size() &&
-           int64_t(end + 1 - begin) * int64_t(std::max(longest, r.fed[end].size())) <= SlotForward::kPrefillTokens)
-      longest = std::max(longest, r.fed[end++].size());
-    if (end == begin) ++end;  // one reply past a prefill: extend() refuses it with the sizes
+  // The rows' slots follow the live rows in order.
+  for (const auto& [begin, end] : batches) {
     const int64_t first = int64_t(active_.size());
     const std::vector<std::vector<int32_t>> fed(r.fed.begin() + int64_t(begin), r.fed.begin() + int64_t(end));
     at::Tensor logits = forward_.extend(slots_, first, fed);
@@ -131,7 +149,6 @@ void GenerationRun::resume(Resumed r) {
     }
     start_rows(first);
     choose(logits, first);
-    begin = end;
   }
   stats_.prefill_seconds += span.elapsed_seconds();
 }

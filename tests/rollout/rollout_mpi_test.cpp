@@ -160,6 +160,44 @@ TEST(RolloutMpi, ExpertParallelRanksWithDifferentWorkStepTogether) {
   EXPECT_EQ(out.size(), rank == 0 ? prompts.size() : 0u);
 }
 
+TEST(RolloutMpi, ExpertParallelMultiTurnRanksPrefillTheirOwnRepliesInStep) {
+  // ep = 2 over an MoE model: rank 0 has three prompts with replies 3 polls late, rank 1 one prompt
+  // with replies at once, so the ranks park, wait and prefill replies at different iterations; each
+  // pads to the other's forward count. Every trajectory equals the whole model's on one rank.
+  if (!two_ranks()) GTEST_SKIP() << "layout test written for 2 ranks";
+  const int rank = dist::init(nullptr, nullptr).rank;
+  const ExpertParallelPair ep = expert_parallel_pair();
+  const rollout::SamplingParams p = params(1.0, rank == 0 ? 28 : 20, 9, {5, 11});
+  auto run = [&](std::shared_ptr<model::DecoderModel> m, int64_t delay) {
+    hpcrl::testing::ScriptedTurns turns(delay);
+    return rollout::Engine(m, nullptr, {3, true})
+        .run(ep.prompts, rollout::GenerationCall::fresh(int64_t(ep.prompts.size()), 2, &turns), p)
+        .finished;
+  };
+  const auto got = run(ep.split, rank == 0 ? 3 : 0);
+  const auto want = run(ep.full, 0);
+  ASSERT_EQ(got.size(), want.size());
+  int64_t turns = 0;
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].sampled, want[k].sampled) << "sequence " << k;
+    EXPECT_TRUE(same_generation(*ep.full, ep.prompts[size_t(want[k].prompt_index)], want[k], got[k], 2e-5))
+        << "sequence " << k;
+    turns += want[k].turns;
+  }
+  EXPECT_GT(turns, 0) << "rank " << rank << " made no call: nothing was checked";
+}
+
+TEST(RolloutMpi, ExpertParallelRanksWhereOneCallIsMultiTurnAreAnInputError) {
+  if (!two_ranks()) GTEST_SKIP() << "layout test written for 2 ranks";
+  const int rank = dist::init(nullptr, nullptr).rank;
+  const ExpertParallelPair ep = expert_parallel_pair();
+  hpcrl::testing::ScriptedTurns turns(0);
+  rollout::GenerationCall call = rollout::GenerationCall::fresh(int64_t(ep.prompts.size()), 1, rank == 0 ? &turns : nullptr);
+  const std::string message = hpcrl::testing::input_error_of(
+      [&] { rollout::Engine(ep.split, nullptr, {3, true}).run(ep.prompts, call, params(1.0, 8, 3)); });
+  EXPECT_NE(message.find("every rank's call must pass a turn handler, or none"), std::string::npos) << message;
+}
+
 TEST(RolloutMpi, ExpertParallelRanksPrefillingInDifferentChunkCountsStepTogether) {
   if (!two_ranks()) GTEST_SKIP() << "layout test written for 2 ranks";
   const int rank = dist::init(nullptr, nullptr).rank;

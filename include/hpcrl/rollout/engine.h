@@ -132,8 +132,10 @@ struct GenerationCall {
   int64_t pause_after_groups = 0;
   // Multi-turn: a row whose tokens end a turn waits for the handler's reply
   // while the others decode (turns.h); null = single-turn. Not with
-  // pause_after_groups, nor on an ep lockstep group (InputError). The ranks of
-  // a tp group take a reply once every one of them has it.
+  // pause_after_groups (InputError). The ranks of a tp group take a reply once
+  // every one of them has it; the ranks of an ep lockstep group prefill their
+  // own replies, as many forwards each as the rank with the most (idle ones
+  // run empty steps), and must all make a multi-turn call or none (InputError).
   TurnHandler* turns = nullptr;
 
   // n fresh samples of each of `prompts` prompts, ordered by (prompt, sample).

@@ -33,11 +33,6 @@ void check_tools(const PipelineConfig& c, const StageTools& t, const std::string
 void check_stage(const PipelineConfig& c, const RlStage& s, const std::string& p, Diagnostics& diag) {
   const std::string tp = p + ".tools";
   reply_fits(c, s.tools, s.sampling.max_new_tokens, "max_new_tokens", tp, diag);
-  if (s.async.partial_rollouts)
-    diag.error(c.pos(tp), tp,
-               "multi-turn rollouts with partial rollouts are not built: a paused row waiting for a tool's reply "
-               "would have to be carried across the update",
-               "remove async.partial_rollouts or the stage's tools");
 }
 }  // namespace
 

@@ -133,8 +133,6 @@ GenerationResult Engine::run(const std::vector<std::vector<int32_t>>& prompts, G
                              const SamplingParams& params) {
   validate(prompts, params, model_->arch());
   for (size_t k = 0; k < call.samples.size(); ++k) validate_paused(call.samples[k], k, prompts, params, model_->arch());
-  HPCRL_CHECK_INPUT(!call.turns || call.pause_after_groups == 0,
-                    "a multi-turn call cannot pause (pause_after_groups): partial rollouts with tools are not built");
   torch::NoGradGuard no_grad;
   CallParameters gathered(*model_);
   stats_ = {};

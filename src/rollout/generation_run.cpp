@@ -310,7 +310,9 @@ void GenerationRun::pause() {
   if (unread) {  // another rank of the ep group reached the count between this rank's syncs
     sync();
     retire();
+    if (turns_) park_turns();
   }
+  if (turns_) finish_calls();
   for (Sequence& s : active_) paused_.push_back(std::move(s.out));
   for (Sequence& s : pending_) paused_.push_back(std::move(s.out));
   active_.clear();

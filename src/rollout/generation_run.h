@@ -127,6 +127,10 @@ class GenerationRun {
   Resumed take_replies();
   // Row parked_[i] leaves the parked slots, its cache moved to slot `to` (< 0: dropped).
   Sequence unpark(size_t i, int64_t to);
+  // At a pause: waits for every parked row's reply, which ends the row or is
+  // appended to its tokens (marked inserted); the row then pauses with the
+  // others (its cache is not kept: a continuation prefills prompt + tokens).
+  void finish_calls();
   // Prefills the replies into the rows' caches, one forward per batch, then
   // idle forwards up to `group_forwards` (another ep rank's count); the rows
   // decode on from their first token after it.

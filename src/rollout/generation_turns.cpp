@@ -116,6 +116,31 @@ void GenerationRun::Resumed::add(Sequence s, const std::vector<int32_t>& reply) 
   fed.push_back(std::move(tokens));
 }
 
+void GenerationRun::finish_calls() {
+  // Every reply of this rank (the ranks of a tp group wait for the same calls and append the same replies).
+  auto missing = [&] {
+    for (const Sequence& s : parked_)
+      if (!replies_.count(s.ticket)) return true;
+    return false;
+  };
+  while (missing())
+    for (auto& [ticket, reply] : turns_->poll(/*wait=*/true)) replies_.emplace(ticket, std::move(reply));
+  while (!parked_.empty()) {
+    TurnReply reply = std::move(replies_.extract(parked_.back().ticket).mapped());
+    const int64_t room = params_.max_new_tokens - int64_t(parked_.back().out.tokens.size());
+    if (reply.finish_reason.empty() && int64_t(reply.tokens.size()) >= room) reply.finish_reason = "length";
+    Sequence s = unpark(parked_.size() - 1, -1);
+    if (!reply.finish_reason.empty()) {
+      s.out.finish_reason = reply.finish_reason;
+      finished(std::move(s.out));
+      continue;
+    }
+    Resumed appended;  // its bookkeeping only: the reply joins the tokens, nothing is prefilled
+    appended.add(std::move(s), reply.tokens);
+    paused_.push_back(std::move(appended.rows.front().out));
+  }
+}
+
 std::vector<std::pair<size_t, size_t>> GenerationRun::Resumed::batches() const {
   std::vector<std::pair<size_t, size_t>> out;
   for (size_t begin = 0; begin < fed.size();) {

@@ -51,8 +51,8 @@ bool ToolTurns::ends_turn(const rollout::Sample& s) const {
 void ToolTurns::start(int64_t ticket, const rollout::Sample& s) {
   Job job;
   job.ticket = ticket;
-  job.context.trajectory = prefix_ + "/" + std::to_string(prompt_offset_ + s.prompt_index) + "/" +
-                           std::to_string(s.sample_index);
+  const int64_t prompt = prompt_keys_.empty() ? prompt_offset_ + s.prompt_index : prompt_keys_[size_t(s.prompt_index)];
+  job.context.trajectory = prefix_ + "/" + std::to_string(prompt) + "/" + std::to_string(s.sample_index);
   job.context.timeout = std::chrono::milliseconds(int64_t(limits_.call_seconds * 1000));
   job.start_us = trace::now_us();
   const ParsedCall call = parse_call(turn_text(s), format_, names_);

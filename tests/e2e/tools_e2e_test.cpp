@@ -131,6 +131,35 @@ TEST(ToolsE2E, AsynchronousGenerationWithToolsCompletesAndReportsStaleness) {
   for (const auto& line : lines) EXPECT_GT(line.at("tools/calls").get<double>(), 0.5);
 }
 
+TEST(ToolsE2E, PartialRolloutsContinueMultiTurnResponsesAcrossUpdatesAndRepeatExactly) {
+  // Generation on rank 1 with partial rollouts, 12 slots for the groups in flight: a round ends with
+  // rows part-way (some waiting for the calculator, which take its reply first), and they continue
+  // under the next weights. Two runs are the same run; every iteration calls the tool; no trained
+  // token is staler than max_staleness 2, and some trained samples span an update.
+  const std::string dir = scratch_dir("tools-partial");
+  const std::string cfg = grpo_on_sft_policy(dir);
+  const std::string partial = " --set placement.mode=disaggregated"
+                              " --set 'placement.ranges={policy: [0, 0], reference: [0, 0], policy.rollout: [1, 1]}'"
+                              " --set stages[0].grpo.iterations=4 --set stages[0].grpo.async.max_staleness=2"
+                              " --set stages[0].grpo.async.partial_rollouts=true --set models.policy.rollout.max_batch=12";
+  Proc first = run_hpcrl("run " + cfg + partial + " --out " + dir + "/first", 2);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  Proc second = run_hpcrl("run " + cfg + partial + " --out " + dir + "/second", 2);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const auto a = grpo_lines(dir + "/first"), b = grpo_lines(dir + "/second");
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  double spanning = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (const char* key : {"reward/mean", "tools/calls", "response_len/mean", "staleness/spanning_samples"})
+      EXPECT_EQ(a[i].at(key), b[i].at(key)) << key << ", iteration " << i + 1;
+    EXPECT_GT(a[i].at("tools/calls").get<double>(), 0.5) << "iteration " << i + 1;
+    EXPECT_LE(a[i].at("staleness/max").get<double>(), 2.0) << "iteration " << i + 1;
+    spanning = std::max(spanning, a[i].at("staleness/spanning_samples").get<double>());
+  }
+  EXPECT_GT(spanning, 0.0) << "no trained sample crossed a weight update: nothing was continued";
+}
+
 TEST(ToolsE2E, TwoDataParallelRanksSampleWhatOneRankSamples) {
   // Draws are keyed by (seed, global prompt, sample, own-token step) and the
   // calculator is deterministic, so from the same weights dp = 2 has the

@@ -131,8 +131,9 @@ struct GenerationCall {
   // pausing call (> 0) or none does.
   int64_t pause_after_groups = 0;
   // Multi-turn: a row whose tokens end a turn waits for the handler's reply
-  // while the others decode (turns.h); null = single-turn. Not with
-  // pause_after_groups (InputError). The ranks of a tp group take a reply once
+  // while the others decode (turns.h); null = single-turn. At a pause, rows
+  // waiting for a reply take it first (appended to their tokens, marked
+  // inserted) and pause with the others. The ranks of a tp group take a reply once
   // every one of them has it; the ranks of an ep lockstep group prefill their
   // own replies, as many forwards each as the rank with the most (idle ones
   // run empty steps), and must all make a multi-turn call or none (InputError).

@@ -60,6 +60,10 @@ class ToolTurns : public rollout::TurnHandler {
   std::vector<std::pair<int64_t, rollout::TurnReply>> poll(bool wait) override;
 
   const ToolCounts& totals() const { return totals_; }
+  // Name trajectories by these keys (one per prompt of the call, as
+  // SamplingParams::prompt_keys) instead of prompt_offset + prompt_index: a
+  // sample continued in a later call keeps its trajectory's name.
+  void use_prompt_keys(std::vector<int64_t> keys) { prompt_keys_ = std::move(keys); }
 
  private:
   struct Job {
@@ -85,6 +89,7 @@ class ToolTurns : public rollout::TurnHandler {
   const io::Tokenizer& tokenizer_;
   const std::string prefix_;
   const int64_t prompt_offset_;
+  std::vector<int64_t> prompt_keys_;  // use_prompt_keys; empty: prompt_offset_ + prompt_index
   std::vector<int32_t> reply_open_, reply_close_;  // the template's wrapping, tokenized once
   ToolCounts totals_;
 

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include "hpcrl/algo/stages/rollout_copy.h"
 #include "hpcrl/algo/stages/stage_loop.h"
 #include "hpcrl/algo/training/role_sums.h"
@@ -117,6 +119,14 @@ RolloutSamples RolloutProducer::draw_groups(int64_t iteration, int64_t version, 
   return kept;
 }
 
+namespace {
+void add_tool_totals(const tools::ToolCounts& totals, RolloutSums& sums) {
+  sums.tool_calls += double(totals.calls);
+  sums.tool_errors += double(totals.errors);
+  sums.tool_seconds += totals.seconds;
+}
+}  // namespace
+
 RolloutSamples RolloutProducer::continue_groups(int64_t iteration, int64_t version, RlMetrics& m, Tally& tally) {
   const int64_t local = stage_.generator.local_batch(stage_.cfg.prompts, stage_.env.stage->path + ".prompts");
   const size_t G = static_cast<size_t>(stage_.cfg.group);
@@ -128,7 +138,7 @@ RolloutSamples RolloutProducer::continue_groups(int64_t iteration, int64_t versi
     draw_ahead(local);
     const int64_t wanted = std::max<int64_t>(0, local - kept_groups);
     const int64_t more = wanted - std::min(wanted, stream_->complete());
-    continue_samples(more, iteration, version, m);  // an empty call when this replica has enough
+    continue_samples(more, iteration, version, m, tally);  // an empty call when this replica has enough
     RolloutSamples round = score_groups(stream_->take_complete(wanted), iteration, m, tally);
     ++rounds;
     for (size_t g = 0; g * G < round.size(); ++g) {
@@ -161,7 +171,8 @@ void RolloutProducer::draw_ahead(int64_t local) {
   }
 }
 
-void RolloutProducer::continue_samples(int64_t groups, int64_t iteration, int64_t version, RlMetrics& m) {
+void RolloutProducer::continue_samples(int64_t groups, int64_t iteration, int64_t version, RlMetrics& m,
+                                       Tally& tally) {
   // A replica with its groups has nothing to generate, but an ep group's ranks step together: every rank of a
   // pausing call joins the pause check.
   RolloutStream::Call call;
@@ -173,6 +184,12 @@ void RolloutProducer::continue_samples(int64_t groups, int64_t iteration, int64_
   sampling.prompt_keys = call.keys;
   sampling.logprobs_at_temperature = true;
   rollout::GenerationResult result;
+  std::optional<tools::ToolTurns> turns;  // a continued sample keeps its trajectory's name (its prompt's key)
+  if (tools_) {
+    turns.emplace(tools_->tools, tools_->format, tools_->limits, *stage_.generator.tokenizer, stage_.name + "/stream");
+    turns->use_prompt_keys(call.keys);
+    call.call.turns = &*turns;
+  }
   timed_phase(stage_.name, "rollout", m, [&] {
     torch::NoGradGuard no_grad;
     stage_.generator.model->eval();
@@ -181,6 +198,7 @@ void RolloutProducer::continue_samples(int64_t groups, int64_t iteration, int64_
     generation_stops_.check(stage_.name + " iteration " + std::to_string(iteration) + "'s rollout");
   });
   stream_->take(call, std::move(result), version);
+  if (turns) add_tool_totals(turns->totals(), tally.sums);
 }
 
 RolloutSamples RolloutProducer::score_groups(std::vector<GroupInFlight> groups, int64_t iteration, RlMetrics& m,
@@ -232,9 +250,7 @@ std::vector<rollout::Sample> RolloutProducer::generate_with_tools(const std::vec
   auto samples =
       engine_->run(p_ids, rollout::GenerationCall::fresh(int64_t(p_ids.size()), stage_.cfg.group, &turns), sampling)
           .finished;
-  tally.sums.tool_calls += double(turns.totals().calls);
-  tally.sums.tool_errors += double(turns.totals().errors);
-  tally.sums.tool_seconds += turns.totals().seconds;
+  add_tool_totals(turns.totals(), tally.sums);
   return samples;
 }
 

@@ -58,7 +58,7 @@ class RolloutProducer {
   // Draws whole batches until two iterations' groups are in flight on every replica (the same draws on each).
   void draw_ahead(int64_t local);
   // One engine call over the stream's unfinished samples, pausing after `groups` more are complete.
-  void continue_samples(int64_t groups, int64_t iteration, int64_t version, RlMetrics& m);
+  void continue_samples(int64_t groups, int64_t iteration, int64_t version, RlMetrics& m, Tally& tally);
   // Whether a group's samples all scored alike (no learning signal: dynamic sampling skips it).
   bool uninformative(const RolloutSamples& round, size_t first) const;
   // The sums of kept groups over every replica, and whether to draw again.

@@ -25,6 +25,19 @@ std::vector<double> grpo_rewards(const std::string& run) {
   return out;
 }
 
+// The GRPO rewards of kConfig + `args` with the default decode steps (DIR/dynamic) and with
+// models.policy.rollout.decode_step = `step` (DIR/<step>); empty where a run failed (its output printed).
+std::pair<std::vector<double>, std::vector<double>> rewards_without_and_with(const std::string& dir,
+                                                                              const std::string& args,
+                                                                              const std::string& step) {
+  Proc dynamic = run_hpcrl("run " + kConfig + args + " --out " + dir + "/dynamic");
+  EXPECT_EQ(dynamic.exit_code, 0) << dynamic.output;
+  Proc other = run_hpcrl("run " + kConfig + args + " --set models.policy.rollout.decode_step=" + step + " --out " +
+                         dir + "/" + step);
+  EXPECT_EQ(other.exit_code, 0) << other.output;
+  return {grpo_rewards(dir + "/dynamic"), grpo_rewards(dir + "/" + step)};
+}
+
 std::vector<double> sft_losses(const std::string& run) {
   std::vector<double> out;
   for (const auto& j : lines_with(read_metrics(run + "/metrics.jsonl"), "sft", "loss"))
@@ -54,14 +67,8 @@ TEST(DecodeStepE2E, TheFixedStepReachesThePolicysEngineAndSamplesAsTheDynamicOne
   // rollout/decode spans say which); the first GRPO iteration samples from the same weights with the
   // same draws, so its rewards are the dynamic run's (a near-tie aside, none in this run).
   const std::string dir = scratch_dir("decode-step");
-  const std::string shortened =
-      " --set stages.0.sft.steps=10 --set stages.1.grpo.iterations=2 --set stages.2.distill.steps=1";
-  Proc dynamic = run_hpcrl("run " + kConfig + shortened + " --out " + dir + "/dynamic");
-  ASSERT_EQ(dynamic.exit_code, 0) << dynamic.output;
-  Proc fixed = run_hpcrl("run " + kConfig + shortened + " --set models.policy.rollout.decode_step=fixed --out " + dir +
-                         "/fixed");
-  ASSERT_EQ(fixed.exit_code, 0) << fixed.output;
-  const auto a = grpo_rewards(dir + "/dynamic"), b = grpo_rewards(dir + "/fixed");
+  const auto [a, b] = rewards_without_and_with(
+      dir, " --set stages.0.sft.steps=10 --set stages.1.grpo.iterations=2 --set stages.2.distill.steps=1", "fixed");
   ASSERT_EQ(a.size(), 2u);
   ASSERT_EQ(b.size(), 2u);
   EXPECT_EQ(b[0], a[0]);
@@ -95,13 +102,8 @@ TEST(DeviceE2E, CudaGrpoWithDecodeGraphsFollowsTheRunWithout) {
   // or dynamic steps; the draws are keyed the same, so the GRPO iterations see the same rewards
   // unless a near-tie in the sampled tokens parts the runs (then within 0.1 of each other).
   const std::string dir = scratch_dir("cuda-graphs");
-  const std::string gpu = " --set run.device=cuda --set stages.0.sft.steps=10 --set stages.2.distill.steps=2";
-  Proc dynamic = run_hpcrl("run " + kConfig + gpu + " --out " + dir + "/dynamic");
-  ASSERT_EQ(dynamic.exit_code, 0) << dynamic.output;
-  Proc graphs = run_hpcrl("run " + kConfig + gpu + " --set models.policy.rollout.decode_step=graphs --out " + dir +
-                          "/graphs");
-  ASSERT_EQ(graphs.exit_code, 0) << graphs.output;
-  const auto a = grpo_rewards(dir + "/dynamic"), b = grpo_rewards(dir + "/graphs");
+  const auto [a, b] = rewards_without_and_with(
+      dir, " --set run.device=cuda --set stages.0.sft.steps=10 --set stages.2.distill.steps=2", "graphs");
   ASSERT_EQ(a.size(), 3u);
   ASSERT_EQ(b.size(), a.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 0.1) << "iteration " << i + 1;

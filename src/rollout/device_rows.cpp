@@ -17,8 +17,10 @@ DeviceRows::DeviceRows(int64_t slots, int64_t interval, const SamplingParams& pa
   generated_ = at::zeros({slots}, longs);
   count_ = at::zeros({slots}, longs);
   ended_ = at::zeros({slots}, longs.dtype(at::kBool));
-  draw_ = at::zeros({slots}, longs);
-  if (draw_table) uniforms_ = at::zeros({slots, max_new_tokens_}, longs.dtype(at::kDouble));
+  if (draw_table) {
+    draw_ = at::zeros({slots}, longs);
+    uniforms_ = at::zeros({slots, max_new_tokens_}, longs.dtype(at::kDouble));
+  }
   log_ids_ = at::zeros({slots, interval + 1}, longs);
   log_logprobs_ = at::zeros({slots, interval + 1}, longs.dtype(at::kFloat));
   std::vector<int64_t> eos(params.eos_ids.begin(), params.eos_ids.end());
@@ -32,10 +34,10 @@ void DeviceRows::start(int64_t first, const std::vector<int64_t>& positions, con
   generated_.narrow(0, first, n).copy_(at::tensor(generated, at::kLong));
   count_.narrow(0, first, n).zero_();
   ended_.narrow(0, first, n).fill_(false);
+  if (!uniforms_.defined()) return;  // a dynamic step: the host keys its draws
   std::vector<int64_t> next(size_t(n), 0);
   for (int64_t i = 0; i < n; ++i) next[size_t(i)] = draws[size_t(i)].step;
   draw_.narrow(0, first, n).copy_(at::tensor(next, at::kLong));
-  if (!uniforms_.defined()) return;
   // Draw j of each row at column j: the draws it may still make, as draw_uniform gives them.
   at::Tensor table = at::zeros({n, max_new_tokens_}, at::kDouble);
   double* t = table.data_ptr<double>();
@@ -58,7 +60,7 @@ void DeviceRows::append(int64_t first, const at::Tensor& ids, const at::Tensor& 
   log_logprobs_.narrow(0, first, R).scatter_(1, column, logprobs.to(at::kFloat).unsqueeze(1));
   count.add_(live);
   generated.add_(live);
-  draw_.narrow(0, first, R).add_(live);
+  if (uniforms_.defined()) draw_.narrow(0, first, R).add_(live);
   last_.narrow(0, first, R).copy_(ids);
   at::Tensor ends = generated >= max_new_tokens_;
   // An [R, E] comparison: at::isin may sort and take unique ids for many EOS ids, which reads a size on
@@ -97,8 +99,10 @@ void DeviceRows::reset(uint64_t seed) {
 
 void DeviceRows::move(int64_t from, int64_t to) {
   if (from == to) return;
-  for (at::Tensor* t : {&last_, &position_, &generated_, &ended_, &draw_}) (*t)[to].copy_((*t)[from]);
-  if (uniforms_.defined()) uniforms_[to].copy_(uniforms_[from]);
+  for (at::Tensor* t : {&last_, &position_, &generated_, &ended_}) (*t)[to].copy_((*t)[from]);
+  if (!uniforms_.defined()) return;
+  draw_[to].copy_(draw_[from]);
+  uniforms_[to].copy_(uniforms_[from]);
 }
 
 }  // namespace hpcrl::rollout

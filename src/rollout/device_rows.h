@@ -71,7 +71,7 @@ class DeviceRows {
 
  private:
   at::Tensor last_, position_, generated_, ended_, count_;  // [slots]
-  at::Tensor draw_;                                         // [slots] int64: next draw index
+  at::Tensor draw_;                                         // [slots] int64: next draw index (with the table)
   at::Tensor log_ids_, log_logprobs_;                       // [slots, interval + 1]
   at::Tensor uniforms_;                                     // [slots, max_new_tokens] float64, or undefined
   at::Tensor eos_;                                          // [E] int64

@@ -52,6 +52,8 @@ class GenerationRun {
     int64_t ticket = -1;     // while parked: its call
     int64_t steps() const { return int64_t(out.tokens.size()) + unsynced; }  // its next token's index
     int64_t draws() const { return steps() - inserted; }  // its next sampled token's index (the draw's key)
+    // A tool's reply joins the tokens (log-prob 0, marked inserted).
+    void append_reply(const std::vector<int32_t>& reply);
   };
   static Sequence queued(const std::vector<std::vector<int32_t>>& prompts, Sample sample);
 
@@ -122,6 +124,9 @@ class GenerationRun {
     // Rows [begin, end) extended together: as many as one prefill's tokens hold.
     std::vector<std::pair<size_t, size_t>> batches() const;
   };
+  // The reply to parked row `s`, taken from replies_; "length" when it and one
+  // sampled token after it do not fit max_new_tokens.
+  TurnReply taken_reply(const Sequence& s);
   // Takes the replies every rank of the tp group has (waiting for one when no
   // row can decode or be admitted): their rows end, or come back to resume.
   Resumed take_replies();
@@ -131,10 +136,10 @@ class GenerationRun {
   // appended to its tokens (marked inserted); the row then pauses with the
   // others (its cache is not kept: a continuation prefills prompt + tokens).
   void finish_calls();
-  // Prefills the replies into the rows' caches, one forward per batch, then
+  // Prefills the replies into the rows' caches, one forward per batch (r.batches()), then
   // idle forwards up to `group_forwards` (another ep rank's count); the rows
   // decode on from their first token after it.
-  void resume(Resumed r, int64_t group_forwards);
+  void resume(Resumed r, const std::vector<std::pair<size_t, size_t>>& batches, int64_t group_forwards);
   // The tickets of parked_ (in order) whose reply every rank of the tp group has.
   std::vector<bool> ready_over_tp() const;
 

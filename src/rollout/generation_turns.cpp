@@ -56,8 +56,9 @@ std::vector<bool> GenerationRun::ready_over_tp() const {
 
 void GenerationRun::resume_replies() {
   Resumed resumed = parked_.empty() ? Resumed{} : take_replies();
-  const int32_t forwards = int32_t(resumed.batches().size());
-  resume(std::move(resumed), any_over_ep({forwards})[0]);  // the most any rank of the ep group runs
+  const auto batches = resumed.batches();
+  const int32_t forwards = int32_t(batches.size());
+  resume(std::move(resumed), batches, any_over_ep({forwards})[0]);  // the most any rank of the ep group runs
 }
 
 GenerationRun::Resumed GenerationRun::take_replies() {
@@ -74,10 +75,7 @@ GenerationRun::Resumed GenerationRun::take_replies() {
   Resumed resumed;
   for (size_t i = parked_.size(); i-- > 0;) {
     if (!ready[i]) continue;
-    TurnReply reply = std::move(replies_.extract(parked_[i].ticket).mapped());
-    // The reply and at least one sampled token after it must fit max_new_tokens.
-    const int64_t room = params_.max_new_tokens - int64_t(parked_[i].out.tokens.size());
-    if (reply.finish_reason.empty() && int64_t(reply.tokens.size()) >= room) reply.finish_reason = "length";
+    TurnReply reply = taken_reply(parked_[i]);
     const bool ends = !reply.finish_reason.empty();
     Sequence s = unpark(i, ends ? -1 : int64_t(active_.size() + resumed.rows.size()));
     if (ends) {
@@ -102,16 +100,28 @@ GenerationRun::Sequence GenerationRun::unpark(size_t i, int64_t to) {
   return s;
 }
 
+void GenerationRun::Sequence::append_reply(const std::vector<int32_t>& reply) {
+  if (out.sampled.empty()) out.sampled.assign(out.tokens.size(), 1);
+  for (int32_t id : reply) {
+    out.tokens.push_back(id);
+    out.logprobs.push_back(0.0f);
+    out.sampled.push_back(0);
+  }
+  inserted += int64_t(reply.size());
+}
+
+TurnReply GenerationRun::taken_reply(const Sequence& s) {
+  TurnReply reply = std::move(replies_.extract(s.ticket).mapped());
+  // The reply and at least one sampled token after it must fit max_new_tokens.
+  const int64_t room = params_.max_new_tokens - int64_t(s.out.tokens.size());
+  if (reply.finish_reason.empty() && int64_t(reply.tokens.size()) >= room) reply.finish_reason = "length";
+  return reply;
+}
+
 void GenerationRun::Resumed::add(Sequence s, const std::vector<int32_t>& reply) {
   std::vector<int32_t> tokens{s.out.tokens.back()};  // fed again: a decode step had not fed it yet
   tokens.insert(tokens.end(), reply.begin(), reply.end());
-  if (s.out.sampled.empty()) s.out.sampled.assign(s.out.tokens.size(), 1);
-  for (int32_t id : reply) {
-    s.out.tokens.push_back(id);
-    s.out.logprobs.push_back(0.0f);
-    s.out.sampled.push_back(0);
-  }
-  s.inserted += int64_t(reply.size());
+  s.append_reply(reply);
   rows.push_back(std::move(s));
   fed.push_back(std::move(tokens));
 }
@@ -126,18 +136,15 @@ void GenerationRun::finish_calls() {
   while (missing())
     for (auto& [ticket, reply] : turns_->poll(/*wait=*/true)) replies_.emplace(ticket, std::move(reply));
   while (!parked_.empty()) {
-    TurnReply reply = std::move(replies_.extract(parked_.back().ticket).mapped());
-    const int64_t room = params_.max_new_tokens - int64_t(parked_.back().out.tokens.size());
-    if (reply.finish_reason.empty() && int64_t(reply.tokens.size()) >= room) reply.finish_reason = "length";
+    TurnReply reply = taken_reply(parked_.back());
     Sequence s = unpark(parked_.size() - 1, -1);
     if (!reply.finish_reason.empty()) {
       s.out.finish_reason = reply.finish_reason;
       finished(std::move(s.out));
       continue;
     }
-    Resumed appended;  // its bookkeeping only: the reply joins the tokens, nothing is prefilled
-    appended.add(std::move(s), reply.tokens);
-    paused_.push_back(std::move(appended.rows.front().out));
+    s.append_reply(reply.tokens);  // nothing is prefilled: a continuation prefills prompt + tokens
+    paused_.push_back(std::move(s.out));
   }
 }
 
@@ -155,8 +162,8 @@ std::vector<std::pair<size_t, size_t>> GenerationRun::Resumed::batches() const {
   return out;
 }
 
-void GenerationRun::resume(Resumed r, int64_t group_forwards) {
-  const auto batches = r.batches();
+void GenerationRun::resume(Resumed r, const std::vector<std::pair<size_t, size_t>>& batches,
+                           int64_t group_forwards) {
   for (int64_t i = int64_t(batches.size()); i < group_forwards; ++i) forward_.idle_step();  // another ep rank's
   if (batches.empty()) return;
   trace::TimedSpan span("rollout/reply");

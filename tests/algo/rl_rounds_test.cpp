@@ -47,3 +47,27 @@ TEST(RlRounds, EveryPlanKeepsTheStalenessBoundAndMeetsAtTheSameSyncs) {
       EXPECT_EQ(p.training.size(), gen_syncs.size() + 2 * size_t(n));  // each iteration received and updated once
     }
 }
+
+// A run stopped at the sync before generating 2 (k = 1) re-enters there: the trainer has done U0 and received 1,
+// so its list goes on with U1; the generator's with G2.
+TEST(RlRounds, AResumedPlanReEntersAtTheSyncItWasStoppedAt) {
+  const auto p = resume_plan(plan_rounds(0, 4, 1), 2);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(describe(p->generation), "S2 G2 >2 S3 G3 >3");
+  EXPECT_EQ(describe(p->training), "S2 U1 <2 S3 U2 <3 U3");
+  EXPECT_EQ(p->sync_versions(), (std::vector<int64_t>{1, 2}));  // S2 after U0, S3 after U1
+}
+
+TEST(RlRounds, APlanHasNoSyncBeforeAnIterationItGeneratesWithTheSameWeights) {
+  EXPECT_FALSE(resume_plan(plan_rounds(0, 4, 1), 1).has_value());  // G1 follows G0 without a sync
+  EXPECT_FALSE(resume_plan(plan_rounds(0, 4, 1), 4).has_value());  // past the end
+}
+
+TEST(RlRounds, SyncVersionsAreTheUpdatesDoneAtEachSync) {
+  // k = 2: "S0 <0 U0 <1 U1 <2 S3 U2 <3 S4 U3 <4 S5 U4 <5 U5": S0 before anything, then S3 after U1, S4 after U2,
+  // S5 after U3.
+  const RoundPlan p = plan_rounds(0, 6, 2);
+  EXPECT_EQ(describe(p.training), "S0 <0 U0 <1 U1 <2 S3 U2 <3 S4 U3 <4 S5 U4 <5 U5");
+  EXPECT_EQ(p.sync_versions(), (std::vector<int64_t>{0, 2, 3, 4}));
+  EXPECT_EQ(plan_rounds(3, 3, 0).sync_versions(), (std::vector<int64_t>{3}));  // an empty plan's one sync
+}

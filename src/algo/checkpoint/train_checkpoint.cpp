@@ -172,15 +172,17 @@ void save_role_model(Role& r, const std::string& role_dir) {
 
 namespace {
 std::string write_checkpoint(const std::string& stage_dir, int64_t step, const std::vector<TrainedRole>& roles,
-                             const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last);
+                             const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last,
+                             const std::vector<CheckpointFile>& files);
 }  // namespace
 
 std::string save_train_checkpoint(const std::string& stage_dir, int64_t step, const std::vector<TrainedRole>& roles,
-                                  const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last) {
+                                  const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last,
+                                  const std::vector<CheckpointFile>& files) {
   trace::ScopedSpan span("checkpoint/save", {{"step", double(step)}});
   const std::string previous = latest_checkpoint(stage_dir);
   try {
-    return write_checkpoint(stage_dir, step, roles, state, world, keep_last);
+    return write_checkpoint(stage_dir, step, roles, state, world, keep_last, files);
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {  // a failed write, or the file system's own error (std::filesystem)
@@ -193,7 +195,8 @@ std::string save_train_checkpoint(const std::string& stage_dir, int64_t step, co
 
 namespace {
 std::string write_checkpoint(const std::string& stage_dir, int64_t step, const std::vector<TrainedRole>& roles,
-                             const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last) {
+                             const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last,
+                             const std::vector<CheckpointFile>& files) {
   const int rank = world->rank();
   const std::string final_dir = stage_dir + "/" + step_name(step);
   const std::string partial = final_dir + ".partial";
@@ -218,6 +221,11 @@ std::string write_checkpoint(const std::string& stage_dir, int64_t step, const s
       }
     }
     full_state["layout"][r.name] = layout_of(tr, world->size());
+  }
+  for (const auto& f : files) {
+    const stdfs::path path = stdfs::path(partial) / f.path;
+    stdfs::create_directories(path.parent_path());
+    fs::write_file_atomic(path.string(), std::string(f.bytes.begin(), f.bytes.end()));
   }
   full_state["rng"] = rng_state();
   // This step has a manifest: without one on resume, its files cannot be checked (it was deleted).

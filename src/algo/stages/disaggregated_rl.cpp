@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
+#include "hpcrl/algo/stages/in_flight.h"
 #include "hpcrl/algo/stages/rl_rounds.h"
+#include "hpcrl/algo/stages/stage_loop.h"
 #include "hpcrl/algo/training/role_sums.h"
 #include "hpcrl/algo/training/sample_transfer.h"
 #include "hpcrl/algo/training/token_staleness.h"
@@ -18,6 +21,7 @@
 #include "hpcrl/model/weights.h"
 #include "hpcrl/rollout/weight_sync.h"
 #include "hpcrl/trace/trace.h"
+#include "hpcrl/util/fs.h"
 #include "hpcrl/util/progress.h"
 
 namespace hpcrl::algo {
@@ -49,15 +53,23 @@ class DisaggregatedRun {
   StageResult run();
 
  private:
-  // Weights to the generator and the collective stop check; true: the stage ends here.
-  bool sync_weights();
+  // Weights to the generator before it generates `iteration`, the collective stop check, and a checkpoint when
+  // one is due; true: the stage ends here.
+  bool sync_weights(int64_t iteration);
   void generate(int64_t it) { state_.produced = stage_.producer().produce(it, state_.version); }
   void send(int64_t it);
   void receive(int64_t it);
   void update(int64_t it);
   void help(int64_t it);
   void evaluate_and_checkpoint(int64_t done);
-  void checkpoint(int64_t step);
+  void checkpoint(int64_t step, const CheckpointExtras& extras = {});
+  // At the sync before generating `iteration`: the checkpoint with what is in flight (in_flight.h).
+  void checkpoint_at_sync(int64_t step, int64_t iteration);
+  // Whether the periodic checkpoint after `done` updates waits for the sync that carries that version.
+  bool checkpoint_due_at_sync(int64_t done) const;
+  InFlightPoint in_flight_point(int64_t iteration) const;
+  // Resumed from a checkpoint written at a sync: the plan from that sync on, with what was in flight there.
+  void re_enter(int64_t start);
 
   StageEnv& env_;
   PolicyStage& stage_;
@@ -69,6 +81,9 @@ class DisaggregatedRun {
   SampleChannel channel_;
   StageEnv saving_env_;        // env with saving_ as its world
   RoundState state_;
+  RoundPlan plan_;
+  int64_t start_ = 0;                  // the iteration this process started at
+  std::set<int64_t> sync_versions_;    // the weight versions the plan's syncs carry
   StageResult result_;
   std::unique_ptr<Progress> progress_;
 };
@@ -101,31 +116,34 @@ DisaggregatedRun::DisaggregatedRun(StageEnv& env, PolicyStage& stage, PolicyTrai
 
 StageResult DisaggregatedRun::run() {
   // Ranks outside every saved role read only the step and the data cursor.
-  const int64_t start = resume_stage(saving_env_, saving_ ? training_.saved() : std::vector<TrainedRole>{},
-                                     stage_.sampler(), stage_.name());
-  state_.version = start;
+  start_ = resume_stage(saving_env_, saving_ ? training_.saved() : std::vector<TrainedRole>{}, stage_.sampler(),
+                        stage_.name());
+  state_.version = start_;
   state_.consumed = stage_.sampler().cursor();
   state_.last_update_us = trace::now_us();
   progress_ = std::make_unique<Progress>(stage_.name(), cfg_.iterations, env_.progress && env_.world->rank() == 0,
                                          "iter");
-  if (side_ == StageSide::kTrainer && start == 0 && env_.pipeline->run.eval_before_train) stage_.evaluate(0, result_);
+  if (side_ == StageSide::kTrainer && start_ == 0 && env_.pipeline->run.eval_before_train) stage_.evaluate(0, result_);
   // Partial rollouts generate one version ahead; the rest of max_staleness is room for responses to cross updates.
-  const RoundPlan plan = plan_rounds(start, cfg_.iterations, cfg_.async.partial_rollouts ? 1 : cfg_.async.max_staleness);
+  plan_ = plan_rounds(start_, cfg_.iterations, cfg_.async.partial_rollouts ? 1 : cfg_.async.max_staleness);
+  if (env_.resume_from) re_enter(start_);
+  const auto versions = plan_.sync_versions();
+  sync_versions_.insert(versions.begin(), versions.end());
   if (env_.world->rank() == 0)
     spdlog::info("{}: generation on ranks {}-{}, training on {}-{}, max_staleness {}; trainer rounds: {}",
                  stage_.name(), stage_.generator().mesh.first_rank(), stage_.generator().mesh.last_rank(),
                  stage_.policy().mesh.first_rank(), stage_.policy().mesh.last_rank(), cfg_.async.max_staleness,
-                 describe(plan.training));
-  result_.steps_done = start;
+                 describe(plan_.training));
+  result_.steps_done = start_;
   // Helpers follow the trainer's rounds: its syncs, and their answers at each update; a reward model the generator's.
   trace::TimedSpan rounds(stage_.name() + "/rounds", {{"generates", side_ == StageSide::kGenerator ? 1.0 : 0.0},
                                                       {"scores", side_ == StageSide::kHelper ? 1.0 : 0.0},
                                                       {"rewards", side_ == StageSide::kScorer ? 1.0 : 0.0}});
   const bool follows_generation = side_ == StageSide::kGenerator || side_ == StageSide::kScorer;
-  for (const RoundAction& a : follows_generation ? plan.generation : plan.training) {
+  for (const RoundAction& a : follows_generation ? plan_.generation : plan_.training) {
     switch (a.step) {
       case RoundStep::kSyncWeights:
-        if (sync_weights()) return result_;
+        if (sync_weights(a.iteration)) return result_;
         break;
       case RoundStep::kGenerate:
         if (side_ == StageSide::kGenerator) generate(a.iteration);
@@ -151,7 +169,7 @@ StageResult DisaggregatedRun::run() {
   return result_;
 }
 
-bool DisaggregatedRun::sync_weights() {
+bool DisaggregatedRun::sync_weights(int64_t iteration) {
   torch::NoGradGuard no_grad;
   const bool trainer = side_ == StageSide::kTrainer;
   {
@@ -173,11 +191,12 @@ bool DisaggregatedRun::sync_weights() {
   const bool stop = env_.should_stop && env_.should_stop();
   at::Tensor target = at::full({1}, state_.target_reached ? 1 : 0, at::kInt);
   env_.world->all_reduce(target, dist::ReduceOp::kMax);
-  if (!stop && target.item<int>() == 0) return false;
-  channel_.wait_sends();
+  const bool ends = stop || target.item<int>() != 0;
+  // Every rank knows the version here (the broadcast), so all agree on whether a checkpoint is due.
+  if (ends || checkpoint_due_at_sync(state_.version)) checkpoint_at_sync(state_.version, iteration);
+  if (!ends) return false;
   progress_->finish();
   result_.stopped = stop;
-  if (saving_) checkpoint(state_.version);
   return true;
 }
 
@@ -245,13 +264,78 @@ void DisaggregatedRun::evaluate_and_checkpoint(int64_t done) {
     stage_.evaluate(done, result_);
     state_.target_reached = cfg_.stop_at_accuracy > 0 && result_.eval_accuracy >= cfg_.stop_at_accuracy;
   }
-  if (saving_ && env_.checkpoint_every > 0 && done % env_.checkpoint_every == 0) checkpoint(done);
+  // Written at the sync that carries version `done` when the plan has one, with what is in flight there.
+  if (saving_ && env_.checkpoint_every > 0 && done % env_.checkpoint_every == 0 && !sync_versions_.count(done))
+    checkpoint(done);
 }
 
-void DisaggregatedRun::checkpoint(int64_t step) {
-  // The data position of the last trained iteration: later draws are regenerated on resume.
+bool DisaggregatedRun::checkpoint_due_at_sync(int64_t done) const {
+  return env_.checkpoint_every > 0 && done % env_.checkpoint_every == 0 && done > start_ && done < cfg_.iterations;
+}
+
+void DisaggregatedRun::checkpoint(int64_t step, const CheckpointExtras& extras) {
+  // The data position of the last trained iteration: without in-flight state, later draws are regenerated on resume.
   stage_.sampler().restore(state_.consumed, "the trainer's data position");
-  checkpoint_stage(saving_env_, step, training_.saved(), stage_.sampler(), stage_.name());
+  checkpoint_stage(saving_env_, step, training_.saved(), stage_.sampler(), stage_.name(), false, extras);
+}
+
+void DisaggregatedRun::checkpoint_at_sync(int64_t step, int64_t iteration) {
+  if (side_ == StageSide::kGenerator) channel_.send_generator_state(encode_generator(stage_.producer().snapshot()));
+  if (!saving_) return;
+  CheckpointExtras extras;
+  extras.state["in_flight"] = in_flight_point(iteration).to_json();
+  if (side_ == StageSide::kTrainer) extras.files.push_back({inbox_file(env_.world->rank()), encode_inbox(state_.inbox)});
+  const auto generators = channel_.receive_generator_states();  // on the trainer's first rank
+  for (size_t j = 0; j < generators.size(); ++j) extras.files.push_back({generator_file(int(j)), generators[j]});
+  checkpoint(step, extras);
+}
+
+InFlightPoint DisaggregatedRun::in_flight_point(int64_t iteration) const {
+  InFlightPoint p;
+  p.plan_start = plan_.start;
+  p.plan_staleness = cfg_.async.partial_rollouts ? 1 : cfg_.async.max_staleness;
+  p.sync_iteration = iteration;
+  p.world = env_.world->size();
+  p.trainer_dp = stage_.policy().mesh.dp();
+  p.generator_dp = stage_.generator().mesh.dp();
+  return p;
+}
+
+namespace {
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  const std::string text = fs::read_file(path, "checkpoint file");
+  return {text.begin(), text.end()};
+}
+}  // namespace
+
+void DisaggregatedRun::re_enter(int64_t start) {
+  const std::string& dir = *env_.resume_from;
+  const nlohmann::json state = read_checkpoint_state(dir);
+  if (!state.contains("in_flight")) return;  // written at an update: what was in flight is generated again
+  const InFlightPoint saved = InFlightPoint::from_json(state["in_flight"], dir + "/state.json");
+  const InFlightPoint now = in_flight_point(saved.sync_iteration);
+  std::optional<RoundPlan> plan;
+  if (saved.same_layout(now) && saved.plan_staleness == now.plan_staleness)
+    plan = resume_plan(plan_rounds(saved.plan_start, cfg_.iterations, saved.plan_staleness), saved.sync_iteration);
+  if (!plan || plan->sync_versions().front() != start) {
+    if (env_.world->rank() == 0)
+      spdlog::warn("{}: {} holds the samples in flight for another layout or schedule; they are generated again",
+                   stage_.name(), dir);
+    return;
+  }
+  plan_ = std::move(*plan);
+  const int me = env_.world->rank();
+  if (side_ == StageSide::kTrainer) {
+    const std::string path = dir + "/" + inbox_file(me);
+    state_.inbox = decode_inbox(read_bytes(path), path);
+  }
+  if (side_ == StageSide::kGenerator) {
+    const std::string path = dir + "/" + generator_file(stage_.generator().mesh.coord(me).dp);
+    stage_.producer().restore(decode_generator(read_bytes(path), path), path);
+  }
+  if (me == 0)
+    spdlog::info("{}: re-entering the round plan at the sync before iteration {} with the samples in flight there",
+                 stage_.name(), saved.sync_iteration);
 }
 
 StageResult run_disaggregated(StageEnv& env, PolicyStage& stage, PolicyTraining& training) {

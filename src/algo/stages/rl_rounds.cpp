@@ -1,6 +1,8 @@
 // Planning a disaggregated RL stage's rounds (rl_rounds.h).
 #include "hpcrl/algo/stages/rl_rounds.h"
 
+#include <algorithm>
+
 #include "hpcrl/util/check.h"
 
 namespace hpcrl::algo {
@@ -21,6 +23,7 @@ std::vector<RoundAction> generation_actions(int64_t start, int64_t end, int64_t 
 RoundPlan plan_rounds(int64_t start, int64_t end, int64_t k) {
   HPCRL_CHECK(start <= end && k >= 0, "plan_rounds: start " << start << ", end " << end << ", staleness " << k);
   RoundPlan plan;
+  plan.start = start;
   plan.generation = generation_actions(start, end, k);
   plan.training.push_back({RoundStep::kSyncWeights, start});
   plan.version.assign(size_t(end - start), start);
@@ -42,6 +45,25 @@ RoundPlan plan_rounds(int64_t start, int64_t end, int64_t k) {
     }
   }
   return plan;
+}
+
+std::vector<int64_t> RoundPlan::sync_versions() const {
+  std::vector<int64_t> out;
+  for (const auto& a : training)
+    if (a.step == RoundStep::kSyncWeights)  // the first sync carries the start's weights, also in an empty plan
+      out.push_back(a.iteration == start ? start : version[size_t(a.iteration - start)]);
+  return out;
+}
+
+std::optional<RoundPlan> resume_plan(const RoundPlan& plan, int64_t iteration) {
+  const RoundAction sync{RoundStep::kSyncWeights, iteration};
+  const auto g = std::find(plan.generation.begin(), plan.generation.end(), sync);
+  const auto t = std::find(plan.training.begin(), plan.training.end(), sync);
+  if (g == plan.generation.end() || t == plan.training.end()) return std::nullopt;
+  RoundPlan out = plan;
+  out.generation.assign(g, plan.generation.end());
+  out.training.assign(t, plan.training.end());
+  return out;
 }
 
 std::string describe(const std::vector<RoundAction>& actions) {

@@ -11,6 +11,7 @@
 #include "hpcrl/algo/stages/stage_loop.h"
 #include "hpcrl/algo/training/role_sums.h"
 #include "hpcrl/algo/training/step_sums.h"
+#include "hpcrl/util/check.h"
 
 namespace hpcrl::algo {
 
@@ -44,6 +45,27 @@ RolloutProducer::RolloutProducer(const PolicyStageContext& stage, RewardFunction
 
 void RolloutProducer::rewind() {
   sampler_.restore(iteration_start_, stage_.name + "'s data position at the iteration's start");
+}
+
+GeneratorSnapshot RolloutProducer::snapshot() const {
+  GeneratorSnapshot s;
+  s.cursor = sampler_.cursor();
+  if (stream_) s.groups = stream_->groups();
+  return s;
+}
+
+void RolloutProducer::restore(GeneratorSnapshot snapshot, const std::string& where) {
+  const char* fix = "; resume with the pipeline the run was started with";
+  HPCRL_CHECK_INPUT(stream_ || snapshot.groups.empty(),
+                    where << ": " << snapshot.groups.size() << " groups in flight saved for partial rollouts, but "
+                          << stage_.env.stage->path << " has async.partial_rollouts off" << fix);
+  for (const auto& g : snapshot.groups)
+    HPCRL_CHECK_INPUT(int64_t(g.samples.size()) == stage_.cfg.group && g.versions.size() == g.samples.size(),
+                      where << ": a saved group in flight has " << g.samples.size() << " samples and "
+                            << g.versions.size() << " version lists, but " << stage_.env.stage->path << ".group is "
+                            << stage_.cfg.group << fix);
+  sampler_.restore(snapshot.cursor, where);
+  if (stream_) stream_->restore(std::move(snapshot.groups));
 }
 
 // The rollout copy of a pipelined generator, or the generation copy in another layout, gets the updated weights.

@@ -143,11 +143,13 @@ int64_t resume_stage(const StageEnv& env, const std::vector<TrainedRole>& saved,
 }
 
 void checkpoint_stage(const StageEnv& env, int64_t step, const std::vector<TrainedRole>& saved,
-                      const io::DataSampler& sampler, const std::string& name, bool eval_owed) {
+                      const io::DataSampler& sampler, const std::string& name, bool eval_owed,
+                      const CheckpointExtras& extras) {
   trace::TimedSpan span(name + "/checkpoint");
-  nlohmann::json state = {{"cursor", sampler.cursor().to_json()}};
+  nlohmann::json state = extras.state;
+  state["cursor"] = sampler.cursor().to_json();
   if (eval_owed) state["eval_owed"] = true;  // written only when set: other checkpoints stay as they were
-  save_train_checkpoint(env.checkpoint_dir, step, saved, state, env.world, env.keep_last);
+  save_train_checkpoint(env.checkpoint_dir, step, saved, state, env.world, env.keep_last, extras.files);
   checkpoint_took(span.elapsed_seconds());
 }
 

@@ -5,59 +5,17 @@
 #include <numeric>
 #include <string>
 
+#include "hpcrl/util/byte_stream.h"
 #include "hpcrl/util/check.h"
 
 namespace hpcrl::algo {
 
 namespace {
 constexpr int kSamplesTag = 7101;  // and 7102 (send_bytes)
+constexpr int kGeneratorStateTag = 7103;  // and 7104
 
-// A flat little-endian byte stream of fixed-size values and length-prefixed lists.
-struct Writer {
-  std::vector<uint8_t> out;
-  template <class T>
-  void put(const T& v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    out.insert(out.end(), p, p + sizeof(T));
-  }
-  template <class T>
-  void list(const std::vector<T>& v) {
-    put<uint64_t>(v.size());
-    const auto* p = reinterpret_cast<const uint8_t*>(v.data());
-    out.insert(out.end(), p, p + v.size() * sizeof(T));
-  }
-  void text(const std::string& s) { list(std::vector<char>(s.begin(), s.end())); }
-};
-
-struct Reader {
-  const std::vector<uint8_t>& in;
-  size_t at = 0;
-  void need(size_t n) const {
-    HPCRL_CHECK(at + n <= in.size(), "sample message cut short: " << in.size() << " bytes, reading " << n
-                                                                  << " at offset " << at);
-  }
-  template <class T>
-  T get() {
-    need(sizeof(T));
-    T v;
-    std::memcpy(&v, in.data() + at, sizeof(T));
-    at += sizeof(T);
-    return v;
-  }
-  template <class T>
-  std::vector<T> list() {
-    const auto n = get<uint64_t>();
-    need(n * sizeof(T));
-    std::vector<T> v(n);
-    if (n) std::memcpy(v.data(), in.data() + at, n * sizeof(T));
-    at += n * sizeof(T);
-    return v;
-  }
-  std::string text() {
-    auto c = list<char>();
-    return std::string(c.begin(), c.end());
-  }
-};
+using Writer = util::ByteWriter;
+using Reader = util::ByteReader;
 
 void put_samples(Writer& w, const RolloutSamples& s) {
   w.put<uint64_t>(s.size());
@@ -115,7 +73,7 @@ std::vector<uint8_t> encode_samples(const SampleMessage& msg) {
 }
 
 SampleMessage decode_samples(const std::vector<uint8_t>& bytes) {
-  Reader r{bytes};
+  Reader r{bytes, "sample message"};
   SampleMessage m;
   m.iteration = r.get<int64_t>();
   m.version = r.get<int64_t>();
@@ -132,7 +90,7 @@ SampleMessage decode_samples(const std::vector<uint8_t>& bytes) {
     m.round.seconds_by_span.emplace_back(k, r.get<double>());
   }
   m.round.kept = get_samples(r);
-  HPCRL_CHECK(r.at == bytes.size(), "sample message has " << bytes.size() - r.at << " bytes past its end");
+  r.finish();
   return m;
 }
 
@@ -144,10 +102,10 @@ std::vector<uint8_t> encode_values(const std::vector<std::vector<float>>& rows) 
 }
 
 std::vector<std::vector<float>> decode_values(const std::vector<uint8_t>& bytes) {
-  Reader r{bytes};
+  Reader r{bytes, "value message"};
   std::vector<std::vector<float>> rows(r.get<uint64_t>());
   for (auto& row : rows) row = r.list<float>();
-  HPCRL_CHECK(r.at == bytes.size(), "value message has " << bytes.size() - r.at << " bytes past its end");
+  r.finish();
   return rows;
 }
 
@@ -307,6 +265,23 @@ SampleMessage SampleChannel::receive(int64_t iteration) {
     }
   }
   return merged;
+}
+
+void SampleChannel::send_generator_state(const std::vector<uint8_t>& bytes) {
+  if (!leads_replica(generator_.mesh, world_->rank())) return;  // the replica's other ranks hold the same state
+  std::vector<dist::WorkPtr> works;
+  std::vector<at::Tensor> keep;
+  send_bytes(*world_, bytes, trainer_.mesh.first_rank(), kGeneratorStateTag, works, keep);
+  for (auto& w : works) w->wait();
+}
+
+std::vector<std::vector<uint8_t>> SampleChannel::receive_generator_states() {
+  std::vector<std::vector<uint8_t>> states;
+  if (world_->rank() != trainer_.mesh.first_rank()) return states;
+  const dist::Mesh& gm = generator_.mesh;
+  for (int replica = 0; replica < gm.dp(); ++replica)
+    states.push_back(recv_bytes(*world_, gm.world_rank(0, 0, replica, 0), kGeneratorStateTag));
+  return states;
 }
 
 }  // namespace hpcrl::algo

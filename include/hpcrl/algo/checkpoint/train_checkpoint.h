@@ -10,6 +10,7 @@
 // older complete ones beyond keep_last are pruned.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -28,10 +29,17 @@ struct TrainedRole {
   optim::Optimizer* optimizer;  // null for roles saved without optimizer state
 };
 
+// A file a rank adds to the step directory (path relative to it), covered by the manifest.
+struct CheckpointFile {
+  std::string path;
+  std::vector<uint8_t> bytes;
+};
+
 // Collective over `world`. `state` is stage-specific JSON (cursor, step, ...) that
-// rank 0 writes; returns the step directory.
+// rank 0 writes; `files` are this rank's own additions. Returns the step directory.
 std::string save_train_checkpoint(const std::string& stage_dir, int64_t step, const std::vector<TrainedRole>& roles,
-                                  const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last);
+                                  const nlohmann::json& state, const dist::CommPtr& world, int64_t keep_last,
+                                  const std::vector<CheckpointFile>& files = {});
 
 // Restores models and optimizers from `step_dir`; returns state.json. InputError
 // naming the file when it is missing or was written with another layout/world size.

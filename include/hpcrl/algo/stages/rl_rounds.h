@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,12 +39,21 @@ struct RoundAction {
 
 struct RoundPlan {
   std::vector<RoundAction> generation, training;
+  int64_t start = 0;
   // version[i - start]: the trainer's updates when the weights iteration i is sampled with were sent.
   std::vector<int64_t> version;
+
+  // The weight versions the plan's syncs carry (the trainer's updates at each), in order.
+  std::vector<int64_t> sync_versions() const;
 };
 
 // Iterations [start, end); InternalError if the two lists could not meet (a planner bug).
 RoundPlan plan_rounds(int64_t start, int64_t end, int64_t max_staleness);
+
+// The plan from the sync before generating `iteration` on, in both lists: a run
+// resumed from a checkpoint written at that sync (in_flight.h) re-enters there.
+// nullopt when the plan has no such sync.
+std::optional<RoundPlan> resume_plan(const RoundPlan& plan, int64_t iteration);
 
 // "S5 G5 >5 ..." (sync, generate, send, <receive, update as U) for tests and logs.
 std::string describe(const std::vector<RoundAction>& actions);

@@ -13,6 +13,7 @@
 
 #include "hpcrl/algo/objectives/reward_fn.h"
 #include "hpcrl/algo/stages/policy_plan.h"
+#include "hpcrl/algo/stages/in_flight.h"
 #include "hpcrl/algo/stages/prompting.h"
 #include "hpcrl/algo/stages/rollout_stream.h"
 #include "hpcrl/algo/stages/stop_inside.h"
@@ -37,6 +38,10 @@ class RolloutProducer {
   RolloutRound produce(int64_t iteration, int64_t version);
   // The data position back to where the current iteration began (a stop inside its rollout).
   void rewind();
+  // A generating rank between iterations: its data position and groups in flight (in_flight.h), and back
+  // (InputError naming `where` for groups the stage cannot continue).
+  GeneratorSnapshot snapshot() const;
+  void restore(GeneratorSnapshot snapshot, const std::string& where);
 
  private:
   // Weights into the generation copy before a rollout, as the plan says; its storage released after.

@@ -61,6 +61,10 @@ class RolloutStream {
   // when trained at `version`; returns the samples removed.
   int64_t drop_stale(int64_t version, int64_t max_staleness);
 
+  // Every group in flight, in draw order (a checkpoint's copy, in_flight.h), and back.
+  std::vector<GroupInFlight> groups() const { return {groups_.begin(), groups_.end()}; }
+  void restore(std::vector<GroupInFlight> groups);
+
  private:
   const int64_t group_;
   std::deque<GroupInFlight> groups_;  // in draw order

@@ -82,8 +82,14 @@ EvalOptions eval_options(const config::PipelineConfig& pipeline);
 // given) is set to whether that step's evaluation is still to be done.
 int64_t resume_stage(const StageEnv& env, const std::vector<TrainedRole>& saved, io::DataSampler& sampler,
                      const std::string& name, bool* eval_owed = nullptr);
+// What a stage saves beside its roles and cursor: state.json keys, and this rank's own files.
+struct CheckpointExtras {
+  nlohmann::json state = nlohmann::json::object();
+  std::vector<CheckpointFile> files;
+};
 // Writes the stage checkpoint after `step` steps with the sampler's cursor (span "<name>/checkpoint").
 void checkpoint_stage(const StageEnv& env, int64_t step, const std::vector<TrainedRole>& saved,
-                      const io::DataSampler& sampler, const std::string& name, bool eval_owed = false);
+                      const io::DataSampler& sampler, const std::string& name, bool eval_owed = false,
+                      const CheckpointExtras& extras = {});
 
 }  // namespace hpcrl::algo

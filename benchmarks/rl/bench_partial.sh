@@ -11,21 +11,24 @@
 # and, for the trainer-bound case, (b) and (d) on the plain (short) task.
 # For each seed: iteration time, samples/s, the generating (G) and training
 # (T) halves, each role's idle share from the trace, the end of the learning
-# curve (held-out accuracy, mean reward of the last 10 iterations), and the
+# curve (held-out accuracy, mean reward of the last 10 iterations; with
+# --eval-every N the whole curve, an evaluation every N iterations), and the
 # work-depth view's prediction from each run's own halves: (b) G + T, (c) and
 # (d) max(G, T). Ratios are taken within a seed (the runs follow each other).
 # --slots N sets the generator's engine slots (models.policy.rollout.max_batch;
 # fewer slots make generation slower, to balance it with training); --short no
 # skips the short-task pair.
-#   benchmarks/rl/bench_partial.sh [--build DIR] [--seeds "1 2 3"] [--iterations N] [--sft-steps N] [--slots N]
-#                                  [--short yes|no] [--keep DIR]
+#   benchmarks/rl/bench_partial.sh [--build DIR] [--seeds "1 2 3"] [--iterations N] [--sft-steps N]
+#                                  [--sft-target ACC] [--eval-every N] [--slots N] [--short yes|no] [--keep DIR]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$ROOT/build
 SEEDS="1 2 3"
 ITERS=20
-SFT_STEPS=200
+SFT_STEPS=600
+SFT_TARGET=0.4
+EVAL_EVERY=0
 SLOTS=""
 SHORT=yes
 KEEP=""
@@ -35,10 +38,12 @@ while [ $# -gt 0 ]; do
     --seeds) SEEDS=$2; shift 2 ;;
     --iterations) ITERS=$2; shift 2 ;;
     --sft-steps) SFT_STEPS=$2; shift 2 ;;
+    --sft-target) SFT_TARGET=$2; shift 2 ;;
+    --eval-every) EVAL_EVERY=$2; shift 2 ;;
     --slots) SLOTS=$2; shift 2 ;;
     --short) SHORT=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--seeds \"1 2 3\"] [--iterations N] [--sft-steps N] [--slots N] [--short yes|no] [--keep DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--build DIR] [--seeds \"1 2 3\"] [--iterations N] [--sft-steps N] [--sft-target ACC] [--eval-every N] [--slots N] [--short yes|no] [--keep DIR]" >&2; exit 2 ;;
   esac
 done
 HPCRL=$BUILD/hpcrl
@@ -48,11 +53,13 @@ bench_setup bench_partial
 
 # The quickstart's SFT stage, alone, on one rank, on the long-tailed data (long solutions need 256 new tokens).
 SFT="[{sft: {model: policy, data: arith, steps: $SFT_STEPS, batch: 64, lr: 1.0e-3, warmup: 20, schedule: cosine,
-       min_lr_ratio: 0.1, weight_decay: 0.01, packing: true}}]"
+       min_lr_ratio: 0.1, weight_decay: 0.01, packing: true, eval_every: 25, stop_at_accuracy: $SFT_TARGET}}]"
 LONG=(--set data.arith.synthetic.long_tail.every=10 --set run.eval_sampling.max_new_tokens=256)
 DISAGG=(--set placement.mode=disaggregated --set 'placement.ranges={policy: [0, 0], reference: [0, 0], policy.rollout: [1, 1]}')
 TABLE=$WORK/table.md
 "$REPORT" --header > "$TABLE"
+CURVES=$WORK/curves.md
+"$REPORT" --curve-header > "$CURVES"
 PRED=$WORK/predicted.md
 printf '| run | predicted | measured | measured / (b) of its seed and workload |\n|---|--:|--:|--:|\n' > "$PRED"
 col() { grep "^| $1 |" "$TABLE" | tail -1 | awk -F'|' -v c="$2" '{ gsub(/ /, "", $c); print $c }'; }
@@ -65,11 +72,14 @@ run_variant() {
   [ "$workload" = long ] && data=("${LONG[@]}" --set 'stages[0].grpo.max_new_tokens=256')
   [ -n "$SLOTS" ] && data+=(--set "models.policy.rollout.max_batch=$SLOTS")
   mpirun -np 2 --oversubscribe "$HPCRL" --log-level warn run "$WORK/grpo-$seed.yaml" --set run.seed="$seed" \
-    --set "stages[0].grpo.iterations=$ITERS" --set 'stages[0].grpo.packing=true' --set run.eval_before_train=false \
+    --set "stages[0].grpo.iterations=$ITERS" --set 'stages[0].grpo.packing=true' \
+    --set "run.eval_before_train=$([ "$EVAL_EVERY" -gt 0 ] && echo true || echo false)" \
+    --set "stages[0].grpo.eval_every=$EVAL_EVERY" \
     "${data[@]}" "${DISAGG[@]}" "$@" \
     --out "$run" > "$run.log" 2>&1 || { echo "run $label failed:" >&2; tail -20 "$run.log" >&2; exit 1; }
   "$HPCRL" trace summarize "$run" --json > "$run/trace/summary.json"
   "$REPORT" "$run" --label "$label" --samples 256 --skip 2 >> "$TABLE"
+  "$REPORT" "$run" --label "$label" --curve >> "$CURVES"
   local g t m b
   g=$(col "$label" 6); t=$(col "$label" 7); m=$(col "$label" 4); b=$(col "b-sync $workload seed $seed" 4)
   awk -v l="$label" -v g="$g" -v t="$t" -v m="$m" -v b="$b" -v sync="$([ "$variant" = b-sync ] && echo 1 || echo 0)" \
@@ -100,4 +110,7 @@ cat "$TABLE"
 echo
 echo "Work-depth view against the measurement (seconds per iteration):"
 cat "$PRED"
+echo
+echo "Learning curves:"
+cat "$CURVES"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -10,7 +10,10 @@
 // samples/s = prompts·group / iteration. From RUN/trace/summary.json (written by
 // `hpcrl trace summarize RUN --json`): the roles table's busy and waiting shares.
 // The curve: the last eval/accuracy of the stage and reward/mean over its last 10 iterations.
+// With --curve instead: one row of the whole learning curve, every held-out
+// evaluation (step: accuracy) and the mean reward of each 10 iterations.
 //   bench_placement_report RUN_DIR --label NAME --samples N [--skip K] | --header
+//   bench_placement_report RUN_DIR --label NAME --curve | --curve-header
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -37,10 +40,33 @@ std::string idle_cell(const std::string& run_dir) {
   }
   return out;
 }
+
+// "| label | 0: 41.0, 10: 44.5, ... | 0.412, 0.430, ... |" (accuracy in %, reward/mean per 10 iterations).
+int print_curve(const std::string& run_dir, const std::string& label) {
+  std::string evals, rewards;
+  for (const auto& j : bench::stage_steps(run_dir, "grpo", "eval/accuracy", 0)) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%s%lld: %.1f", evals.empty() ? "" : ", ", j["step"].get<long long>(),
+                  100 * value(j, "eval/accuracy"));
+    evals += buf;
+  }
+  const auto all = bench::stage_steps(run_dir, "grpo", "reward/mean", 0);
+  for (size_t first = 0; first < all.size(); first += 10) {
+    double sum = 0;
+    const size_t last = std::min(all.size(), first + 10);
+    for (size_t i = first; i < last; ++i) sum += value(all[i], "reward/mean");
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s%.3f", rewards.empty() ? "" : ", ", sum / double(last - first));
+    rewards += buf;
+  }
+  std::printf("| %s | %s | %s |\n", label.c_str(), evals.c_str(), rewards.c_str());
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string run_dir, label;
+  bool curve = false;
   double samples = 0;
   int skip = 1;
   for (int i = 1; i < argc; ++i) {
@@ -50,11 +76,24 @@ int main(int argc, char** argv) {
                   "| reward/mean, last 10 |\n|---|--:|--:|--:|--:|--:|---|--:|--:|\n");
       return 0;
     }
-    if (!std::strcmp(argv[i], "--label")) label = next();
+    if (!std::strcmp(argv[i], "--curve-header")) {
+      std::printf("| run | held-out accuracy %% (step: value) | reward/mean, per 10 iterations |\n|---|---|---|\n");
+      return 0;
+    }
+    if (!std::strcmp(argv[i], "--curve")) curve = true;
+    else if (!std::strcmp(argv[i], "--label")) label = next();
     else if (!std::strcmp(argv[i], "--samples")) samples = std::stod(next());
     else if (!std::strcmp(argv[i], "--skip")) skip = std::stoi(next());
     else if (argv[i][0] != '-' && run_dir.empty()) run_dir = argv[i];
     else return std::fprintf(stderr, "bench_placement_report: unknown argument '%s'\n", argv[i]), 2;
+  }
+  if (curve && !run_dir.empty()) {
+    try {
+      return print_curve(run_dir, label);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_placement_report: %s\n", e.what());
+      return 1;
+    }
   }
   if (run_dir.empty() || samples <= 0)
     return std::fprintf(stderr, "usage: bench_placement_report RUN_DIR --label NAME --samples N [--skip K] | --header\n"), 2;

@@ -138,6 +138,7 @@ Codec<AsyncConfig> async_codec() {
   return structure<S>({"asynchronous RL settings", {
       field<S>("max_staleness", [](auto& s) -> auto& { return s.max_staleness; }, integer(0)),
       field<S>("partial_rollouts", [](auto& s) -> auto& { return s.partial_rollouts; }, boolean()),
+      field<S>("keep_stale_cache", [](auto& s) -> auto& { return s.keep_stale_cache; }, boolean()),
   }});
 }
 

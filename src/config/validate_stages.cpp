@@ -177,6 +177,11 @@ struct StageChecker {
                      std::to_string(s.async.max_staleness),
                  "set async.max_staleness: 2 (or more: each more lets a response cross one more update) with "
                  "generation on ranks of its own, or remove partial_rollouts");
+    if (s.async.keep_stale_cache && !s.async.partial_rollouts)
+      diag.error(c.pos(p + ".async.keep_stale_cache"), p + ".async.keep_stale_cache",
+                 "keep_stale_cache decides what a response paused at a weight update continues with, and only "
+                 "partial rollouts pause responses",
+                 "set async.partial_rollouts: true beside it, or remove keep_stale_cache");
     const bool other_layout = policy.rollout.parallel.tp != policy.parallel.tp ||
                               policy.rollout.parallel.sp != policy.parallel.sp ||
                               policy.rollout.parallel.ep != policy.parallel.ep;

@@ -69,6 +69,10 @@ void DeviceRows::append(int64_t first, const at::Tensor& ids, const at::Tensor& 
   ended.logical_or_(ends);
 }
 
+void DeviceRows::feed(int64_t first, const at::Tensor& ids) {
+  last_.narrow(0, first, ids.size(0)).copy_(ids);
+}
+
 void DeviceRows::advance(int64_t rows) { position_.narrow(0, 0, rows).add_(1); }
 
 void DeviceRows::end_padded(int64_t B, const at::Tensor& padded) { ended_.narrow(0, 0, B).logical_or_(padded); }

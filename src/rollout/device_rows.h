@@ -42,6 +42,9 @@ class DeviceRows {
   // [R] (float32) on the device: logged unless the row had ended; then the EOS
   // and max_new_tokens checks.
   void append(int64_t first, const at::Tensor& ids, const at::Tensor& logprobs);
+  // Rows [first, first + ids.size(0)) take ids [R] (int64) as their next step's input, nothing logged: rows
+  // continued from a kept cache, whose last token was read before their pause.
+  void feed(int64_t first, const at::Tensor& ids);
   // One decode step was taken for rows [0, rows): their positions advance.
   void advance(int64_t rows);
 

@@ -59,6 +59,13 @@ void validate_paused(const Sample& s, size_t k, const std::vector<std::vector<in
     HPCRL_CHECK_INPUT(id >= 0 && id < arch.vocab_size,
                       "sample " << k << " holds token id " << id << ", outside the vocabulary [0, "
                                 << arch.vocab_size << ")");
+  if (!s.cache) return;
+  // The cache holds the prompt and every token but the last (the next step's input).
+  const int64_t cached = int64_t(prompts[size_t(s.prompt_index)].size() + s.tokens.size()) - 1;
+  HPCRL_CHECK_INPUT(!s.tokens.empty() && s.cache->length == cached && int64_t(s.cache->k.size()) == arch.num_layers,
+                    "sample " << k << " has a kept cache of " << s.cache->length << " tokens and " << s.cache->k.size()
+                              << " layers, where its prompt and tokens need " << cached << " and the model has "
+                              << arch.num_layers << ": pass a paused sample back as the engine returned it");
 }
 
 // What a generation call holds gathered of a ZeRO-3 model (a no-op for any

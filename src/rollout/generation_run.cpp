@@ -56,6 +56,7 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
       replays_before_(fixed_ ? fixed_->replays() : 0),
       unfinished_of_prompt_(prompts.size(), 0),
       pause_after_groups_(call.pause_after_groups),
+      keep_paused_cache_(call.keep_paused_cache),
       turns_(call.turns),
       tp_(model.parallel_context().tp_size() > 1 ? model.parallel_context().tp : nullptr) {
   for (Sample& sample : call.samples) {
@@ -123,8 +124,13 @@ GenerationRun::Admission GenerationRun::admit() {
   std::vector<Sequence> others;  // later samples of the prompts being prefilled
   int64_t longest = 0;
   const int64_t free = free_slots();
-  while (!pending_.empty() && int64_t(a.fresh.size() + others.size() + a.from_prefix.size()) < free) {
+  while (!pending_.empty() && int64_t(a.fresh.size() + others.size() + a.from_prefix.size() + a.cached.size()) < free) {
     Sequence& s = pending_.front();
+    if (s.out.cache) {
+      a.cached.push_back(std::move(s));
+      pending_.pop_front();
+      continue;
+    }
     if (s.prompt_ids == prefix_prompt_) {
       a.from_prefix.push_back(std::move(s));
       pending_.pop_front();
@@ -156,13 +162,14 @@ GenerationRun::Admission GenerationRun::admit() {
 }
 
 void GenerationRun::prefill(Admission a, int64_t group_forwards) {
-  if (a.fresh.empty() && a.from_prefix.empty()) {
+  if (a.fresh.empty() && a.from_prefix.empty() && a.cached.empty()) {
     for (int64_t i = 0; i < group_forwards; ++i) forward_.idle_step();  // another ep rank prefills
     return;
   }
   trace::TimedSpan span("rollout/prefill");
   const int64_t first = int64_t(active_.size());
   span.add_arg("sequences", double(a.fresh.size() + a.from_prefix.size()));
+  span.add_arg("cached", double(a.cached.size()));
   std::vector<at::Tensor> logits;  // [F, V] pieces, in slot order: fresh rows, then copied ones
   if (!a.fresh.empty()) {
     logits.push_back(forward_.prefill(slots_, first, a.prompts, a.prompt_of, a.chunk));
@@ -176,10 +183,26 @@ void GenerationRun::prefill(Admission a, int64_t group_forwards) {
   }
   for (auto& s : a.fresh) active_.push_back(std::move(s));
   for (auto& s : a.from_prefix) active_.push_back(std::move(s));
+  const int64_t first_cached = int64_t(active_.size());
+  restore_cached(std::move(a.cached), first_cached);
   start_rows(first);
   keep_group_prefix(first, int64_t(a.prompt_of.size()), logits.empty() ? at::Tensor() : logits.front());
-  choose(at::cat(logits), first);  // each fresh sequence's first token comes from its prompt's last logits
+  // Each fresh sequence's first token comes from its prompt's last logits; a cached row's input is its last token.
+  if (!logits.empty()) choose(at::cat(logits), first);
+  std::vector<int64_t> last;
+  for (int64_t r = first_cached; r < int64_t(active_.size()); ++r) last.push_back(active_[r].out.tokens.back());
+  if (!last.empty()) rows_.feed(first_cached, at::tensor(last, at::kLong).to(rows_.last_tokens(1).device()));
   stats_.prefill_seconds += span.elapsed_seconds();
+}
+
+void GenerationRun::restore_cached(std::vector<Sequence> cached, int64_t first) {
+  for (size_t c = 0; c < cached.size(); ++c) {
+    Sequence& s = cached[c];
+    slots_.copy_in(first + int64_t(c), *s.out.cache);
+    s.out.cache.reset();  // its memory goes once the slot holds it
+    active_.push_back(std::move(s));
+  }
+  stats_.cached_resumes += int64_t(cached.size());
 }
 
 void GenerationRun::keep_group_prefix(int64_t first, int64_t fresh, const at::Tensor& logits) {
@@ -313,6 +336,10 @@ void GenerationRun::pause() {
     if (turns_) park_turns();
   }
   if (turns_) finish_calls();
+  // Every live row's tokens are read: its slot holds the prompt and all of them but the last.
+  if (keep_paused_cache_)
+    for (int64_t r = 0; r < int64_t(active_.size()); ++r)
+      active_[r].out.cache = std::make_shared<const SlotCache>(slots_.copy_out(r));
   for (Sequence& s : active_) paused_.push_back(std::move(s.out));
   for (Sequence& s : pending_) paused_.push_back(std::move(s.out));
   active_.clear();

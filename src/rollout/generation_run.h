@@ -64,15 +64,16 @@ class GenerationRun {
   struct Admission {
     std::vector<Sequence> fresh;        // prefilled now: each distinct prompt's first sample, then the others
     std::vector<Sequence> from_prefix;  // samples of the group prompt kept in the prefix slot: copy it
+    std::vector<Sequence> cached;       // paused with their cache kept: copied in, nothing prefilled
     std::vector<const std::vector<int32_t>*> prompts;  // the distinct prompts of `fresh`
     std::vector<int64_t> prompt_of;                    // fresh[f] is a sample of prompts[prompt_of[f]]
     int64_t longest = 0, chunk = 0;                    // prompt positions, and per prefill forward
     int64_t forwards() const { return prompts.empty() ? 0 : (longest + chunk - 1) / chunk; }
   };
   // Takes waiting sequences for the free slots: those of the group prompt kept
-  // in the prefix slot will copy its keys/values and first-token logits; the
-  // rest will be prefilled, each distinct prompt once, as many prompts as the
-  // prefill's attention budget admits.
+  // in the prefix slot will copy its keys/values and first-token logits; those
+  // paused with their cache will copy it back; the rest will be prefilled, each
+  // distinct prompt once, as many prompts as the prefill's attention budget admits.
   Admission admit();
   // Prefills the admission and chooses its first tokens, padded with idle
   // forwards to `group_forwards` (the most any rank of the ep group runs).
@@ -82,6 +83,8 @@ class GenerationRun {
   // `first`, whose first-token logits are `logits`' rows) for the group's
   // remaining samples.
   void keep_group_prefix(int64_t first, int64_t fresh, const at::Tensor& logits);
+  // Rows [first, first + cached.size()) take their kept caches back; each decodes on from its last token.
+  void restore_cached(std::vector<Sequence> cached, int64_t first);
   int64_t prefix_slot() const { return slot_count_; }
   void decode();
   // Where a sequence's next draw sits (its prompt's key, its sample, its draw index).
@@ -164,6 +167,7 @@ class GenerationRun {
   std::vector<int64_t> unfinished_of_prompt_;  // samples of each prompt in this call not yet done
   int64_t complete_prompts_ = 0;               // prompts whose every sample in this call is done
   const int64_t pause_after_groups_;
+  const bool keep_paused_cache_;
   TurnHandler* const turns_;
   const dist::CommPtr tp_;                 // its ranks take replies together
   std::vector<Sequence> parked_;           // rows waiting for their call's reply

@@ -62,6 +62,30 @@ void KvSlots::swap(int64_t a, int64_t b) {
   std::swap(length_[a], length_[b]);
 }
 
+SlotCache KvSlots::copy_out(int64_t r) const {
+  SlotCache c;
+  c.length = length_[r];
+  for (size_t l = 0; l < k_.size(); ++l) {
+    c.k.push_back(k_[l][r].narrow(1, 0, c.length).clone());
+    c.v.push_back(v_[l][r].narrow(1, 0, c.length).clone());
+  }
+  return c;
+}
+
+void KvSlots::copy_in(int64_t r, const SlotCache& c) {
+  HPCRL_CHECK(c.k.size() == k_.size() && c.v.size() == v_.size() && c.length <= capacity_,
+              "a kept cache of " << c.k.size() << " layers and " << c.length << " tokens for slots of " << k_.size()
+                                 << " layers and " << capacity_ << " tokens");
+  for (size_t l = 0; l < k_.size(); ++l) {
+    const auto want = std::vector<int64_t>{k_[l].size(1), c.length, k_[l].size(3)};
+    HPCRL_CHECK(c.k[l].sizes() == want && c.v[l].sizes() == want,
+                "a kept cache's layer " << l << " is " << c.k[l].sizes() << ", the slots' " << at::IntArrayRef(want));
+    k_[l][r].narrow(1, 0, c.length).copy_(c.k[l]);
+    v_[l][r].narrow(1, 0, c.length).copy_(c.v[l]);
+  }
+  set_length(r, c.length);
+}
+
 int64_t KvSlots::bytes() const {
   int64_t b = 0;
   for (size_t l = 0; l < k_.size(); ++l) b += (k_[l].numel() + v_[l].numel()) * k_[l].element_size();

@@ -111,7 +111,7 @@ TEST(InFlight, AnInboxFileIsNotTakenForAGeneratorsFile) {
 
 TEST(InFlight, FilesAreNamedByRankAndReplica) {
   EXPECT_EQ(inbox_file(3), "in-flight/trainer-rank-00003.bin");
-  EXPECT_EQ(generator_file(0), "in-flight/generator-replica-00000.bin");
+  EXPECT_EQ(generator_file(1), "in-flight/generator-rank-00001.bin");
 }
 
 TEST(InFlight, ThePointReadsBackAndAMissingFieldNamesTheFile) {

@@ -347,12 +347,44 @@ TEST(DisaggregatedE2E, StopSignalWithPartialRolloutsKeepsThePausedRowsAndResumes
   ASSERT_LT(stage_lines(sub + "/run", "grpo").size(), 8u) << "the signal came after the last iteration";
   // The generator's file holds its groups in flight: with 12 slots for 16 groups of 4, some are always unfinished.
   const std::string step = run_shell("ls -d " + sub + "/run/checkpoints/00-grpo/step-* | tail -1").output;
-  const std::string gen = step.substr(0, step.find('\n')) + "/in-flight/generator-replica-00000.bin";
+  const std::string gen = step.substr(0, step.find('\n')) + "/in-flight/generator-rank-00001.bin";
   EXPECT_GT(std::filesystem::file_size(gen), 1000u) << gen;
   Proc resumed = run_hpcrl("run " + grpo + " --out " + sub + "/run --resume", 2);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("re-entering the round plan at the sync before iteration"), std::string::npos)
       << resumed.output;
+  const auto again = stage_lines(sub + "/run", "grpo");
+  ASSERT_EQ(again.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(without_timing(whole[i]), without_timing(again[i])) << "line " << i;
+}
+
+// async.keep_stale_cache: paused responses continue from the keys/values the old weights computed instead of a
+// re-prefill. The run differs from the re-prefilling one (the option is obeyed), and a stop keeps each paused row's
+// cache in the checkpoint, so the resumed run still repeats the uninterrupted one line for line.
+TEST(DisaggregatedE2E, PartialRolloutsWithAKeptStaleCacheDifferFromReprefillAndResumeExactly) {
+  std::string dir = scratch_dir("disagg-stale-cache");
+  std::filesystem::create_directories(dir + "/stopped");
+  const std::string partial = std::string("tests/e2e/data/grpo_judge.yaml") + kOneAndOne +
+                              " --set stages[0].grpo.iterations=8 --set stages[0].grpo.async.max_staleness=2"
+                              " --set stages[0].grpo.async.partial_rollouts=true --set models.policy.rollout.max_batch=12";
+  const std::string kept = partial + " --set stages[0].grpo.async.keep_stale_cache=true";
+  Proc reprefill = run_hpcrl("run " + partial + " --out " + dir + "/reprefill", 2);
+  ASSERT_EQ(reprefill.exit_code, 0) << reprefill.output;
+  Proc full = run_hpcrl("run " + kept + " --out " + dir + "/full", 2);
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  const auto whole = stage_lines(dir + "/full", "grpo");
+  const auto other = stage_lines(dir + "/reprefill", "grpo");
+  ASSERT_EQ(whole.size(), 8u);
+  ASSERT_EQ(other.size(), 8u);
+  bool differs = false;
+  for (size_t i = 0; i < 8; ++i) differs = differs || whole[i].at("loss") != other[i].at("loss");
+  EXPECT_TRUE(differs) << "keep_stale_cache changed nothing";
+  const std::string sub = dir + "/stopped";
+  int pid = run_and_signal("run " + kept + " --out " + sub + "/run", sub, 1, SIGUSR1, 2);
+  EXPECT_EQ(wait_exit(pid), 75) << run_shell("cat " + sub + "/log").output;
+  ASSERT_LT(stage_lines(sub + "/run", "grpo").size(), 8u) << "the signal came after the last iteration";
+  Proc resumed = run_hpcrl("run " + kept + " --out " + sub + "/run --resume", 2);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   const auto again = stage_lines(sub + "/run", "grpo");
   ASSERT_EQ(again.size(), whole.size());
   for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(without_timing(whole[i]), without_timing(again[i])) << "line " << i;

@@ -281,6 +281,10 @@ struct AsyncConfig {
   // (algo/stages/rollout_stream.h). Generation runs one version ahead; needs
   // max_staleness >= 2 (the oldest token of a response that crossed an update).
   bool partial_rollouts = false;
+  // With partial_rollouts: a paused response keeps the keys/values its prompt
+  // and tokens got under the weights that computed them, instead of being
+  // re-prefilled; only its later tokens see the new weights (docs/placement.md).
+  bool keep_stale_cache = false;
 };
 
 // What GRPO and PPO share.

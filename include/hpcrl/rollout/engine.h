@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "hpcrl/model/decoder_model.h"
+#include "hpcrl/rollout/kv_slots.h"
 #include "hpcrl/rollout/turns.h"
 
 namespace hpcrl::io {
@@ -111,6 +112,10 @@ struct Sample {
   std::vector<uint8_t> sampled;
   std::string finish_reason;         // "stop" (EOS or stop string) | "length" | a TurnReply's reason
   int64_t turns = 0;                 // tool calls the sample made (replies inserted or ending it)
+  // A sample paused with its cache kept (GenerationCall::keep_paused_cache):
+  // the keys/values of its prompt and every token but the last, as the weights
+  // of their time computed them. Null: a continuation prefills prompt + tokens.
+  std::shared_ptr<const SlotCache> cache;
 
   bool was_sampled(size_t t) const { return sampled.empty() || sampled[t] != 0; }
   int64_t sampled_count() const;     // tokens the model sampled
@@ -138,6 +143,13 @@ struct GenerationCall {
   // own replies, as many forwards each as the rank with the most (idle ones
   // run empty steps), and must all make a multi-turn call or none (InputError).
   TurnHandler* turns = nullptr;
+  // At a pause, each decoding row takes its keys/values along (Sample::cache),
+  // and a later call continues it from them with no prefill: only tokens
+  // after the pause see that call's weights, so after a weight update the
+  // kept cache is stale (docs/placement.md "Partial rollouts"). A row waiting
+  // for a tool's reply at the pause has no cache kept (its reply is not cached
+  // yet) and is prefilled afresh.
+  bool keep_paused_cache = false;
 
   // n fresh samples of each of `prompts` prompts, ordered by (prompt, sample).
   static GenerationCall fresh(int64_t prompts, int64_t n, TurnHandler* turns = nullptr);
@@ -151,6 +163,7 @@ struct GenerationResult {
 struct GenerateStats {
   int64_t prompt_tokens = 0;
   int64_t resumed_tokens = 0;    // generated tokens of paused samples prefilled again (in prompt_tokens too)
+  int64_t cached_resumes = 0;    // paused samples continued from their kept cache (no prefill)
   int64_t generated_tokens = 0;
   int64_t forward_calls = 0;     // prefill and decode steps (idle ep steps not counted)
   int64_t decode_steps = 0;

@@ -19,6 +19,14 @@
 
 namespace hpcrl::rollout {
 
+// One slot's cached tokens taken out of the slots: per layer, this rank's
+// keys and values [Hkv_local, length, D] (a paused row's, kept across calls:
+// GenerationCall::keep_paused_cache).
+struct SlotCache {
+  int64_t length = 0;
+  std::vector<at::Tensor> k, v;
+};
+
 class KvSlots {
  public:
   // Zero-filled buffers for `slots` sequences of up to `capacity` tokens, in the
@@ -46,6 +54,10 @@ class KvSlots {
   // Exchanges the cached tokens (and lengths) of slots a and b: how a
   // multi-turn row waiting for a reply leaves the live rows (generation_turns.cpp).
   void swap(int64_t a, int64_t b);
+  // Slot r's cached tokens, copied out; and a copy put back into slot r (which
+  // takes its length). InternalError when the copy is of another shape.
+  SlotCache copy_out(int64_t r) const;
+  void copy_in(int64_t r, const SlotCache& cache);
 
   int64_t bytes() const;  // memory held by all buffers
 

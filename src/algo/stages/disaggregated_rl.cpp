@@ -286,7 +286,8 @@ void DisaggregatedRun::checkpoint_at_sync(int64_t step, int64_t iteration) {
   extras.state["in_flight"] = in_flight_point(iteration).to_json();
   if (side_ == StageSide::kTrainer) extras.files.push_back({inbox_file(env_.world->rank()), encode_inbox(state_.inbox)});
   const auto generators = channel_.receive_generator_states();  // on the trainer's first rank
-  for (size_t j = 0; j < generators.size(); ++j) extras.files.push_back({generator_file(int(j)), generators[j]});
+  for (size_t j = 0; j < generators.size(); ++j)
+    extras.files.push_back({generator_file(stage_.generator().mesh.first_rank() + int(j)), generators[j]});
   checkpoint(step, extras);
 }
 
@@ -298,6 +299,7 @@ InFlightPoint DisaggregatedRun::in_flight_point(int64_t iteration) const {
   p.world = env_.world->size();
   p.trainer_dp = stage_.policy().mesh.dp();
   p.generator_dp = stage_.generator().mesh.dp();
+  p.generator_tp = stage_.generator().mesh.tp();
   return p;
 }
 
@@ -330,7 +332,7 @@ void DisaggregatedRun::re_enter(int64_t start) {
     state_.inbox = decode_inbox(read_bytes(path), path);
   }
   if (side_ == StageSide::kGenerator) {
-    const std::string path = dir + "/" + generator_file(stage_.generator().mesh.coord(me).dp);
+    const std::string path = dir + "/" + generator_file(me);
     stage_.producer().restore(decode_generator(read_bytes(path), path), path);
   }
   if (me == 0)

@@ -1,7 +1,10 @@
 // A disaggregated stage's in-flight state as checkpoint files (in_flight.h).
 #include "hpcrl/algo/stages/in_flight.h"
 
+#include <ATen/ATen.h>
+
 #include <cstdio>
+#include <cstring>
 
 #include "hpcrl/util/byte_stream.h"
 #include "hpcrl/util/check.h"
@@ -9,8 +12,52 @@
 namespace hpcrl::algo {
 
 namespace {
-constexpr uint32_t kGeneratorMagic = 0x47464c31;  // "1LFG": in-flight generator, version 1
+constexpr uint32_t kGeneratorMagic = 0x47464c32;  // "2LFG": in-flight generator, version 2 (kept caches)
 constexpr uint32_t kInboxMagic = 0x49464c31;      // "1LFI": in-flight inbox, version 1
+
+// A tensor as its dtype, shape and bytes (copied to the host).
+void put_tensor(util::ByteWriter& w, const at::Tensor& t) {
+  const at::Tensor host = t.to(at::kCPU).contiguous();
+  w.put<int32_t>(int32_t(host.scalar_type()));
+  w.list(host.sizes().vec());
+  const auto* p = static_cast<const uint8_t*>(host.data_ptr());
+  w.list(std::vector<uint8_t>(p, p + host.nbytes()));
+}
+
+at::Tensor get_tensor(util::ByteReader& r) {
+  const auto type = r.get<int32_t>();
+  HPCRL_CHECK(type >= 0 && type < int32_t(at::ScalarType::NumOptions), "a tensor of unknown dtype " << type);
+  const auto sizes = r.list<int64_t>();
+  const auto bytes = r.list<uint8_t>();
+  at::Tensor t = at::empty(sizes, at::ScalarType(type));
+  HPCRL_CHECK(size_t(t.nbytes()) == bytes.size(), "a tensor of " << t.nbytes() << " bytes stored in " << bytes.size());
+  if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  return t;
+}
+
+// A paused row's kept cache (Sample::cache), or its absence.
+void put_cache(util::ByteWriter& w, const std::shared_ptr<const rollout::SlotCache>& c) {
+  w.put<uint8_t>(c ? 1 : 0);
+  if (!c) return;
+  w.put(c->length);
+  w.put<uint64_t>(c->k.size());
+  for (size_t l = 0; l < c->k.size(); ++l) {
+    put_tensor(w, c->k[l]);
+    put_tensor(w, c->v[l]);
+  }
+}
+
+std::shared_ptr<const rollout::SlotCache> get_cache(util::ByteReader& r) {
+  if (r.get<uint8_t>() == 0) return nullptr;
+  auto c = std::make_shared<rollout::SlotCache>();
+  c->length = r.get<int64_t>();
+  const auto layers = r.get<uint64_t>();
+  for (uint64_t l = 0; l < layers; ++l) {
+    c->k.push_back(get_tensor(r));
+    c->v.push_back(get_tensor(r));
+  }
+  return c;
+}
 
 void put_sample(util::ByteWriter& w, const rollout::Sample& s) {
   w.put(s.prompt_index);
@@ -20,6 +67,7 @@ void put_sample(util::ByteWriter& w, const rollout::Sample& s) {
   w.list(s.sampled);
   w.text(s.finish_reason);
   w.put(s.turns);
+  put_cache(w, s.cache);
 }
 
 rollout::Sample get_sample(util::ByteReader& r) {
@@ -31,6 +79,7 @@ rollout::Sample get_sample(util::ByteReader& r) {
   s.sampled = r.list<uint8_t>();
   s.finish_reason = r.text();
   s.turns = r.get<int64_t>();
+  s.cache = get_cache(r);
   return s;
 }
 
@@ -123,11 +172,12 @@ std::map<int64_t, SampleMessage> decode_inbox(const std::vector<uint8_t>& bytes,
 }
 
 std::string inbox_file(int world_rank) { return numbered("in-flight/trainer-rank-%05d.bin", world_rank); }
-std::string generator_file(int replica) { return numbered("in-flight/generator-replica-%05d.bin", replica); }
+std::string generator_file(int world_rank) { return numbered("in-flight/generator-rank-%05d.bin", world_rank); }
 
 nlohmann::json InFlightPoint::to_json() const {
   return {{"plan_start", plan_start}, {"plan_staleness", plan_staleness}, {"sync_iteration", sync_iteration},
-          {"world", world},           {"trainer_dp", trainer_dp},         {"generator_dp", generator_dp}};
+          {"world", world},           {"trainer_dp", trainer_dp},         {"generator_dp", generator_dp},
+          {"generator_tp", generator_tp}};
 }
 
 InFlightPoint InFlightPoint::from_json(const nlohmann::json& j, const std::string& where) {
@@ -144,6 +194,7 @@ InFlightPoint InFlightPoint::from_json(const nlohmann::json& j, const std::strin
   p.world = int(field("world"));
   p.trainer_dp = field("trainer_dp");
   p.generator_dp = field("generator_dp");
+  p.generator_tp = field("generator_tp");
   return p;
 }
 

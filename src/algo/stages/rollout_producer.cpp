@@ -200,6 +200,7 @@ void RolloutProducer::continue_samples(int64_t groups, int64_t iteration, int64_
   RolloutStream::Call call;
   call.call.pause_after_groups = 1;
   if (groups > 0) call = stream_->next_call(groups);
+  call.call.keep_paused_cache = stage_.cfg.async.keep_stale_cache;
   rollout::SamplingParams sampling = stage_sampling(stage_.cfg.sampling, prompts_->stop_ids());
   // One seed for the stage: a sample's draws are keyed by its prompt's draw position, whichever round continues it.
   sampling.seed = static_cast<uint64_t>(stage_.env.pipeline->run.seed) * 1000003u + 999983u;

@@ -268,7 +268,6 @@ SampleMessage SampleChannel::receive(int64_t iteration) {
 }
 
 void SampleChannel::send_generator_state(const std::vector<uint8_t>& bytes) {
-  if (!leads_replica(generator_.mesh, world_->rank())) return;  // the replica's other ranks hold the same state
   std::vector<dist::WorkPtr> works;
   std::vector<at::Tensor> keep;
   send_bytes(*world_, bytes, trainer_.mesh.first_rank(), kGeneratorStateTag, works, keep);
@@ -278,9 +277,8 @@ void SampleChannel::send_generator_state(const std::vector<uint8_t>& bytes) {
 std::vector<std::vector<uint8_t>> SampleChannel::receive_generator_states() {
   std::vector<std::vector<uint8_t>> states;
   if (world_->rank() != trainer_.mesh.first_rank()) return states;
-  const dist::Mesh& gm = generator_.mesh;
-  for (int replica = 0; replica < gm.dp(); ++replica)
-    states.push_back(recv_bytes(*world_, gm.world_rank(0, 0, replica, 0), kGeneratorStateTag));
+  for (int r = generator_.mesh.first_rank(); r <= generator_.mesh.last_rank(); ++r)
+    states.push_back(recv_bytes(*world_, r, kGeneratorStateTag));
   return states;
 }
 

@@ -84,9 +84,9 @@ class SampleChannel {
   // over the channel's ranks): this rank's trainer share of every replica's
   // kept samples, in the order receive() merges them.
   RolloutSamples redeal(const RolloutSamples& kept);
-  // At a checkpoint (in_flight.h): each generating replica's leader sends its
-  // state to the trainer's first rank, which receives them all, in replica
-  // order (an empty list on every other rank).
+  // At a checkpoint (in_flight.h): every generating rank sends its state to
+  // the trainer's first rank, which receives them all, in rank order (an
+  // empty list on every other rank).
   void send_generator_state(const std::vector<uint8_t>& bytes);
   std::vector<std::vector<uint8_t>> receive_generator_states();
 

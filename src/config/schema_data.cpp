@@ -99,6 +99,11 @@ Codec<JsonlData> jsonl_codec() {
       field<S>("answer", [](auto& s) -> auto& { return s.answer; }, text()),
       field<S>("response", [](auto& s) -> auto& { return s.response; }, text(true)),
       field<S>("answer_marker", [](auto& s) -> auto& { return s.answer_marker; }, text(true)),
+      field<S>("messages", [](auto& s) -> auto& { return s.messages; }, text(true)),
+      only_if<S>(field<S>("tool_reply_open", [](auto& s) -> auto& { return s.tool_reply_open; }, text(true)),
+                 [](const S& s) { return !s.messages.empty(); }),
+      only_if<S>(field<S>("tool_reply_close", [](auto& s) -> auto& { return s.tool_reply_close; }, text(true)),
+                 [](const S& s) { return !s.messages.empty(); }),
       field<S>("chat_template", [](auto& s) -> auto& { return s.chat_template; }, enumeration<ChatTemplate>()),
       field<S>("system_prompt", [](auto& s) -> auto& { return s.system_prompt; }, text(true)),
       only_if<S>(field<S>("thinking", [](auto& s) -> auto& { return s.thinking; }, boolean()),
@@ -111,6 +116,16 @@ Codec<JsonlData> jsonl_codec() {
     if (n.find("thinking") && s.chat_template != ChatTemplate::qwen3 && s.chat_template != ChatTemplate::model)
       error_at_key(reading, n, path, "thinking", "applies only to chat_template: qwen3 or model (as enable_thinking)",
                    "remove it or use the qwen3 or model template");
+    for (const char* key : {"tool_reply_open", "tool_reply_close"})
+      if (n.find(key) && s.messages.empty())
+        error_at_key(reading, n, path, key, "wraps the tool messages of a conversation dataset, and this one has none",
+                     "set messages: to the key of each row's conversation, or remove it");
+    for (const char* key : {"prompt", "response"})
+      if (n.find(key) && !s.messages.empty())
+        error_at_key(reading, n, path, key,
+                     "a conversation dataset reads its prompt and response from `messages` (its user message, then "
+                     "the assistant and tool messages)",
+                     "remove it, or remove messages");
   };
   auto inner = structure<S>(std::move(spec));
   // Shorthand: `jsonl: path/to/file.jsonl`.

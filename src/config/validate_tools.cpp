@@ -2,6 +2,8 @@
 // (passes.h): every tool a stage uses exists, a reply can fit the response,
 // and the combinations multi-turn rollouts do not support yet are refused with
 // the reason; a tool no stage uses is a warning.
+#include <nlohmann/json.hpp>
+
 #include <set>
 
 #include "config/passes.h"
@@ -30,6 +32,25 @@ void check_tools(const PipelineConfig& c, const StageTools& t, const std::string
   reply_fits(c, t, c.run.eval_sampling.max_new_tokens, "run.eval_sampling.max_new_tokens", tp, diag);
 }
 
+// A conversation dataset's tool messages are wrapped as the stage's format inserts a reply, or the model learns
+// a wrapping its rollouts never show it.
+void check_conversation_replies(const PipelineConfig& c, const StageTools& t, const std::string& data,
+                                const std::string& tp, Diagnostics& diag) {
+  const DatasetConfig* d = c.find_data(data);
+  if (!d || d->kind != DataKind::jsonl || d->jsonl.messages.empty()) return;
+  const bool qwen = t.format == ToolFormat::qwen;
+  const std::string open = qwen ? kQwenToolReplyOpen : t.reply_open, close = qwen ? kQwenToolReplyClose : t.reply_close;
+  if (d->jsonl.tool_reply_open == open && d->jsonl.tool_reply_close == close) return;
+  const std::string key = "data." + data + ".jsonl.tool_reply_open";
+  const auto json_quote = [](const std::string& text) { return nlohmann::json(text).dump(); };  // \n shown as such
+  diag.error(c.pos(key), key,
+             "data." + data + " wraps its tool messages in " + json_quote(d->jsonl.tool_reply_open) + " … " +
+                 json_quote(d->jsonl.tool_reply_close) + ", but " + tp + " (format " + (qwen ? "qwen" : "tags") +
+                 ") inserts a reply as " + json_quote(open) + " … " + json_quote(close) +
+                 ": the model would learn a wrapping its rollouts never show it",
+             "set data." + data + ".jsonl.tool_reply_open/tool_reply_close to the stage's, or change its tools.format");
+}
+
 void check_stage(const PipelineConfig& c, const RlStage& s, const std::string& p, Diagnostics& diag) {
   const std::string tp = p + ".tools";
   reply_fits(c, s.tools, s.sampling.max_new_tokens, "max_new_tokens", tp, diag);
@@ -48,6 +69,9 @@ void validate_tools(const PipelineConfig& c, Diagnostics& diag) {
     }
     if (!tools || !tools->enabled()) continue;
     check_tools(c, *tools, c.stages[i].path + ".tools", diag);
+    const auto* sft = c.stages[i].as<SftStage>();
+    const std::string& data = sft ? sft->data : c.stages[i].rl()->data;
+    check_conversation_replies(c, *tools, data, c.stages[i].path + ".tools", diag);
     used.insert(tools->use.begin(), tools->use.end());
   }
   for (const auto& t : c.tools)

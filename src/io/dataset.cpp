@@ -3,6 +3,8 @@
 // the templated prompt counted), so limits mean what the model will see.
 #include "hpcrl/io/dataset.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include <sstream>
@@ -90,6 +92,11 @@ void apply_length_limits(Dataset& ds, const LengthLimits& limits) {
           continue;
         }
         ex.response = truncate_to_tokens(ex.response, limits.max_response_tokens, limits.length);
+        // Inserted ranges end at the cut; those after it go.
+        for (auto& r : ex.inserted) r.second = std::min(r.second, ex.response.size());
+        ex.inserted.erase(std::remove_if(ex.inserted.begin(), ex.inserted.end(),
+                                         [](const auto& r) { return r.first >= r.second; }),
+                          ex.inserted.end());
         ++rep.truncated_response;
       }
       kept.push_back(std::move(ex));

@@ -67,6 +67,19 @@ std::string gold_answer(const std::string& field, const std::string& marker, con
   return after;
 }
 
+// A conversation row: its messages (parsed again keeping their keys' order, which a written call keeps), and
+// its answer when it has one.
+void read_conversation_row(const std::string& line, const json& row, const JsonlOptions& options,
+                           const std::string& where, Example& ex) {
+  require_key(row, options.messages_key, "messages", where);
+  const auto ordered = nlohmann::ordered_json::parse(line);
+  read_conversation(ordered[options.messages_key], options.conversation, where + ": key '" + options.messages_key + "'",
+                    ex);
+  if (row.contains(options.answer_key))
+    ex.answer = gold_answer(text_of(row[options.answer_key], options.answer_key, true, where), options.answer_marker,
+                            options.answer_key, where);
+}
+
 }  // namespace
 
 Dataset load_jsonl(const std::string& path, const JsonlOptions& options) {
@@ -97,6 +110,11 @@ Dataset load_jsonl(const std::string& path, const JsonlOptions& options) {
     }
     Example ex;
     ex.line = line_no;
+    if (!options.messages_key.empty()) {
+      read_conversation_row(line, row, options, where, ex);
+      ds.examples.push_back(std::move(ex));
+      continue;
+    }
     ex.prompt = text_of(require_key(row, options.prompt_key, "prompt", where), options.prompt_key, false, where);
     std::string answer_field =
         text_of(require_key(row, options.answer_key, "answer", where), options.answer_key, true, where);

@@ -35,6 +35,8 @@ algo::DataSplits load_data_splits(const config::DatasetConfig& data, const confi
     o.answer_key = j.answer;
     o.response_key = j.response;
     o.answer_marker = j.answer_marker;
+    o.messages_key = j.messages;
+    o.conversation = {j.tool_reply_open, j.tool_reply_close};
     o.limits.max_prompt_tokens = static_cast<size_t>(j.max_prompt_len);
     o.limits.max_response_tokens = static_cast<size_t>(j.max_response_len);
     o.limits.long_response = j.long_response == config::LongResponse::truncate ? io::LongResponsePolicy::kTruncate

@@ -18,6 +18,7 @@
 
 #include "hpcrl/config/diagnostics.h"
 #include "hpcrl/config/enums.h"
+#include "hpcrl/config/tool_reply.h"
 #include "hpcrl/config/model_arch.h"
 
 namespace hpcrl::config {
@@ -193,6 +194,11 @@ struct JsonlData {
   std::string answer = "answer";       // key of the answer field
   std::string response;                // key of the SFT target; "" = the whole answer field
   std::string answer_marker = "####";  // gold answer = text after the last marker; "" = whole field
+  // Key of a conversation ([{role, content}], a user message then assistant
+  // and tool messages; io/dataset_conversation.h) read instead of prompt and
+  // response; "" = none. Tool messages are wrapped in tool_reply_open/close.
+  std::string messages;
+  std::string tool_reply_open = kQwenToolReplyOpen, tool_reply_close = kQwenToolReplyClose;
   ChatTemplate chat_template = ChatTemplate::none;
   std::string system_prompt;
   bool thinking = true;                // qwen3 template: enable_thinking

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "hpcrl/io/dataset.h"
+#include "hpcrl/io/dataset_conversation.h"
 
 namespace hpcrl::io {
 
@@ -25,6 +26,11 @@ struct JsonlOptions {
   // Gold answer = trimmed text after the last marker in the answer field;
   // a field without the marker is the answer as a whole. "" disables.
   std::string answer_marker = "####";
+  // Key of a conversation (dataset_conversation.h) read instead of the prompt
+  // and response keys; "" = none. With it the answer key is optional (an
+  // absent one: no gold answer, so evaluations score nothing).
+  std::string messages_key;
+  ConversationFormat conversation;
   LengthLimits limits;
 };
 

@@ -18,13 +18,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hpcrl/config/tool_reply.h"
+
 namespace hpcrl::tools {
 
 struct ToolCallFormat {
   std::string open = "<tool_call>", close = "</tool_call>";
   bool json = true;  // {"name": ..., "arguments": ...} between the tags; false: the text is the one tool's argument
-  std::string reply_open = "<|im_end|>\n<|im_start|>user\n<tool_response>\n";
-  std::string reply_close = "\n</tool_response><|im_end|>\n<|im_start|>assistant\n";
+  std::string reply_open = config::kQwenToolReplyOpen;
+  std::string reply_close = config::kQwenToolReplyClose;
 
   static ToolCallFormat qwen() { return {}; }
 };

@@ -1,6 +1,6 @@
 // `hpcrl plan PIPELINE.yaml --world N [--gpus-per-node G] [--json] [--set k=v]
 //  [--estimate --hardware PROFILE [--prompt-len S] [--response-len T] [--sequence-len L] [--from-run DIR]
-//   [--decode-graphs] [--partial-rollouts]]`:
+//   [--decode-graphs] [--partial-rollouts] [--tool-calls C] [--tool-seconds S] [--tool-reply-len R]]`:
 // the rank map a run would use — every role's mesh, each rank's node and local
 // device, every group's members, warnings for tp/sp groups that cross nodes,
 // and a per-rank memory estimate; with --estimate, the predicted seconds of
@@ -103,6 +103,15 @@ hpcrl::cli::Registration reg{"plan", 25, [](CLI::App& app) {
                 "Finish responses still running at a weight sync in the next iteration, so the longest do not "
                 "decode alone at the end (veRL's partial_rollout; a stage with async.partial_rollouts: true is "
                 "costed so without the flag)")->needs(est);
+  sub->add_option("--tool-calls", args->shapes.tools.calls,
+                  "Tool calls per response of a stage with tools (default: --from-run, else its tools.max_turns)")
+      ->check(CLI::PositiveNumber)->needs(est);
+  sub->add_option("--tool-seconds", args->shapes.tools.seconds,
+                  "Seconds per tool call (default: --from-run, else 0, as for the calculator)")
+      ->check(CLI::NonNegativeNumber)->needs(est);
+  sub->add_option("--tool-reply-len", args->shapes.tools.reply_tokens,
+                  "Tokens per tool reply (default: --from-run, else the stage's tools.reply_tokens)")
+      ->check(CLI::PositiveNumber)->needs(est);
   sub->add_option("--from-run", args->from_run, "Take the mean lengths a finished run measured (its metrics.jsonl)")
       ->needs(est);
   return [args, sub] {

@@ -26,7 +26,10 @@ std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::
   const std::string path = run_dir + "/metrics.jsonl";
   std::ifstream in(path);
   if (!in) throw InputError("--from-run: no " + path + " (give the directory of a run that wrote metrics)");
-  struct Sums { double n = 0, tokens = 0, response = 0, max_response = 0, row = 0, max_row = 0, rows_n = 0; };
+  struct Sums {
+    double n = 0, tokens = 0, response = 0, max_response = 0, row = 0, max_row = 0, rows_n = 0;
+    double calls = 0, call_seconds = 0, reply_tokens = 0;  // tools: per response, per call (summed over lines)
+  };
   std::map<int, Sums> sums;
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
@@ -42,6 +45,9 @@ std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::
     s.n += 1;
     s.tokens += number(j, "tokens_per_s") * seconds / double(cfg.stages[size_t(stage)].sequences_per_step());
     s.response += number(j, "response_len/mean");
+    s.calls += number(j, "tools/calls");
+    s.call_seconds += number(j, "seconds/tool_call");
+    s.reply_tokens += number(j, "tools/calls") > 0 ? number(j, "tools/reply_tokens") / number(j, "tools/calls") : 0;
     s.max_response += number(j, "response_len/max");
     if (number(j, "seq_len/mean") > 0) {
       s.rows_n += 1;
@@ -64,6 +70,7 @@ std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::
     } else {  // a run from before seq_len was recorded: tokens_per_s counts the response tokens only
       sh.sequence = per_sequence;
     }
+    sh.tools = {s.calls / s.n, s.call_seconds / s.n, s.reply_tokens / s.n};
     out[stage] = sh;
   }
   return out;
@@ -90,6 +97,11 @@ std::string estimate_text(const std::vector<StageEstimate>& est, const HardwareP
     if (e.engine.partial_rollouts)
       o << "  rollout: responses running at a weight sync finish in the next iteration (--partial-rollouts, or "
            "the stage's async.partial_rollouts): no tail decoded alone\n";
+    if (e.tools.calls > 0)
+      o << "  tools: " << fmt("%.3g", e.tools.calls) << " calls a response of " << fmt("%.3g", e.tools.seconds)
+        << " s each (--tool-calls, --tool-seconds, --from-run; else the stage's max_turns and 0 s), replies of "
+        << fmt("%.3g", e.tools.reply_tokens) << " tokens: the calls add " << fmt("%.4g", e.tool_wait_s)
+        << " s of decode (the rows parked in their slots)\n";
     if (e.eval.prompts > 0)
       o << "  evaluation: " << e.eval.prompts << " prompts x " << e.eval.samples_per_prompt << " sample(s), up to "
         << e.eval.max_new_tokens << " new tokens each: " << fmt("%.4g", e.eval_seconds()) << " s each (every "
@@ -128,6 +140,8 @@ nlohmann::json estimate_json(const std::vector<StageEstimate>& est, const Hardwa
                       {"weight_sync_s", e.sync_s}, {"prompt_tokens", e.prompt}, {"response_tokens", e.response},
                       {"sequence_tokens", e.sequence}, {"row_tokens", e.row},
                       {"decode_graphs", e.engine.decode_graphs}, {"partial_rollouts", e.engine.partial_rollouts},
+                      {"tools", {{"calls", e.tools.calls}, {"seconds_per_call", e.tools.seconds},
+                                 {"reply_tokens", e.tools.reply_tokens}, {"wait_s", e.tool_wait_s}}},
                       {"evaluation", {{"prompts", e.eval.prompts}, {"samples_per_prompt", e.eval.samples_per_prompt},
                                       {"max_new_tokens", e.eval.max_new_tokens}, {"evaluations", e.eval.evaluations},
                                       {"seconds_each", e.eval_seconds()},

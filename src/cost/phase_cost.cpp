@@ -2,6 +2,7 @@
 #include "hpcrl/cost/phase_cost.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "hpcrl/cost/comm_cost.h"
 #include "hpcrl/cost/op_counts.h"
@@ -209,6 +210,40 @@ void add_decode_step(PhaseCost& c, const ModelArch& a, const Layout& l, const Ha
 }
 }  // namespace
 
+namespace {
+// Seconds of one decode step of `rows` live rows (a fraction of a row is costed as that many rows' work).
+double decode_step_seconds(const ModelArch& a, const Layout& l, const HardwareProfile& hw, double rows,
+                           int64_t context, double weights, int bytes_per_value) {
+  PhaseCost one;
+  add_decode_step(one, a, l, hw, std::max<int64_t>(1, int64_t(std::ceil(rows))), context, weights, bytes_per_value);
+  return one.seconds();
+}
+
+// Multi-turn rollouts' full-slot decode (RolloutCost's comment): every step at the live rows' fixed point;
+// and the replies' prefill forwards. Returns the seconds the same steps take without the calls.
+double add_tool_turns(RolloutCost& r, const ModelArch& a, const Layout& l, const HardwareProfile& hw,
+                      const RolloutShape& shape, int64_t local, int64_t slots, double weights, int bytes_per_value) {
+  const double c = shape.tool_calls, wait = shape.tool_calls * shape.tool_seconds;
+  const int64_t context = shape.prompt + shape.response / 2;
+  const int64_t tokens = local * shape.response;
+  double live = double(slots), step = decode_step_seconds(a, l, hw, live, context, weights, bytes_per_value);
+  for (int i = 0; i < 50 && wait > 0; ++i) {
+    const double parked = wait / (double(shape.response) * step + wait);
+    live = std::max(1.0, double(slots) * (1 - parked));
+    step = decode_step_seconds(a, l, hw, live, context, weights, bytes_per_value);
+  }
+  const int64_t rows = int64_t(std::ceil(live));
+  for (int64_t t = 0; t < ceil_div(tokens, rows); ++t) add_decode_step(r.decode, a, l, hw, rows, context, weights, bytes_per_value);
+  // Replies: c rounds of one prefill forward per slot-full, each reply's tokens once.
+  const double rounds = c * double(ceil_div(local, slots));
+  OpWork ops = layers_forward_ops(a, l, double(slots), shape.reply_tokens, double(context), bytes_per_value);
+  ops.ops = rounds * (ops.ops + kOpsPerMicroBatch);
+  r.prefill.add_work(double(local) * c * sequence_forward_flops(a, int64_t(shape.reply_tokens), false) / double(l.tp),
+                     rounds * weights, hw, double(a.hidden_size), ops);
+  return double(ceil_div(tokens, slots)) * decode_step_seconds(a, l, hw, double(slots), context, weights, bytes_per_value);
+}
+}  // namespace
+
 RolloutCost rollout(const ModelArch& a, const Layout& l, const HardwareProfile& hw, const RolloutShape& shape,
                     int bytes_per_value, EngineMode engine) {
   const int64_t sequences = shape.sequences, prompt = shape.prompt, response = shape.response;
@@ -234,11 +269,26 @@ RolloutCost rollout(const ModelArch& a, const Layout& l, const HardwareProfile& 
   // kernel's duration, but none pays the host's dispatch.
   HardwareProfile step_hw = hw;
   if (engine.decode_graphs) step_hw.kernel_overhead_s = hw.graph_kernel_overhead_s, step_hw.eager_op_s = 0;
-  for (int64_t t = 0; t < full_steps; ++t)  // slots refilled: each sequence is on average half-way through
-    add_decode_step(r.decode, a, l, step_hw, slots, prompt + response / 2, weights, bytes_per_value);
-  if (engine.partial_rollouts) return r;
-  for (int64_t t = response; t < std::max(response, max_response); ++t)
-    add_decode_step(r.decode, a, l, step_hw, 1, prompt + t, weights, bytes_per_value);
+  double without_calls = 0;  // with tools: the full-slot steps' seconds had no row waited for a call
+  if (shape.tool_calls > 0) {
+    without_calls = add_tool_turns(r, a, l, step_hw, shape, local, slots, weights, bytes_per_value);
+  } else {
+    for (int64_t t = 0; t < full_steps; ++t)  // slots refilled: each sequence is on average half-way through
+      add_decode_step(r.decode, a, l, step_hw, slots, prompt + response / 2, weights, bytes_per_value);
+  }
+  const double full_slots = r.decode.seconds();
+  if (!engine.partial_rollouts)
+    for (int64_t t = response; t < std::max(response, max_response); ++t)
+      add_decode_step(r.decode, a, l, step_hw, 1, prompt + t, weights, bytes_per_value);
+  if (shape.tool_calls <= 0) return r;
+  const double tail = r.decode.seconds() - full_slots;
+  // No response ends before its own steps (a lone row's) and its calls, one after another.
+  const double path = double(std::max(response, max_response)) *
+                          decode_step_seconds(a, l, step_hw, 1, prompt + response / 2, weights, bytes_per_value) +
+                      shape.tool_calls * shape.tool_seconds;
+  if (r.decode.seconds() < path) r.decode.overhead_s += path - r.decode.seconds();
+  // (Instant calls add none; the sums' rounding would leave a trace.)
+  r.tool_wait_s = shape.tool_seconds > 0 ? std::max(0.0, r.decode.seconds() - (without_calls + tail)) : 0.0;
   return r;
 }
 

@@ -45,6 +45,7 @@ struct RlShapes {
   int64_t prompt = 0, response = 0, max_response = 0;
   int64_t row = 0;  // tokens per row of the log-prob and training batches
   EngineMode engine;  // Shapes::engine
+  Shapes::ToolUse tools;  // resolved: all zero for a stage without tools
 };
 
 RlShapes rl_shapes(const config::RlStage& s, const Shapes& given) {
@@ -57,6 +58,11 @@ RlShapes rl_shapes(const config::RlStage& s, const Shapes& given) {
   r.row = r.prompt + (s.train.packing ? r.response : r.max_response);
   r.engine = given.engine;
   r.engine.partial_rollouts = r.engine.partial_rollouts || s.async.partial_rollouts;  // the stage runs them
+  if (s.tools.enabled()) {
+    r.tools.calls = given.tools.calls > 0 ? given.tools.calls : double(s.tools.max_turns);
+    r.tools.seconds = given.tools.seconds;
+    r.tools.reply_tokens = given.tools.reply_tokens > 0 ? given.tools.reply_tokens : double(s.tools.reply_tokens);
+  }
   return r;
 }
 
@@ -125,7 +131,10 @@ void add_generation(StageEstimate& e, const PipelineConfig& cfg, const config::R
   shape.max_response = sh.max_response;
   shape.max_batch = gen.model->rollout.max_batch;
   shape.group = s.group;
+  shape.tool_calls = sh.tools.calls, shape.tool_seconds = sh.tools.seconds, shape.reply_tokens = sh.tools.reply_tokens;
   const RolloutCost r = rollout(*gen.model->arch, gen.layout, hw, shape, bytes, sh.engine);
+  e.tools = sh.tools;
+  e.tool_wait_s = r.tool_wait_s;
   e.spans.push_back(span("rollout/prefill", gen, "G", r.prefill));
   e.spans.push_back(span("rollout/decode", gen, "G", r.decode));
   for (const auto& name : s.rewards) {
@@ -297,6 +306,9 @@ std::vector<StageEstimate> estimate_pipeline(const PipelineConfig& cfg, int64_t 
       if (sh.sequence <= 0) sh.sequence = it->second.sequence;
       if (sh.max_response <= 0) sh.max_response = it->second.max_response;
       if (sh.max_sequence <= 0) sh.max_sequence = it->second.max_sequence;
+      if (sh.tools.calls <= 0) sh.tools.calls = it->second.tools.calls;
+      if (sh.tools.seconds <= 0) sh.tools.seconds = it->second.tools.seconds;
+      if (sh.tools.reply_tokens <= 0) sh.tools.reply_tokens = it->second.tools.reply_tokens;
     }
     StageEstimate e = std::visit(
         util::overloaded{

@@ -91,6 +91,56 @@ TEST(PhaseCost, PartialRolloutsDropTheTailDecodedAloneAndNothingElse) {
   EXPECT_GT(waits.decode.seconds() - paused.decode.seconds(), 20 * hw.kernel_overhead_s);
 }
 
+// Multi-turn rollouts: a row waiting for a tool keeps its slot.
+RolloutShape with_tools(RolloutShape s, double calls, double seconds, double reply_tokens) {
+  s.tool_calls = calls, s.tool_seconds = seconds, s.reply_tokens = reply_tokens;
+  return s;
+}
+
+TEST(PhaseCost, InstantToolCallsAddOnlyTheRepliesPrefill) {
+  // The calculator (0 s): no row waits, so the decode is the single-turn one (20 full-slot steps, a 20-step tail);
+  // each of the 8 · 2 replies of 8 tokens is prefilled.
+  const HardwareProfile hw = test_gpu();
+  const RolloutShape plain{8, 4, 10, 30, 4};
+  const RolloutCost single = rollout(kTiny2l, Layout{}, hw, plain, 4);
+  const RolloutCost calc = rollout(kTiny2l, Layout{}, hw, with_tools(plain, 2, 0, 8), 4);
+  EXPECT_DOUBLE_EQ(calc.decode.seconds(), single.decode.seconds());
+  EXPECT_DOUBLE_EQ(calc.tool_wait_s, 0.0);
+  EXPECT_GT(calc.prefill.flops, single.prefill.flops);
+}
+
+TEST(PhaseCost, WhereAStepCostsTheSameAtAnyRowCountToolCallsAddTheirSlotTime) {
+  // tiny-2l on the test GPU: a decode step is kernel launches, the same at 64 rows as at 50. 128 responses of
+  // 10 tokens in 64 slots, 2 calls of 50 ms each: the slots' time is 128 · (10 steps + 2 · 50 ms) / 64, i.e. the
+  // 20 single-turn steps plus 128 · 0.1 s / 64 = 0.2 s.
+  const HardwareProfile hw = test_gpu();
+  const RolloutShape plain{128, 4, 10, 10, 64};
+  const RolloutCost single = rollout(kTiny2l, Layout{}, hw, plain, 4);
+  const RolloutCost calls = rollout(kTiny2l, Layout{}, hw, with_tools(plain, 2, 0.05, 8), 4);
+  EXPECT_NEAR(calls.decode.seconds(), single.decode.seconds() + 0.2, 0.01 * 0.2);
+  EXPECT_NEAR(calls.tool_wait_s, 0.2, 0.01 * 0.2);
+}
+
+TEST(PhaseCost, WhereAStepCostsPerRowTheOtherRowsDecodingHidesTheCalls) {
+  // A machine slow at matmuls and free of launch cost: a step costs its rows' FLOPs, so rows parked for a call
+  // make the others' steps cheaper and the total is the tokens' work either way (the ceil of the live rows aside).
+  HardwareProfile hw = test_gpu();
+  hw.peak_flops = 1e9;
+  hw.kernel_overhead_s = 0;
+  const RolloutShape plain{256, 4, 10, 10, 64};
+  const RolloutCost single = rollout(kTiny2l, Layout{}, hw, plain, 4);
+  const RolloutCost calls = rollout(kTiny2l, Layout{}, hw, with_tools(plain, 2, 0.05, 8), 4);
+  EXPECT_NEAR(calls.decode.seconds(), single.decode.seconds(), 0.03 * single.decode.seconds());
+}
+
+TEST(PhaseCost, NoResponseEndsBeforeItsOwnStepsAndCalls) {
+  // 4 responses in 4 slots, 2 calls of 1 s: whatever the steps cost, each response waits 2 s for its calls.
+  const HardwareProfile hw = test_gpu();
+  const RolloutCost calls = rollout(kTiny2l, Layout{}, hw, with_tools(RolloutShape{4, 4, 10, 10, 4}, 2, 1.0, 8), 4);
+  EXPECT_GT(calls.decode.seconds(), 2.0);
+  EXPECT_LT(calls.decode.seconds(), 2.1);
+}
+
 TEST(PhaseCost, DataParallelismSplitsTheSequencesAndAddsTheGradientAllReduce) {
   const HardwareProfile hw = test_gpu();
   const PhaseCost dp1 = training_pass(kTiny2l, Layout{1, 1, 1, 1, 1}, hw, {8, 64, 0, false, false}, 4);

@@ -339,5 +339,43 @@ TEST(HardwareProfile, AnUnknownNameListsTheShippedOnes) {
   }
 }
 
+// grpo_config's stage with the calculator, up to 3 calls a response, replies of up to 8 tokens.
+config::PipelineConfig tools_config() {
+  const std::string yaml =
+      "run: {name: est, seed: 1, eval_sampling: {max_new_tokens: 32}}\n"
+      "models:\n"
+      "  policy: {init: {preset: tiny-2l}}\n"
+      "rewards: {math: {type: verifiable}}\n"
+      "tools: {calculator: {type: calculator}}\n"
+      "data: {arith: {synthetic: {task: arithmetic, digits: 2, train: 64, eval: 8}}}\n"
+      "stages:\n"
+      "  - grpo: {policy: policy, reward: math, data: arith, iterations: 5, prompts: 8, group: 4, max_new_tokens: 32,"
+      " tools: {use: [calculator], max_turns: 3, reply_tokens: 8}}\n";
+  auto r = config::check_pipeline_text(yaml, "est.yaml", {}, {1, false});
+  std::string errors;
+  for (const auto& e : r.diagnostics.errors) errors += e.str() + "\n";
+  EXPECT_TRUE(r.ok()) << errors;
+  return std::move(r.config);
+}
+
+TEST(StageEstimate, AStageWithToolsIsCostedWithItsMostCallsAndTheGivenLatency) {
+  const StageEstimate instant = estimate_pipeline(tools_config(), 1, profile(), {})[0];
+  EXPECT_EQ(instant.tools.calls, 3.0);         // tools.max_turns: the most a response may make
+  EXPECT_EQ(instant.tools.reply_tokens, 8.0);  // tools.reply_tokens
+  EXPECT_EQ(instant.tools.seconds, 0.0);
+  Shapes slow;
+  slow.tools.seconds = 0.05;
+  const StageEstimate waits = estimate_pipeline(tools_config(), 1, profile(), slow)[0];
+  // Only the decode grows, by the calls' wait: 32 responses in 32 slots, each waiting 3 · 50 ms for its calls.
+  ASSERT_EQ(waits.spans.size(), instant.spans.size());
+  for (size_t i = 0; i < waits.spans.size(); ++i)
+    if (waits.spans[i].name == "rollout/decode")
+      EXPECT_NEAR(waits.spans[i].cost.seconds() - instant.spans[i].cost.seconds(), waits.tool_wait_s, 1e-9);
+    else
+      EXPECT_DOUBLE_EQ(waits.spans[i].cost.seconds(), instant.spans[i].cost.seconds()) << waits.spans[i].name;
+  EXPECT_GE(waits.tool_wait_s, 0.15 - 1e-9);
+  EXPECT_NE(estimate_text({waits}, profile()).find("tools: 3 calls a response of 0.05 s each"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hpcrl::cost

@@ -101,9 +101,19 @@ struct RolloutShape {
   int64_t max_response = 0;   // new tokens of the longest response
   int64_t max_batch = 0;      // continuous-batching slots per replica; 0 = every sequence at once
   int64_t group = 1;          // samples per prompt
+  // Multi-turn rollouts (docs/tools.md): tool calls per response, seconds per call, tokens per reply.
+  double tool_calls = 0, tool_seconds = 0, reply_tokens = 0;
 };
+// With tool calls a response parks in its slot for tool_calls · tool_seconds, so on average a share
+// p = c·L / (r·t + c·L) of the slots waits (r response tokens, t seconds a decode step at the live rows)
+// and only slots · (1 − p) rows decode each step: a fixed point of the step's own cost, solved by
+// iteration. Where a step costs the same at any row count (dispatch- or weight-bound), the calls add
+// sequences · c · L / slots; where it costs per row (compute-bound), the other rows' decoding hides them.
+// No response ends before its own r steps and c calls (the critical path), and each reply is prefilled
+// into its row (one forward per call round of a slot-full). `tool_wait_s`: the decode time the calls added.
 struct RolloutCost {
   PhaseCost prefill, decode;
+  double tool_wait_s = 0;
 };
 struct EngineMode {
   // Each decode step is one replayed CUDA graph, whose kernels cost hw.graph_kernel_overhead_s each

@@ -34,6 +34,11 @@ struct Shapes {
   double sequence = 0;   // SFT / distillation sequence (prompt + answer)
   double max_sequence = 0;  // SFT / distillation: the longest row of a batch (rows are padded to it); 0 = the mean
   std::string source;    // where they come from, for the printout
+  // A stage with tools (docs/tools.md): calls per response (0: its tools.max_turns, the most it may make),
+  // seconds per call (0: none, as for the calculator), tokens per reply (0: its tools.reply_tokens, the cap).
+  struct ToolUse {
+    double calls = 0, seconds = 0, reply_tokens = 0;
+  } tools;
   // How another serving engine (a published run's) generates: decode steps replayed as CUDA graphs, as
   // vLLM and SGLang do by default; responses paused at a weight sync (veRL's fully asynchronous trainer).
   // hpcrl's engine launches every op and finishes every response in its iteration (both false).
@@ -59,6 +64,10 @@ struct StageEstimate {
   int64_t prompt = 0, response = 0, sequence = 0;  // the lengths used (means)
   int64_t row = 0;              // tokens per training row (padded to the batch's longest unless packed)
   EngineMode engine;            // the engine the rollout was costed for (Shapes)
+  // A stage with tools: what its rollout was costed with (Shapes::tools resolved), and the decode time the
+  // calls added (RolloutCost::tool_wait_s).
+  Shapes::ToolUse tools;
+  double tool_wait_s = 0;
   // The stage's held-out evaluations (outside `seconds`): what they decode, and one
   // evaluation's prefill and decode with every response at the token cap (an upper bound).
   EvalWork eval;
@@ -74,7 +83,8 @@ std::vector<StageEstimate> estimate_pipeline(const config::PipelineConfig& cfg, 
 // Mean lengths a finished run measured, per stage index, from RUN_DIR/metrics.jsonl:
 // RL stages' response_len/mean and /max and prompt tokens (tokens_per_s · seconds per
 // sequence, less the response); SFT and distillation's seq_len/mean and /max (tokens per
-// row and the batch's longest row).
+// row and the batch's longest row); with tools, tools/calls, seconds/tool_call and
+// tools/reply_tokens per call.
 std::map<int, Shapes> measured_shapes(const std::string& run_dir, const config::PipelineConfig& cfg);
 
 std::string estimate_text(const std::vector<StageEstimate>& e, const HardwareProfile& hw);

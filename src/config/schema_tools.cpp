@@ -10,7 +10,8 @@ namespace hpcrl::config::schema {
 namespace {
 Codec<ToolConfig> tool_codec() {
   using S = ToolConfig;
-  auto command = [](const S& s) { return s.type == ToolType::command; };
+  // An environment is a command tool speaking the environment form of the protocol (docs/tools.md).
+  auto command = [](const S& s) { return s.type == ToolType::command || s.type == ToolType::environment; };
   StructSpec<S> spec{"a tool", {
       field<S>("type", [](auto& s) -> auto& { return s.type; }, enumeration<ToolType>(), kRequired),
       only_if<S>(field<S>("command", [](auto& s) -> auto& { return s.command; }, command_codec()), command),
@@ -21,14 +22,16 @@ Codec<ToolConfig> tool_codec() {
       only_if<S>(field<S>("max_restarts", [](auto& s) -> auto& { return s.max_restarts; }, integer(0, 1000)), command),
   }};
   spec.check = [](S& s, const YNode& n, const std::string& path, Reading& reading) {
-    if (s.type == ToolType::command && !n.find("command"))
-      reading.error(n.pos, join_path(path, "command"), "missing: a tool of type command needs the program to run",
+    const bool program = s.type == ToolType::command || s.type == ToolType::environment;
+    if (program && !n.find("command"))
+      reading.error(n.pos, join_path(path, "command"),
+                    "missing: a tool of type " + to_string(s.type) + " needs the program to run",
                     "add `command: \"python3 tool.py\"`");
-    if (s.type != ToolType::command)
+    if (!program)
       for (const char* key : {"command", "description", "parameters", "max_reply_bytes", "max_restarts"})
         if (n.find(key))
-          error_at_key(reading, n, path, key, "applies only to type: command (the calculator has its own)",
-                       "remove it");
+          error_at_key(reading, n, path, key,
+                       "applies only to type: command or environment (the calculator has its own)", "remove it");
     const auto parameters = nlohmann::json::parse(s.parameters, nullptr, false);
     if (parameters.is_discarded() || !parameters.is_object())
       error_at_key(reading, n, path, "parameters", "is not a JSON object (the JSON schema of the tool's arguments)",

@@ -26,9 +26,16 @@ void reply_fits(const PipelineConfig& c, const StageTools& t, int64_t max_new_to
 void check_tools(const PipelineConfig& c, const StageTools& t, const std::string& tp, Diagnostics& diag) {
   std::vector<std::string> known;
   for (const auto& tool : c.tools) known.push_back(tool.name);
-  for (const auto& name : t.use)
-    if (!c.find_tool(name))
+  for (const auto& name : t.use) {
+    const ToolConfig* tool = c.find_tool(name);
+    if (!tool)
       diag.error(c.pos(tp + ".use"), tp + ".use", "no tool '" + name + "'", name_fix(name, known, "tools"));
+    else if (tool->type == ToolType::environment && t.use.size() > 1)
+      diag.error(c.pos(tp + ".use"), tp + ".use",
+                 "tool '" + name + "' is an environment: it drives the whole conversation (its episode starts at "
+                 "the trajectory's first call), so it is the stage's only tool",
+                 "list it alone in use:, or make the other tools part of the environment's program");
+  }
   reply_fits(c, t, c.run.eval_sampling.max_new_tokens, "run.eval_sampling.max_new_tokens", tp, diag);
 }
 
@@ -55,6 +62,29 @@ void check_stage(const PipelineConfig& c, const RlStage& s, const std::string& p
   const std::string tp = p + ".tools";
   reply_fits(c, s.tools, s.sampling.max_new_tokens, "max_new_tokens", tp, diag);
 }
+
+// An environment reward sums what the stage's environments answered; an environment's rewards need one to count.
+void check_environment_rewards(const PipelineConfig& c, const RlStage& s, const std::string& p, Diagnostics& diag) {
+  std::string environment;
+  for (const auto& name : s.tools.use)
+    if (const ToolConfig* t = c.find_tool(name); t && t->type == ToolType::environment) environment = name;
+  bool scored = false;
+  for (const auto& r : s.rewards) {
+    const RewardConfig* rc = c.find_reward(r);
+    if (!rc || rc->type != RewardType::environment) continue;
+    scored = true;
+    if (environment.empty())
+      diag.error(c.pos(p + ".reward"), p + ".reward",
+                 "reward '" + r + "' is of type environment: it sums the rewards the stage's environment tool "
+                 "answers with, and " + p + " uses none",
+                 "add a tool of type environment to " + p + ".tools.use, or use another reward");
+  }
+  if (!environment.empty() && !scored)
+    diag.warning(c.pos(p + ".tools.use"), p + ".tools.use",
+                 "tool '" + environment + "' is an environment, but no reward of " + p +
+                     " is of type environment: the rewards it answers with are not scored",
+                 "add a reward `{type: environment}` to the stage's reward list, or ignore this");
+}
 }  // namespace
 
 void validate_tools(const PipelineConfig& c, Diagnostics& diag) {
@@ -64,6 +94,7 @@ void validate_tools(const PipelineConfig& c, Diagnostics& diag) {
     if (const RlStage* s = c.stages[i].rl()) {
       tools = &s->tools;
       if (tools->enabled()) check_stage(c, *s, c.stages[i].path, diag);
+      check_environment_rewards(c, *s, c.stages[i].path, diag);
     } else if (const auto* sft = c.stages[i].as<SftStage>()) {
       tools = &sft->tools;
     }

@@ -127,9 +127,9 @@ class GenerationRun {
     // Rows [begin, end) extended together: as many as one prefill's tokens hold.
     std::vector<std::pair<size_t, size_t>> batches() const;
   };
-  // The reply to parked row `s`, taken from replies_; "length" when it and one
-  // sampled token after it do not fit max_new_tokens.
-  TurnReply taken_reply(const Sequence& s);
+  // The reply to parked row `s`, taken from replies_ (its reward added to the
+  // row's); "length" when it and one sampled token after it do not fit max_new_tokens.
+  TurnReply taken_reply(Sequence& s);
   // Takes the replies every rank of the tp group has (waiting for one when no
   // row can decode or be admitted): their rows end, or come back to resume.
   Resumed take_replies();

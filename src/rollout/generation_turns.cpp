@@ -110,8 +110,9 @@ void GenerationRun::Sequence::append_reply(const std::vector<int32_t>& reply) {
   inserted += int64_t(reply.size());
 }
 
-TurnReply GenerationRun::taken_reply(const Sequence& s) {
+TurnReply GenerationRun::taken_reply(Sequence& s) {
   TurnReply reply = std::move(replies_.extract(s.ticket).mapped());
+  s.out.turn_reward += reply.reward;
   // The reply and at least one sampled token after it must fit max_new_tokens.
   const int64_t room = params_.max_new_tokens - int64_t(s.out.tokens.size());
   if (reply.finish_reason.empty() && int64_t(reply.tokens.size()) >= room) reply.finish_reason = "length";

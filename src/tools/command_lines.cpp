@@ -15,7 +15,24 @@ constexpr size_t kShownBytes = 200;          // of a bad line, in messages
 constexpr size_t kTailInResultBytes = 400;   // of the stderr tail, in a result the model reads
 }  // namespace
 
-Reply parse_reply(const std::string& line, const std::string& tool, size_t max_bytes) {
+namespace {
+// An environment's reply: an optional string "observation", numeric "reward" and boolean "done".
+void environment_reply(const Json& j, Reply& r) {
+  const auto observation = j.find("observation"), reward = j.find("reward"), done = j.find("done");
+  if (observation != j.end() && !observation->is_string())
+    r.problem = "has an \"observation\" that is not a string";
+  else if (reward != j.end() && !reward->is_number())
+    r.problem = "has a \"reward\" that is not a number";
+  else if (done != j.end() && !done->is_boolean())
+    r.problem = "has a \"done\" that is not true or false";
+  if (!r.problem.empty()) return;
+  if (observation != j.end()) r.result.text = observation->get<std::string>();
+  if (reward != j.end()) r.result.reward = reward->get<double>();
+  if (done != j.end()) r.result.done = done->get<bool>();
+}
+}  // namespace
+
+Reply parse_reply(const std::string& line, const std::string& tool, size_t max_bytes, bool environment) {
   Reply r;
   const Json j = Json::parse(line, nullptr, false);
   if (j.is_discarded()) return r.problem = "is not JSON", r;
@@ -25,6 +42,14 @@ Reply parse_reply(const std::string& line, const std::string& tool, size_t max_b
   r.id = id->get<int64_t>();
   const auto error = j.find("error"), content = j.find("content");
   const bool is_error = error != j.end() && error->is_string();
+  if (environment && !is_error) {
+    environment_reply(j, r);
+    if (r.result.text.size() > max_bytes)
+      r.result = {"tool " + tool + ": its observation of " + std::to_string(r.result.text.size()) +
+                      " bytes is over max_reply_bytes = " + std::to_string(max_bytes),
+                  true};
+    return r;
+  }
   if (!is_error && (content == j.end() || !content->is_string()))
     return r.problem = "has neither a string \"content\" nor a string \"error\"", r;
   const std::string& text = (is_error ? error : content)->get_ref<const std::string&>();

@@ -19,7 +19,9 @@ struct Reply {
   int64_t id = 0;
   ToolResult result;  // the content, or the program's error, or its reply over max_bytes
 };
-Reply parse_reply(const std::string& line, const std::string& tool, size_t max_bytes);
+// `environment`: the environment form (command_tool.h): "observation" instead of "content" (optional),
+// and an optional numeric "reward" and boolean "done".
+Reply parse_reply(const std::string& line, const std::string& tool, size_t max_bytes, bool environment = false);
 
 // The first 200 bytes of `s` (cut at a UTF-8 boundary), with its size when cut.
 std::string shown(const std::string& s);

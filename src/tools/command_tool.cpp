@@ -122,17 +122,18 @@ struct CommandTool::Channel {
     ::close(wake_[1]);
   }
 
-  // Queues one call; its future holds the result (or the InputError of a program past
-  // max_restarts). Throws that InputError at once when it is already known.
-  std::future<ToolResult> submit(const Json& arguments, const std::string& trajectory, int64_t& id) {
+  // Queues one request (`fields`, which the id is put before); its future holds the result (or the
+  // InputError of a program past max_restarts). Throws that InputError at once when it is already known.
+  std::future<ToolResult> submit(const nlohmann::ordered_json& fields, int64_t& id) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!fatal_ && pid_ < 0 && starts_ > options_.max_restarts)
       fatal_ = std::make_exception_ptr(InputError(exhausted_message()));
     if (fatal_) std::rethrow_exception(fatal_);
     id = next_id_++;
     Call& call = calls_[id];
-    call.line = "{\"id\": " + std::to_string(id) + ", \"trajectory\": " + dumped(trajectory) +
-                ", \"name\": " + dumped(options_.name) + ", \"arguments\": " + dumped(arguments) + "}\n";
+    nlohmann::ordered_json request = {{"id", id}};
+    request.update(fields);
+    call.line = request.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
     queue_.push_back(id);
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
     wake();
@@ -308,7 +309,7 @@ struct CommandTool::Channel {
       return kill_program("answered with a line of " + std::to_string(line.size()) + " bytes, over the cap of " +
                               std::to_string(line_cap_),
                           line);
-    Reply reply = parse_reply(line, options_.name, options_.max_reply_bytes);
+    Reply reply = parse_reply(line, options_.name, options_.max_reply_bytes, options_.environment);
     if (!reply.problem.empty()) return kill_program("answered with a line that " + reply.problem, line);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = calls_.find(reply.id);
@@ -379,16 +380,35 @@ nlohmann::ordered_json CommandTool::schema() const {
   return {{"type", "function"}, {"function", std::move(function)}};
 }
 
-ToolResult CommandTool::call(const nlohmann::json& arguments, const CallContext& context) {
+ToolResult CommandTool::exchange(const nlohmann::ordered_json& fields, std::chrono::milliseconds timeout) {
   int64_t id = 0;
-  std::future<ToolResult> result = channel_->submit(arguments, context.trajectory, id);
-  const auto wait = std::min<std::chrono::milliseconds>(context.timeout, kLongestWait);
+  std::future<ToolResult> result = channel_->submit(fields, id);
+  const auto wait = std::min<std::chrono::milliseconds>(timeout, kLongestWait);
   if (result.wait_for(wait) != std::future_status::ready) {
     std::lock_guard<std::mutex> lock(channel_->mu_);
     if (channel_->calls_.erase(id) > 0)  // a late reply now finds no one
-      return {"tool " + options_.name + ": no reply within " + seconds_text(context.timeout) + " s", true};
+      return {"tool " + options_.name + ": no reply within " + seconds_text(timeout) + " s", true};
   }
   return result.get();  // answered (or failed) by now
+}
+
+ToolResult CommandTool::call(const nlohmann::json& arguments, const CallContext& context) {
+  using Fields = nlohmann::ordered_json;
+  if (!options_.environment)
+    return exchange(Fields{{"trajectory", context.trajectory}, {"name", options_.name}, {"arguments", arguments}},
+                    context.timeout);
+  const auto t0 = Clock::now();
+  if (context.reset) {
+    const ToolResult reset = exchange(Fields{{"type", "reset"}, {"trajectory", context.trajectory},
+                                             {"name", options_.name}, {"prompt", context.reset->prompt},
+                                             {"answer", context.reset->answer}},
+                                      context.timeout);
+    if (reset.error) return reset;
+  }
+  const auto left = context.timeout - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+  return exchange(Fields{{"type", "step"}, {"trajectory", context.trajectory}, {"name", options_.name},
+                         {"action", arguments}},
+                  std::max(left, std::chrono::milliseconds(1)));
 }
 
 std::optional<pid_t> CommandTool::pid() const {

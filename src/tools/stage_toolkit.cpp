@@ -12,8 +12,10 @@ ToolPtr make_tool(const config::ToolConfig& c) {
   switch (c.type) {
     case config::ToolType::calculator:
       return std::make_shared<Calculator>(c.name);
-    case config::ToolType::command: {
+    case config::ToolType::command:
+    case config::ToolType::environment: {
       CommandToolOptions o;
+      o.environment = c.type == config::ToolType::environment;
       o.name = c.name;
       o.argv = c.command;
       o.description = c.description;

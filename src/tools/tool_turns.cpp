@@ -5,6 +5,7 @@
 
 #include "hpcrl/io/tokenizer.h"
 #include "hpcrl/trace/trace.h"
+#include "hpcrl/util/check.h"
 
 namespace hpcrl::tools {
 
@@ -64,6 +65,12 @@ void ToolTurns::start(int64_t ticket, const rollout::Sample& s) {
     for (const auto& t : tools_)
       if (t->name() == call.name) job.tool = t.get();
     job.arguments = call.arguments;
+    // An environment is a stage's only tool (validated), so the trajectory's first call is its episode's first step.
+    if (job.tool && job.tool->environment() && s.turns == 1) {
+      HPCRL_CHECK(size_t(s.prompt_index) < episodes_.size(),
+                  "ToolTurns: no episode for prompt " << s.prompt_index << " of an environment's call (use_episodes)");
+      job.context.reset = episodes_[size_t(s.prompt_index)];
+    }
   }
   if (job.tool && job.tool->instant()) run(job);  // done now: ready at the next iteration, on any machine
   std::lock_guard<std::mutex> lock(mutex_);
@@ -138,6 +145,11 @@ rollout::TurnReply ToolTurns::reply_of(Job& job) {
       reply.finish_reason = "tool_error";
       return reply;
     }
+  }
+  reply.reward = job.result.error ? 0.0 : job.result.reward;
+  if (!job.result.error && job.result.done) {  // the environment ended the episode: nothing more to read
+    reply.finish_reason = "done";
+    return reply;
   }
   std::vector<int32_t> result = tokenizer_.encode(job.result.error ? "error: " + job.result.text : job.result.text);
   if (int64_t(result.size()) > limits_.reply_tokens) result.resize(size_t(limits_.reply_tokens));

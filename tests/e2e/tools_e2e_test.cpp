@@ -221,3 +221,30 @@ TEST(ToolsE2E, SftOnConversationTracesLeavesTheToolMessagesOutOfTheLoss) {
   EXPECT_EQ(a[0].at("seq_len/mean"), b[0].at("seq_len/mean"));  // the same token rows
   EXPECT_LT(a[9].at("loss").get<double>(), b[9].at("loss").get<double>() - 0.05);
 }
+
+// An environment drives the conversation and scores it: the stage's only tool is an environment program (every
+// step answered "step K" with reward 0.25, done at the second step) and its only reward is of type environment, so
+// each trajectory scores 0.25 per step it took, and an iteration's mean reward is 0.25 × its calls per trajectory
+// less the failed ones (a call the environment never answered earns nothing).
+TEST(ToolsE2E, AnEnvironmentsRewardsScoreTheTrajectories) {
+  const std::string dir = scratch_dir("tools-environment");
+  std::string text = read_text("tests/e2e/data/tiny_environment.yaml");
+  const std::string mark = "\"@TOOL_HELPER@\"";  // the command's, not the comment's
+  const size_t at = text.find(mark);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, mark.size(), std::string("\"") + HPCRL_TOOL_HELPER + "\"");
+  std::ofstream(dir + "/environment.yaml") << text;
+  Proc p = run_hpcrl("run " + dir + "/environment.yaml --out " + dir + "/run");
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  const auto lines = grpo_lines(dir + "/run");
+  ASSERT_EQ(lines.size(), 2u);
+  double calls = 0;
+  for (const auto& line : lines) {
+    const double per_trajectory = line.at("tools/calls").get<double>();
+    const double answered = per_trajectory - line.at("tools/errors").get<double>();
+    EXPECT_NEAR(line.at("reward/mean").get<double>(), 0.25 * answered, 1e-9) << line.dump();
+    EXPECT_LE(per_trajectory, 2.0);  // done at the second step: no trajectory steps a third time
+    calls += per_trajectory;
+  }
+  EXPECT_GT(calls, 0.5) << "after SFT on calling traces, the model calls the environment";
+}

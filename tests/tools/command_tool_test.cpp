@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "hpcrl/tools/command_tool.h"
+#include "tools/command_lines.h"
 #include "hpcrl/util/error.h"
 
 using namespace hpcrl;
@@ -225,4 +226,65 @@ TEST(CommandTool, DestroyingTheToolEndsAHangingProgram) {
   EXPECT_LT(seconds_since(start), 5.0);
   EXPECT_EQ(::kill(*pid, 0), -1);  // gone and reaped: a zombie would still accept signal 0
   EXPECT_EQ(errno, ESRCH);
+}
+
+// The environment form (command_tool.h): a trajectory's first step resets the episode with the example's prompt
+// and answer; replies carry an observation, a reward and done.
+CommandToolOptions guessing_game() {
+  CommandToolOptions o = helper("guess", {"guess"});
+  o.environment = true;
+  return o;
+}
+
+CallContext first_step(const std::string& trajectory, const std::string& answer) {
+  CallContext c = in(trajectory);
+  c.reset = EpisodeStart{"Guess my number.", answer};
+  return c;
+}
+
+TEST(EnvironmentTool, AResetStartsTheEpisodeAndStepsAnswerWithRewardAndDone) {
+  CommandTool game(guessing_game());
+  EXPECT_TRUE(game.environment());
+  const ToolResult low = game.call(Json{{"guess", 3}}, first_step("t0", "7"));  // reset with answer 7, then a step
+  EXPECT_FALSE(low.error) << low.text;
+  EXPECT_EQ(low.text, "higher");
+  EXPECT_EQ(low.reward, 0.0);
+  EXPECT_FALSE(low.done);
+  const ToolResult right = game.call(Json{{"guess", 7}}, in("t0"));  // the same episode: no reset
+  EXPECT_EQ(right.text, "correct");
+  EXPECT_EQ(right.reward, 1.0);
+  EXPECT_TRUE(right.done);
+}
+
+TEST(EnvironmentTool, EachTrajectoryHasItsOwnEpisode) {
+  CommandTool game(guessing_game());
+  game.call(Json{{"guess", 1}}, first_step("a", "5"));
+  game.call(Json{{"guess", 1}}, first_step("b", "9"));
+  EXPECT_EQ(game.call(Json{{"guess", 5}}, in("a")).text, "correct");
+  EXPECT_EQ(game.call(Json{{"guess", 5}}, in("b")).text, "higher");
+}
+
+TEST(EnvironmentTool, AStepWithoutAResetIsTheProgramsErrorResult) {
+  CommandTool game(guessing_game());
+  const ToolResult r = game.call(Json{{"guess", 1}}, in("never-reset"));
+  EXPECT_TRUE(r.error);
+  EXPECT_EQ(r.text, "tool guess: no episode: the trajectory was never reset");
+}
+
+TEST(EnvironmentTool, AnEnvironmentsReplyLineIsJudgedByItsFields) {
+  using detail::parse_reply;
+  const auto ok = parse_reply(R"({"id": 4, "observation": "lower", "reward": 0.5, "done": false})", "g", 100, true);
+  EXPECT_EQ(ok.problem, "");
+  EXPECT_EQ(ok.id, 4);
+  EXPECT_EQ(ok.result.text, "lower");
+  EXPECT_EQ(ok.result.reward, 0.5);
+  EXPECT_EQ(parse_reply(R"({"id": 4})", "g", 100, true).problem, "");  // a reset's reply: nothing but the id
+  EXPECT_EQ(parse_reply(R"({"id": 4, "reward": "much"})", "g", 100, true).problem,
+            "has a \"reward\" that is not a number");
+  EXPECT_EQ(parse_reply(R"({"id": 4, "done": 1})", "g", 100, true).problem, "has a \"done\" that is not true or false");
+  EXPECT_EQ(parse_reply(R"({"id": 4, "observation": 3})", "g", 100, true).problem,
+            "has an \"observation\" that is not a string");
+  // A plain command tool still needs its content.
+  EXPECT_EQ(parse_reply(R"({"id": 4, "observation": "x"})", "g", 100).problem,
+            "has neither a string \"content\" nor a string \"error\"");
 }

@@ -16,6 +16,14 @@
 //   flood          writes 2 MiB without a newline (then waits)
 //   error          answers {"id": ..., "error": "bad input"}
 //   crash-once F   crashes as `crash` when file F does not exist (creating it), else as add
+//   guess          the environment form (a number-guessing game): a reset
+//                  {"type": "reset", "answer": "<n>"} starts the trajectory's
+//                  episode; a step's action {"guess": g} (or the text of g)
+//                  is answered "higher" / "lower" with reward 0, or "correct"
+//                  with reward 1 and done; a step of a trajectory never reset
+//                  is an error
+//   steps          the environment form, answering every step whatever its
+//                  action: observation "step K", reward 0.25, done at K = 2
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -50,6 +58,25 @@ void reply(const Json& request, const std::string& content) {
   while (true) pause();
 }
 
+// The guessing game's reply to a reset or a step.
+void answer_guess(const Json& request, std::map<std::string, long>& secret_of) {
+  const std::string trajectory = request.at("trajectory");
+  Json out{{"id", request.at("id")}};
+  if (request.at("type") == "reset") {
+    secret_of[trajectory] = std::stol(request.at("answer").get<std::string>());
+  } else if (!secret_of.count(trajectory)) {
+    out["error"] = "no episode: the trajectory was never reset";
+  } else {
+    const Json& action = request.at("action");
+    const long guess = action.is_object() ? action.at("guess").get<long>() : std::stol(action.get<std::string>());
+    const long secret = secret_of[trajectory];
+    out["observation"] = guess < secret ? "higher" : guess > secret ? "lower" : "correct";
+    out["reward"] = guess == secret ? 1.0 : 0.0;
+    out["done"] = guess == secret;
+  }
+  std::cout << out.dump() << std::endl;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,7 +87,7 @@ int main(int argc, char** argv) {
   const std::string mode = argv[1];
   const std::string arg = argc > 2 ? argv[2] : "";
   const std::vector<std::string> modes = {"echo",    "add",   "reverse-order", "state", "sleep",     "hang",
-                                          "crash",   "garbage", "flood",       "error", "crash-once"};
+                                          "crash",   "garbage", "flood",       "error", "crash-once", "guess", "steps"};
   if (std::find(modes.begin(), modes.end(), mode) == modes.end()) {
     std::cerr << "tool_helper: unknown mode " << mode << "\n";
     return 64;
@@ -72,9 +99,25 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, int> calls_of;  // state: per trajectory
   std::vector<Json> held;               // reverse-order: requests not yet answered
+  std::map<std::string, long> secret_of;  // guess: per trajectory, from its reset
   std::string line;
   while (std::getline(std::cin, line)) {
     const Json request = Json::parse(line);
+    if (mode == "guess") {
+      answer_guess(request, secret_of);
+      continue;
+    }
+    if (mode == "steps") {
+      Json out{{"id", request.at("id")}};
+      if (request.at("type") == "step") {
+        const int k = ++calls_of[request.at("trajectory").get<std::string>()];
+        out["observation"] = "step " + std::to_string(k);
+        out["reward"] = 0.25;
+        out["done"] = k >= 2;
+      }
+      std::cout << out.dump() << std::endl;
+      continue;
+    }
     const Json& args = request.at("arguments");
     if (mode == "crash" || crash_now) crash();
     if (mode == "hang") continue;

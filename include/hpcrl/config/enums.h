@@ -35,8 +35,8 @@ HPCRL_CONFIG_ENUM(Head, lm, value)
 HPCRL_CONFIG_ENUM(PpSchedule, _1f1b, gpipe, interleaved)
 // rollout::DecodeStep's names (rollout/engine.h): how a rollout engine runs its decode steps.
 HPCRL_CONFIG_ENUM(DecodeStep, dynamic, fixed, graphs)
-HPCRL_CONFIG_ENUM(RewardType, verifiable, model, command)
-HPCRL_CONFIG_ENUM(ToolType, calculator, command)
+HPCRL_CONFIG_ENUM(RewardType, verifiable, model, command, environment)
+HPCRL_CONFIG_ENUM(ToolType, calculator, command, environment)
 // How a model writes a tool call (tools/tool_call.h): Qwen's <tool_call> JSON, or configured tags.
 HPCRL_CONFIG_ENUM(ToolFormat, qwen, tags)
 HPCRL_CONFIG_ENUM(ToolCallBody, json, text)

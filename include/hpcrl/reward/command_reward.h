@@ -56,6 +56,7 @@ struct CommandRewardConfig {
 struct RewardSample {
   std::string_view prompt, response, answer;
   const nlohmann::json* metadata = nullptr;  // sent as "metadata" when non-null
+  double environment = 0;  // the rewards the trajectory's environment answered with (type: environment rewards)
 };
 
 class CommandReward {

@@ -112,6 +112,7 @@ struct Sample {
   std::vector<uint8_t> sampled;
   std::string finish_reason;         // "stop" (EOS or stop string) | "length" | a TurnReply's reason
   int64_t turns = 0;                 // tool calls the sample made (replies inserted or ending it)
+  double turn_reward = 0;            // the rewards its turns' replies carried (an environment's; TurnReply::reward)
   // A sample paused with its cache kept (GenerationCall::keep_paused_cache):
   // the keys/values of its prompt and every token but the last, as the weights
   // of their time computed them. Null: a continuation prefills prompt + tokens.

@@ -24,7 +24,8 @@ struct Sample;
 // What ends a turn's wait.
 struct TurnReply {
   std::vector<int32_t> tokens;  // inserted after the row's tokens (not sampled), then the row decodes on
-  std::string finish_reason;    // non-empty: the row ends here instead ("tool_error", "turns", ...), nothing inserted
+  std::string finish_reason;    // non-empty: the row ends here instead ("tool_error", "turns", "done"), nothing inserted
+  double reward = 0;            // added to the sample's turn_reward (an environment's reward for the step)
 };
 
 class TurnHandler {

@@ -31,6 +31,18 @@
 // unlucky: the next call throws InputError naming the tool, the command and the
 // program's last stderr lines, and so does every later call.
 //
+// With `environment` (a tool of type environment, docs/tools.md "Environments")
+// the same program speaks the environment form: a trajectory's first call is
+// preceded by a reset, and every call is a step of the episode:
+//   hpcrl → stdin:   {"id": …, "type": "reset", "trajectory": …, "name": …,
+//                     "prompt": "<the example's prompt>", "answer": "<its gold answer>"}
+//   program → stdout: {"id": …} (anything else it says is ignored) or {"id": …, "error": …}
+//   hpcrl → stdin:   {"id": …, "type": "step", "trajectory": …, "name": …, "action": <the call's arguments>}
+//   program → stdout: {"id": …, "observation": "<text>", "reward": <number>, "done": <bool>}
+//                  or {"id": …, "error": "<text>"}
+// "reward" (default 0) adds to the trajectory's environment reward; "done":
+// true ends the trajectory there. A reset's error fails the step that follows it.
+//
 // The destructor stops the program (stdin closed, a short grace, then SIGTERM
 // and SIGKILL to its process group) and reaps it: no orphan, no zombie.
 #pragma once
@@ -59,6 +71,7 @@ struct CommandToolOptions {
   // 6 × this + 4 KiB (room for JSON escapes), more without a newline is a runaway.
   size_t max_reply_bytes = 65536;
   int max_restarts = 3;  // restarts after the program died or was killed; more → InputError
+  bool environment = false;  // the environment form of the protocol (above)
 };
 
 class CommandTool final : public Tool {
@@ -70,6 +83,7 @@ class CommandTool final : public Tool {
   CommandTool& operator=(const CommandTool&) = delete;
 
   const std::string& name() const override { return options_.name; }
+  bool environment() const override { return options_.environment; }
   nlohmann::ordered_json schema() const override;
   // Thread-safe. Throws InputError only once the program needed more than
   // max_restarts restarts (or cannot be started at all).
@@ -83,6 +97,8 @@ class CommandTool final : public Tool {
 
  private:
   struct Channel;
+  // One request (its fields but the id) and its reply within the timeout.
+  ToolResult exchange(const nlohmann::ordered_json& fields, std::chrono::milliseconds timeout);
   CommandToolOptions options_;
   std::unique_ptr<Channel> channel_;
 };

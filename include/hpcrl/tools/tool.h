@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,14 @@ namespace hpcrl::tools {
 struct ToolResult {
   std::string text;    // the observation (or, with error, what went wrong: the model sees it too)
   bool error = false;  // malformed arguments, a failure, a timeout, an oversized reply
+  double reward = 0;   // an environment's reward for this step (type: environment rewards sum them)
+  bool done = false;   // an environment ended the episode: the trajectory ends here ("done")
+};
+
+// The start of an environment's episode (a trajectory's first call): what
+// `reset` tells the program.
+struct EpisodeStart {
+  std::string prompt, answer;  // the dataset example's prompt text and gold answer
 };
 
 // The call's context: which trajectory asks (a tool may keep state per
@@ -25,6 +34,7 @@ struct ToolResult {
 struct CallContext {
   std::string trajectory;  // stable id of the trajectory (run, iteration, prompt, sample)
   std::chrono::milliseconds timeout{10000};
+  std::optional<EpisodeStart> reset;  // an environment's first step of the trajectory: reset before it
 };
 
 class Tool {
@@ -42,6 +52,10 @@ class Tool {
   // its reply is ready at the next iteration whatever the machine's load, and
   // a run is the same run after run. Others run on worker threads.
   virtual bool instant() const { return false; }
+  // An environment (the environment form of the command protocol): its calls
+  // are the steps of an episode that a reset starts, and its replies may carry
+  // a reward and end the trajectory.
+  virtual bool environment() const { return false; }
 };
 
 using ToolPtr = std::shared_ptr<Tool>;

@@ -7,8 +7,11 @@
 // once on the engine's thread, so its reply is ready at the next iteration on
 // any machine and a run repeats exactly; a failing call (malformed, unknown tool,
 // tool error, timeout) gives the row an error observation, or ends it
-// ("tool_error", scored 0), as configured. Per-trajectory counts feed the
-// metrics; every call is a rollout/tool span on the trace's tools lane.
+// ("tool_error", scored 0), as configured. An environment's first call of a
+// trajectory resets its episode first; its reply's reward goes with the reply
+// (Sample::turn_reward), and "done" ends the row ("done"). Per-trajectory
+// counts feed the metrics; every call is a rollout/tool span on the trace's
+// tools lane.
 #pragma once
 
 #include <condition_variable>
@@ -64,6 +67,9 @@ class ToolTurns : public rollout::TurnHandler {
   // SamplingParams::prompt_keys) instead of prompt_offset + prompt_index: a
   // sample continued in a later call keeps its trajectory's name.
   void use_prompt_keys(std::vector<int64_t> keys) { prompt_keys_ = std::move(keys); }
+  // What an environment's reset tells it of each prompt of the call (one per
+  // prompt, in the call's order); needed when a tool is an environment.
+  void use_episodes(std::vector<EpisodeStart> episodes) { episodes_ = std::move(episodes); }
 
  private:
   struct Job {
@@ -90,6 +96,7 @@ class ToolTurns : public rollout::TurnHandler {
   const std::string prefix_;
   const int64_t prompt_offset_;
   std::vector<int64_t> prompt_keys_;  // use_prompt_keys; empty: prompt_offset_ + prompt_index
+  std::vector<EpisodeStart> episodes_;  // use_episodes
   std::vector<int32_t> reply_open_, reply_close_;  // the template's wrapping, tokenized once
   ToolCounts totals_;
 

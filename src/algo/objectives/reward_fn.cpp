@@ -53,12 +53,21 @@ RewardFunction::RewardFunction(StageEnv& env, const std::vector<std::string>& na
 
 void RewardFunction::add_text_reward(const config::PipelineConfig& pipeline, const std::string& name) {
   const config::RewardConfig& rc = *pipeline.find_reward(name);
-  if (rc.type == config::RewardType::command) {
-    command_.emplace_back(reward::CommandRewardConfig{rc.name, rc.command, rc.timeout_s});
-    command_pos_.push_back(pipeline.pos("rewards." + name).str());
-  } else {
-    verifiable_.emplace_back(verifiable_config(rc));
+  switch (rc.type) {
+    case config::RewardType::command:
+      command_.emplace_back(reward::CommandRewardConfig{rc.name, rc.command, rc.timeout_s});
+      command_pos_.push_back(pipeline.pos("rewards." + name).str());
+      return;
+    case config::RewardType::environment:
+      ++environment_;
+      return;
+    case config::RewardType::verifiable:
+      verifiable_.emplace_back(verifiable_config(rc));
+      return;
+    case config::RewardType::model:  // a stage's RewardModel (the constructors)
+      break;
   }
+  throw InputError("rewards." + name + ": a type: model reward scores with a model role, not text");
 }
 
 void RewardFunction::set_verifier() {
@@ -92,6 +101,7 @@ std::vector<ScoredResponse> RewardFunction::score_batch(const std::vector<reward
     const std::vector<double> scores = rm.score(ids);
     for (size_t k = 0; k < samples.size(); ++k) out[k].score += scores[k];
   }
+  for (size_t k = 0; k < samples.size(); ++k) out[k].score += double(environment_) * samples[k].environment;
   return out;
 }
 

@@ -80,6 +80,10 @@ std::vector<rollout::Sample> generate(EvalPass& pass, const std::vector<std::vec
   if (!pass.options.tools) return pass.engine.generate(p_ids, pass.options.n, pass.sampling);
   const tools::StageToolkit& kit = *pass.options.tools;
   tools::ToolTurns turns(kit.tools, kit.format, kit.limits, *pass.role.tokenizer, "eval", start);
+  std::vector<tools::EpisodeStart> episodes;
+  for (size_t i = 0; i < p_ids.size(); ++i)
+    episodes.push_back({pass.eval[size_t(start) + i].prompt, pass.eval[size_t(start) + i].answer});
+  turns.use_episodes(std::move(episodes));
   return pass.engine.run(p_ids, rollout::GenerationCall::fresh(int64_t(p_ids.size()), pass.options.n, &turns),
                          pass.sampling)
       .finished;

@@ -67,6 +67,7 @@ void put_sample(util::ByteWriter& w, const rollout::Sample& s) {
   w.list(s.sampled);
   w.text(s.finish_reason);
   w.put(s.turns);
+  w.put(s.turn_reward);
   put_cache(w, s.cache);
 }
 
@@ -79,6 +80,7 @@ rollout::Sample get_sample(util::ByteReader& r) {
   s.sampled = r.list<uint8_t>();
   s.finish_reason = r.text();
   s.turns = r.get<int64_t>();
+  s.turn_reward = r.get<double>();
   s.cache = get_cache(r);
   return s;
 }

@@ -126,7 +126,7 @@ RolloutSamples RolloutProducer::draw_groups(int64_t iteration, int64_t version, 
     const auto rows = sampler_.next_batch(stage_.cfg.prompts, stage_.generator.ctx.dp_rank(), stage_.generator.mesh.dp());
     std::vector<std::vector<int32_t>> p_ids;
     for (size_t i : rows) p_ids.push_back(prompts_->prompt_ids(stage_.data.train[i]));
-    const auto samples = generate(p_ids, iteration, rounds, m, tally);
+    const auto samples = generate(rows, p_ids, iteration, rounds, m, tally);
     RolloutSamples round = score(rows, p_ids, samples, iteration, m, tally);
     for (const auto& r : round.response_ids) round.versions.emplace_back(r.size(), int32_t(version));
     ++rounds;
@@ -211,6 +211,7 @@ void RolloutProducer::continue_samples(int64_t groups, int64_t iteration, int64_
   if (tools_) {
     turns.emplace(tools_->tools, tools_->format, tools_->limits, *stage_.generator.tokenizer, stage_.name + "/stream");
     turns->use_prompt_keys(call.keys);
+    turns->use_episodes(episodes(call.examples));
     call.call.turns = &*turns;
   }
   timed_phase(stage_.name, "rollout", m, [&] {
@@ -243,8 +244,9 @@ RolloutSamples RolloutProducer::score_groups(std::vector<GroupInFlight> groups, 
   return out;
 }
 
-std::vector<rollout::Sample> RolloutProducer::generate(const std::vector<std::vector<int32_t>>& p_ids,
-                                                   int64_t iteration, int64_t round, RlMetrics& m, Tally& tally) {
+std::vector<rollout::Sample> RolloutProducer::generate(const std::vector<size_t>& rows,
+                                                   const std::vector<std::vector<int32_t>>& p_ids, int64_t iteration,
+                                                   int64_t round, RlMetrics& m, Tally& tally) {
   rollout::SamplingParams sampling = stage_sampling(stage_.cfg.sampling, prompts_->stop_ids());
   sampling.seed = static_cast<uint64_t>(stage_.env.pipeline->run.seed) * 1000003u + static_cast<uint64_t>(iteration) * 101u +
                   static_cast<uint64_t>(round);
@@ -254,7 +256,7 @@ std::vector<rollout::Sample> RolloutProducer::generate(const std::vector<std::ve
   timed_phase(stage_.name, "rollout", m, [&] {
     torch::NoGradGuard no_grad;
     stage_.generator.model->eval();
-    samples = tools_ ? generate_with_tools(p_ids, sampling,
+    samples = tools_ ? generate_with_tools(rows, p_ids, sampling,
                                            stage_.name + "/" + std::to_string(iteration) + "/" + std::to_string(round),
                                            tally)
                      : engine_->generate(p_ids, stage_.cfg.group, sampling);
@@ -265,11 +267,19 @@ std::vector<rollout::Sample> RolloutProducer::generate(const std::vector<std::ve
   return samples;
 }
 
-std::vector<rollout::Sample> RolloutProducer::generate_with_tools(const std::vector<std::vector<int32_t>>& p_ids,
+std::vector<tools::EpisodeStart> RolloutProducer::episodes(const std::vector<size_t>& rows) const {
+  std::vector<tools::EpisodeStart> out;
+  for (size_t r : rows) out.push_back({stage_.data.train[r].prompt, stage_.data.train[r].answer});
+  return out;
+}
+
+std::vector<rollout::Sample> RolloutProducer::generate_with_tools(const std::vector<size_t>& rows,
+                                                                 const std::vector<std::vector<int32_t>>& p_ids,
                                                                  const rollout::SamplingParams& sampling,
                                                                  const std::string& name, Tally& tally) {
   tools::ToolTurns turns(tools_->tools, tools_->format, tools_->limits, *stage_.generator.tokenizer, name,
                          sampling.prompt_offset);
+  turns.use_episodes(episodes(rows));
   auto samples =
       engine_->run(p_ids, rollout::GenerationCall::fresh(int64_t(p_ids.size()), stage_.cfg.group, &turns), sampling)
           .finished;
@@ -297,7 +307,7 @@ RolloutSamples RolloutProducer::score(const std::vector<size_t>& rows, const std
     std::vector<reward::RewardSample> batch;
     for (size_t k = 0; k < samples.size(); ++k) {
       const auto& ex = stage_.data.train[rows[samples[k].prompt_index]];
-      batch.push_back({ex.prompt, texts[k], ex.answer, &meta[k]});
+      batch.push_back({ex.prompt, texts[k], ex.answer, &meta[k], samples[k].turn_reward});
     }
     const std::vector<ScoredResponse> scored = rewards_.score_batch(batch, sample_ids(p_ids, samples));
     for (size_t k = 0; k < samples.size(); ++k) {

@@ -44,6 +44,7 @@ RolloutStream::Call RolloutStream::next_call(int64_t groups) const {
     const int64_t prompt = int64_t(c.prompts.size());
     c.prompts.push_back(g.prompt_ids);
     c.keys.push_back(g.key);
+    c.examples.push_back(g.example);
     c.group_of_prompt.push_back(k);
     for (const auto& s : g.samples) {
       if (!s.finish_reason.empty()) continue;

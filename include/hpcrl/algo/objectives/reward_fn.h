@@ -28,7 +28,8 @@ struct ScoredResponse {
 class RewardFunction {
  public:
   // Text rewards only (verifiable, command): InputError naming a `model`
-  // reward, which needs a stage's roles.
+  // reward, which needs a stage's roles. An `environment` reward adds what the
+// trajectory's environment tool answered with (RewardSample::environment).
   RewardFunction(const config::PipelineConfig& pipeline, const std::vector<std::string>& names);
   // The rewards of stage `stage_name` whose samples `generator` generates;
   // model rewards score in micro-batches of `micro_batch` rows (0 = all at
@@ -66,6 +67,7 @@ class RewardFunction {
   std::vector<reward::CommandReward> command_;
   std::vector<std::string> command_pos_;  // "file:line:col" of each command reward
   std::vector<RewardModel> models_;
+  int64_t environment_ = 0;  // type: environment rewards, each the sum its trajectory's environment answered
   std::unique_ptr<reward::VerifiableReward> verifier_;
 };
 

@@ -69,12 +69,16 @@ class RolloutProducer {
   // The sums of kept groups over every replica, and whether to draw again.
   bool enough_kept(int64_t kept_groups, int64_t rounds, double& kept_total) const;
   // `cfg.group` samples of each prompt of `p_ids` (round `round` of the iteration).
-  std::vector<rollout::Sample> generate(const std::vector<std::vector<int32_t>>& p_ids, int64_t iteration,
-                                        int64_t round, RlMetrics& m, Tally& tally);
-  // The group samples of every prompt, multi-turn over the stage's tools (their counts into the tally).
-  std::vector<rollout::Sample> generate_with_tools(const std::vector<std::vector<int32_t>>& p_ids,
+  std::vector<rollout::Sample> generate(const std::vector<size_t>& rows, const std::vector<std::vector<int32_t>>& p_ids,
+                                        int64_t iteration, int64_t round, RlMetrics& m, Tally& tally);
+  // The group samples of every prompt (dataset rows `rows`), multi-turn over the stage's tools (their counts into
+  // the tally).
+  std::vector<rollout::Sample> generate_with_tools(const std::vector<size_t>& rows,
+                                                   const std::vector<std::vector<int32_t>>& p_ids,
                                                    const rollout::SamplingParams& sampling, const std::string& name,
                                                    Tally& tally);
+  // What an environment's reset tells it of dataset rows `rows` (their prompts and answers).
+  std::vector<tools::EpisodeStart> episodes(const std::vector<size_t>& rows) const;
   // The rewards of `samples` (prompts `rows`), with the overlong penalty.
   RolloutSamples score(const std::vector<size_t>& rows, const std::vector<std::vector<int32_t>>& p_ids,
                        const std::vector<rollout::Sample>& samples, int64_t iteration, RlMetrics& m, Tally& tally);

@@ -48,6 +48,7 @@ class RolloutStream {
   struct Call {
     std::vector<std::vector<int32_t>> prompts;  // one per unfinished group, oldest first
     std::vector<int64_t> keys;                  // SamplingParams::prompt_keys
+    std::vector<size_t> examples;               // each prompt's dataset row
     rollout::GenerationCall call;
     std::vector<size_t> group_of_prompt;        // index into the groups in flight
   };

@@ -248,3 +248,28 @@ TEST(ToolsE2E, AnEnvironmentsRewardsScoreTheTrajectories) {
   }
   EXPECT_GT(calls, 0.5) << "after SFT on calling traces, the model calls the environment";
 }
+
+// Tool trajectories train the same in every training layout: from one SFT policy, packed rows, the policy and
+// reference pipelined (pp = 2) and sequence-parallel (sp = 2, packed) make the padded one-rank run's updates. The
+// rollouts are the same (the calculator answers at once), and the inserted replies stay out of every loss.
+TEST(ToolsE2E, PackedPipelinedAndSequenceParallelUpdatesOnToolTrajectoriesFollowOneRank) {
+  const std::string dir = scratch_dir("tools-layouts");
+  const std::string cfg = grpo_on_sft_policy(dir) + " --set stages[0].grpo.loss_agg=seq_mean_token_mean";
+  Proc base = run_hpcrl("run " + cfg + " --out " + dir + "/base");
+  ASSERT_EQ(base.exit_code, 0) << base.output;
+  const auto a = grpo_lines(dir + "/base");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_GT(a[0]["reward/std"].get<double>(), 0.0) << "no reward spread: the comparison of updates is empty";
+  EXPECT_GT(a[0]["tools/reply_tokens"].get<double>(), 0.0) << "no reply inserted: nothing for the mask to leave out";
+  const std::vector<std::pair<std::string, std::string>> layouts = {
+      {"packed", " --set stages[0].grpo.packing=true --set stages[0].grpo.micro_batch_tokens=300"},
+      {"pp2", " --set models.policy.parallel.pp=2 --set models.reference.parallel.pp=2"},
+      {"sp2", " --set models.policy.parallel.sp=2 --set models.reference.parallel.sp=2 --set stages[0].grpo.packing=true"}};
+  for (const auto& [name, flags] : layouts) {
+    SCOPED_TRACE(name);
+    Proc run = run_hpcrl("run " + cfg + flags + " --out " + dir + "/" + name, name == "packed" ? 1 : 2);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    expect_same_rollouts(a, grpo_lines(dir + "/" + name),
+                         {{"loss", 1e-5}, {"kl", 1e-4}, {"grad_norm", 1e-4}, {"tools/calls", 0}});
+  }
+}

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -299,6 +300,29 @@ TEST(DisaggregatedE2E, AModelRewardOnItsOwnRankOrBesideGenerationGivesTheColocat
   EXPECT_NE(summary.output.find("| grpo | reward model | 1 |"), std::string::npos) << summary.output;
 }
 
+namespace {
+// Runs `args` into SUB/run, signals world rank `rank` with SIGUSR1 once `stage` has begun, expects exit 75 before
+// the last of `whole`'s lines, calls `stopped` on the stop's checkpoint directory, resumes (re-entering the round
+// plan at the stop's sync), and expects the resumed run's lines to be `whole` (timing aside).
+void expect_stop_resumes_exactly(const std::string& args, const std::string& sub, int np, int rank,
+                                 const std::vector<nlohmann::json>& whole, const std::string& stage = "grpo",
+                                 const std::function<void(const std::string&)>& stopped = {}) {
+  std::filesystem::create_directories(sub);
+  int pid = run_and_signal("run " + args + " --out " + sub + "/run", sub, rank, SIGUSR1, 2, np, stage);
+  EXPECT_EQ(wait_exit(pid), 75) << run_shell("cat " + sub + "/log").output;
+  ASSERT_LT(stage_lines(sub + "/run", stage).size(), whole.size()) << "the signal came after the last iteration";
+  const std::string step = run_shell("ls -d " + sub + "/run/checkpoints/*-" + stage + "/step-* | tail -1").output;
+  if (stopped) stopped(step.substr(0, step.find('\n')));
+  Proc resumed = run_hpcrl("run " + args + " --out " + sub + "/run --resume", np);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("re-entering the round plan at the sync before iteration"), std::string::npos)
+      << resumed.output;
+  const auto again = stage_lines(sub + "/run", stage);
+  ASSERT_EQ(again.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(without_timing(whole[i]), without_timing(again[i])) << "line " << i;
+}
+}  // namespace
+
 // grpo_judge.yaml and ppo_judge.yaml measure the request line without its
 // "index" (a count of requests since the process started, which a resumed run
 // restarts), so a resumed run scores as the uninterrupted one.
@@ -333,7 +357,6 @@ TEST(DisaggregatedE2E, StopSignalToTheGeneratorOrTheTrainerEndsEveryRankAndResum
 // round plan there and repeats the uninterrupted run line for line.
 TEST(DisaggregatedE2E, StopSignalWithPartialRolloutsKeepsThePausedRowsAndResumesExactly) {
   std::string dir = scratch_dir("disagg-partial-stop");
-  std::filesystem::create_directories(dir + "/stopped");
   const std::string grpo = std::string("tests/e2e/data/grpo_judge.yaml") + kOneAndOne +
                            " --set stages[0].grpo.iterations=8 --set stages[0].grpo.async.max_staleness=2"
                            " --set stages[0].grpo.async.partial_rollouts=true --set models.policy.rollout.max_batch=12";
@@ -341,21 +364,10 @@ TEST(DisaggregatedE2E, StopSignalWithPartialRolloutsKeepsThePausedRowsAndResumes
   ASSERT_EQ(full.exit_code, 0) << full.output;
   const auto whole = stage_lines(dir + "/full", "grpo");
   ASSERT_EQ(whole.size(), 8u);
-  const std::string sub = dir + "/stopped";
-  int pid = run_and_signal("run " + grpo + " --out " + sub + "/run", sub, 1, SIGUSR1, 2);
-  EXPECT_EQ(wait_exit(pid), 75) << run_shell("cat " + sub + "/log").output;
-  ASSERT_LT(stage_lines(sub + "/run", "grpo").size(), 8u) << "the signal came after the last iteration";
   // The generator's file holds its groups in flight: with 12 slots for 16 groups of 4, some are always unfinished.
-  const std::string step = run_shell("ls -d " + sub + "/run/checkpoints/00-grpo/step-* | tail -1").output;
-  const std::string gen = step.substr(0, step.find('\n')) + "/in-flight/generator-rank-00001.bin";
-  EXPECT_GT(std::filesystem::file_size(gen), 1000u) << gen;
-  Proc resumed = run_hpcrl("run " + grpo + " --out " + sub + "/run --resume", 2);
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  EXPECT_NE(resumed.output.find("re-entering the round plan at the sync before iteration"), std::string::npos)
-      << resumed.output;
-  const auto again = stage_lines(sub + "/run", "grpo");
-  ASSERT_EQ(again.size(), whole.size());
-  for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(without_timing(whole[i]), without_timing(again[i])) << "line " << i;
+  expect_stop_resumes_exactly(grpo, dir + "/stopped", 2, 1, whole, "grpo", [](const std::string& step) {
+    EXPECT_GT(std::filesystem::file_size(step + "/in-flight/generator-rank-00001.bin"), 1000u) << step;
+  });
 }
 
 // async.keep_stale_cache: paused responses continue from the keys/values the old weights computed instead of a
@@ -363,7 +375,6 @@ TEST(DisaggregatedE2E, StopSignalWithPartialRolloutsKeepsThePausedRowsAndResumes
 // cache in the checkpoint, so the resumed run still repeats the uninterrupted one line for line.
 TEST(DisaggregatedE2E, PartialRolloutsWithAKeptStaleCacheDifferFromReprefillAndResumeExactly) {
   std::string dir = scratch_dir("disagg-stale-cache");
-  std::filesystem::create_directories(dir + "/stopped");
   const std::string partial = std::string("tests/e2e/data/grpo_judge.yaml") + kOneAndOne +
                               " --set stages[0].grpo.iterations=8 --set stages[0].grpo.async.max_staleness=2"
                               " --set stages[0].grpo.async.partial_rollouts=true --set models.policy.rollout.max_batch=12";
@@ -379,15 +390,7 @@ TEST(DisaggregatedE2E, PartialRolloutsWithAKeptStaleCacheDifferFromReprefillAndR
   bool differs = false;
   for (size_t i = 0; i < 8; ++i) differs = differs || whole[i].at("loss") != other[i].at("loss");
   EXPECT_TRUE(differs) << "keep_stale_cache changed nothing";
-  const std::string sub = dir + "/stopped";
-  int pid = run_and_signal("run " + kept + " --out " + sub + "/run", sub, 1, SIGUSR1, 2);
-  EXPECT_EQ(wait_exit(pid), 75) << run_shell("cat " + sub + "/log").output;
-  ASSERT_LT(stage_lines(sub + "/run", "grpo").size(), 8u) << "the signal came after the last iteration";
-  Proc resumed = run_hpcrl("run " + kept + " --out " + sub + "/run --resume", 2);
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  const auto again = stage_lines(sub + "/run", "grpo");
-  ASSERT_EQ(again.size(), whole.size());
-  for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(without_timing(whole[i]), without_timing(again[i])) << "line " << i;
+  expect_stop_resumes_exactly(kept, dir + "/stopped", 2, 1, whole);
 }
 
 // Asynchronous (k = 1) checkpoints every 2 updates are written at the sync that carries that version (S3 after U1),
@@ -412,7 +415,6 @@ TEST(DisaggregatedE2E, AsyncCheckpointsHoldTheSamplesInFlightAndResumeExactly) {
 
 TEST(DisaggregatedE2E, StopSignalToACriticOnItsOwnRankCheckpointsItWithTheTrainerAndResumesExactly) {
   std::string dir = scratch_dir("disagg-ppo-stop");
-  std::filesystem::create_directories(dir + "/stop");
   const std::string ppo = std::string("tests/e2e/data/ppo_judge.yaml") +
                           " --set stages[0].ppo.iterations=8 --set placement.mode=disaggregated"
                           " --set 'placement.ranges={policy: [0, 0], reference: [0, 0], critic: [1, 1], policy.rollout: [2, 2]}'";
@@ -420,14 +422,7 @@ TEST(DisaggregatedE2E, StopSignalToACriticOnItsOwnRankCheckpointsItWithTheTraine
   ASSERT_EQ(full.exit_code, 0) << full.output;
   const auto whole = stage_lines(dir + "/full", "ppo");
   ASSERT_EQ(whole.size(), 8u);
-  int pid = run_and_signal("run " + ppo + " --out " + dir + "/stop/run", dir + "/stop", 1, SIGUSR1, 2, 3, "ppo");
-  EXPECT_EQ(wait_exit(pid), 75) << run_shell("cat " + dir + "/stop/log").output;
-  EXPECT_LT(stage_lines(dir + "/stop/run", "ppo").size(), 8u) << "the signal came after the last iteration";
-  Proc resumed = run_hpcrl("run " + ppo + " --out " + dir + "/stop/run --resume", 3);
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  const auto again = stage_lines(dir + "/stop/run", "ppo");
-  ASSERT_EQ(again.size(), whole.size());
-  for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(without_timing(whole[i]), without_timing(again[i])) << "line " << i;
+  expect_stop_resumes_exactly(ppo, dir + "/stop", 3, 1, whole, "ppo");
 }
 
 TEST(DisaggregatedE2E, AGeneratingRankThatDiesTakesTheJobDownWithin30s) {

@@ -25,22 +25,9 @@ using hpcrl::testing::same_generation;
 
 constexpr double kFp32 = 1e-5;  // docs/rollout.md: log-probs within 1e-5 in fp32
 
-rollout::EngineOptions slots(int64_t max_batch) {
-  rollout::EngineOptions o;
-  o.max_batch = max_batch;
-  o.host_sync_interval = 1;
-  return o;
-}
+using hpcrl::testing::sampled_with_eos;
 
-// Sampled at temperature 1 with 7 EOS ids of the random model's 96, so rows end at different steps.
-rollout::SamplingParams sampled_with_eos(int64_t max_new_tokens, uint64_t seed) {
-  rollout::SamplingParams p;
-  p.temperature = 1.0;
-  p.max_new_tokens = max_new_tokens;
-  p.seed = seed;
-  p.eos_ids = {5, 11, 17, 23, 29, 31, 37};
-  return p;
-}
+rollout::EngineOptions slots(int64_t max_batch) { return hpcrl::testing::slots_read_every_step(max_batch); }
 
 // 3 prompts × 2 samples in 3 slots, pausing once one prompt is done, caches kept.
 rollout::GenerationResult paused_with_caches(rollout::Engine& engine, const std::vector<std::vector<int32_t>>& prompts,

@@ -41,12 +41,7 @@ rollout::SamplingParams sampled(int64_t max_new_tokens, uint64_t seed) {
   return p;
 }
 
-rollout::EngineOptions slots(int64_t max_batch) {
-  rollout::EngineOptions o;
-  o.max_batch = max_batch;
-  o.host_sync_interval = 1;
-  return o;
-}
+rollout::EngineOptions slots(int64_t max_batch) { return hpcrl::testing::slots_read_every_step(max_batch); }
 
 rollout::GenerationResult run_turns(std::shared_ptr<model::DecoderModel> m, int64_t max_batch,
                                     rollout::TurnHandler& turns, const std::vector<std::vector<int32_t>>& prompts,

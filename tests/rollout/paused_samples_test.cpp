@@ -46,20 +46,8 @@ rollout::GenerationCall fresh_call(int64_t prompts, int64_t n, int64_t pause_aft
   return call;
 }
 
-rollout::EngineOptions slots(int64_t max_batch) {
-  rollout::EngineOptions o;
-  o.max_batch = max_batch;
-  o.host_sync_interval = 1;
-  return o;
-}
-
-// Sampling with 7 EOS ids of the random model's 96 (~7 % a step to end), so
-// samples end at different steps and a pause finds rows part-way.
-rollout::SamplingParams sampled_with_eos(int64_t max_new_tokens, uint64_t seed) {
-  rollout::SamplingParams p = sampled(max_new_tokens, seed);
-  p.eos_ids = {5, 11, 17, 23, 29, 31, 37};
-  return p;
-}
+rollout::EngineOptions slots(int64_t max_batch) { return hpcrl::testing::slots_read_every_step(max_batch); }
+using hpcrl::testing::sampled_with_eos;
 
 int64_t part_way(const std::vector<rollout::Sample>& paused) {
   int64_t n = 0;

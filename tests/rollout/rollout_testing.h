@@ -197,6 +197,25 @@ inline ::testing::AssertionResult same_trajectory(const rollout::Sample& a, cons
   return ::testing::AssertionSuccess();
 }
 
+// An engine of `max_batch` slots that reads the tokens every step (so a pause comes at the exact step).
+inline rollout::EngineOptions slots_read_every_step(int64_t max_batch) {
+  rollout::EngineOptions o;
+  o.max_batch = max_batch;
+  o.host_sync_interval = 1;
+  return o;
+}
+
+// Sampling at temperature 1 with 7 EOS ids of the random model's 96 (~7 % a step to end), so samples end at
+// different steps and a pause finds rows part-way.
+inline rollout::SamplingParams sampled_with_eos(int64_t max_new_tokens, uint64_t seed) {
+  rollout::SamplingParams p;
+  p.temperature = 1.0;
+  p.max_new_tokens = max_new_tokens;
+  p.seed = seed;
+  p.eos_ids = {5, 11, 17, 23, 29, 31, 37};
+  return p;
+}
+
 // The message of the InputError `fn` throws ("(no InputError)" when it throws none).
 inline std::string input_error_of(const std::function<void()>& fn) {
   try {

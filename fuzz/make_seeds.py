@@ -140,6 +140,7 @@ def seed_jsonl(out):
         json.dumps({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}]}),
         json.dumps({"prompt_ids": [1, 2, 3]}), ""]) + "\n")
     put(out, "jsonl", "crlf-bom.jsonl", "\ufeff" + json.dumps({"question": "q", "answer": "work\n#### 42"}) + "\r\n\r\n")
+    put(out, "jsonl", "conversations.jsonl", (ROOT / "tests/e2e/data/tool_traces.jsonl").read_text())
 
 
 def seed_checkpoint_files(out):

@@ -1,5 +1,6 @@
 // The JSONL files hpcrl reads row by row: a dataset (io/dataset_jsonl.h, with
-// token limits counted in bytes and both long-response policies) and a
+// token limits counted in bytes and both long-response policies, read by keys
+// and as conversations) and a
 // `generate` prompt file (rollout/prompt_file.h) — the same bytes as both.
 #include "fuzz_util.h"
 #include "hpcrl/io/dataset_jsonl.h"
@@ -15,6 +16,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     o.limits.max_response_tokens = 48;
     o.limits.long_response = policy;
     o.limits.length = [](const std::string& s) { return s.size(); };
+    try {
+      (void)hpcrl::io::load_jsonl(path, o);
+    } catch (const hpcrl::InputError&) {
+    }
+    o.messages_key = "messages";  // the same rows as conversations with a tool role (io/dataset_conversation.h)
+    o.conversation = {"<result>", "</result>"};
     try {
       (void)hpcrl::io::load_jsonl(path, o);
     } catch (const hpcrl::InputError&) {

@@ -8,7 +8,10 @@
 #   (b) disaggregated, synchronous (max_staleness 0),
 #   (c) asynchronous, max_staleness 1, tis_cap 2,
 #   (d) asynchronous with partial rollouts, max_staleness 2, tis_cap 2,
-# and, for the trainer-bound case, (b) and (d) on the plain (short) task.
+#   (e) (d) with async.keep_stale_cache (no re-prefill of paused responses),
+# --variants picks them (default "b c d"); and, for the trainer-bound case,
+# (b) and (d) on the plain (short) task. --policy DIR starts from a saved SFT
+# policy instead of training one.
 # For each seed: iteration time, samples/s, the generating (G) and training
 # (T) halves, each role's idle share from the trace, the end of the learning
 # curve (held-out accuracy, mean reward of the last 10 iterations; with
@@ -20,6 +23,7 @@
 # skips the short-task pair.
 #   benchmarks/rl/bench_partial.sh [--build DIR] [--seeds "1 2 3"] [--iterations N] [--sft-steps N]
 #                                  [--sft-target ACC] [--eval-every N] [--slots N] [--short yes|no] [--keep DIR]
+#                                  [--variants "b c d e"] [--policy DIR]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,6 +36,8 @@ EVAL_EVERY=0
 SLOTS=""
 SHORT=yes
 KEEP=""
+VARIANTS="b c d"
+POLICY=""
 while [ $# -gt 0 ]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
@@ -43,7 +49,9 @@ while [ $# -gt 0 ]; do
     --slots) SLOTS=$2; shift 2 ;;
     --short) SHORT=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--seeds \"1 2 3\"] [--iterations N] [--sft-steps N] [--sft-target ACC] [--eval-every N] [--slots N] [--short yes|no] [--keep DIR]" >&2; exit 2 ;;
+    --variants) VARIANTS=$2; shift 2 ;;
+    --policy) POLICY=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--seeds \"1 2 3\"] [--iterations N] [--sft-steps N] [--sft-target ACC] [--eval-every N] [--slots N] [--short yes|no] [--keep DIR] [--variants \"b c d e\"] [--policy DIR]" >&2; exit 2 ;;
   esac
 done
 HPCRL=$BUILD/hpcrl
@@ -87,19 +95,24 @@ run_variant() {
   if [ -n "$KEEP" ]; then mkdir -p "$KEEP" && rm -rf "$run/checkpoints" && cp -r "$run" "$KEEP/"; fi
 }
 
-sft=$WORK/sft
-"$HPCRL" --log-level warn run configs/quickstart.yaml --set run.seed=1 --set "stages=$SFT" "${LONG[@]}" \
-  --out "$sft" > "$sft.log" 2>&1 || { echo "SFT failed:" >&2; tail -20 "$sft.log" >&2; exit 1; }
-policy=$(ls -d "$sft"/checkpoints/00-sft/step-*/policy | tail -1)
+policy=$POLICY
+if [ -z "$policy" ]; then
+  sft=$WORK/sft
+  "$HPCRL" --log-level warn run configs/quickstart.yaml --set run.seed=1 --set "stages=$SFT" "${LONG[@]}" \
+    --out "$sft" > "$sft.log" 2>&1 || { echo "SFT failed:" >&2; tail -20 "$sft.log" >&2; exit 1; }
+  policy=$(ls -d "$sft"/checkpoints/00-sft/step-*/policy | tail -1)
+fi
+has() { case " $VARIANTS " in *" $1 "*) return 0 ;; esac; return 1; }
 for seed in $SEEDS; do
   # The quickstart's GRPO stage on that policy.
   quickstart_grpo_config "$policy" bench-partial "$WORK/grpo-$seed.yaml"
   ASYNC1=(--set 'stages[0].grpo.async.max_staleness=1' --set 'stages[0].grpo.tis_cap=2.0')
   PARTIAL=(--set 'stages[0].grpo.async.max_staleness=2' --set 'stages[0].grpo.async.partial_rollouts=true'
            --set 'stages[0].grpo.tis_cap=2.0')
-  run_variant b-sync "$seed" long
-  run_variant c-async "$seed" long "${ASYNC1[@]}"
-  run_variant d-partial "$seed" long "${PARTIAL[@]}"
+  run_variant b-sync "$seed" long  # every ratio is against (b) of its seed
+  if has c; then run_variant c-async "$seed" long "${ASYNC1[@]}"; fi
+  if has d; then run_variant d-partial "$seed" long "${PARTIAL[@]}"; fi
+  if has e; then run_variant e-stale "$seed" long "${PARTIAL[@]}" --set 'stages[0].grpo.async.keep_stale_cache=true'; fi
   if [ "$SHORT" = yes ] && [ "$seed" = "${SEEDS%% *}" ]; then  # the trainer-bound case: the short task, first seed only
     run_variant b-sync "$seed" short
     run_variant d-partial "$seed" short "${PARTIAL[@]}"

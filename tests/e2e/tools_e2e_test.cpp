@@ -250,9 +250,10 @@ TEST(ToolsE2E, AnEnvironmentsRewardsScoreTheTrajectories) {
 }
 
 // Tool trajectories train the same in every training layout: from one SFT policy, packed rows, the policy and
-// reference pipelined (pp = 2) and sequence-parallel (sp = 2, packed) make the padded one-rank run's updates. The
-// rollouts are the same (the calculator answers at once), and the inserted replies stay out of every loss.
-TEST(ToolsE2E, PackedPipelinedAndSequenceParallelUpdatesOnToolTrajectoriesFollowOneRank) {
+// reference pipelined (pp = 2), tensor-parallel (tp = 2, generation too) and sequence-parallel (sp = 2, packed)
+// make the padded one-rank run's updates. The rollouts are the same (the calculator answers at once), and the
+// inserted replies stay out of every loss.
+TEST(ToolsE2E, PackedPipelinedTensorAndSequenceParallelUpdatesOnToolTrajectoriesFollowOneRank) {
   const std::string dir = scratch_dir("tools-layouts");
   const std::string cfg = grpo_on_sft_policy(dir) + " --set stages[0].grpo.loss_agg=seq_mean_token_mean";
   Proc base = run_hpcrl("run " + cfg + " --out " + dir + "/base");
@@ -264,6 +265,7 @@ TEST(ToolsE2E, PackedPipelinedAndSequenceParallelUpdatesOnToolTrajectoriesFollow
   const std::vector<std::pair<std::string, std::string>> layouts = {
       {"packed", " --set stages[0].grpo.packing=true --set stages[0].grpo.micro_batch_tokens=300"},
       {"pp2", " --set models.policy.parallel.pp=2 --set models.reference.parallel.pp=2"},
+      {"tp2", " --set models.policy.parallel.tp=2 --set models.reference.parallel.tp=2"},
       {"sp2", " --set models.policy.parallel.sp=2 --set models.reference.parallel.sp=2 --set stages[0].grpo.packing=true"}};
   for (const auto& [name, flags] : layouts) {
     SCOPED_TRACE(name);

@@ -226,7 +226,8 @@ double add_tool_turns(RolloutCost& r, const ModelArch& a, const Layout& l, const
   const double c = shape.tool_calls, wait = shape.tool_calls * shape.tool_seconds;
   const int64_t context = shape.prompt + shape.response / 2;
   const int64_t tokens = local * shape.response;
-  double live = double(slots), step = decode_step_seconds(a, l, hw, live, context, weights, bytes_per_value);
+  const double full_step = decode_step_seconds(a, l, hw, double(slots), context, weights, bytes_per_value);
+  double live = double(slots), step = full_step;
   for (int i = 0; i < 50 && wait > 0; ++i) {
     const double parked = wait / (double(shape.response) * step + wait);
     live = std::max(1.0, double(slots) * (1 - parked));
@@ -240,7 +241,7 @@ double add_tool_turns(RolloutCost& r, const ModelArch& a, const Layout& l, const
   ops.ops = rounds * (ops.ops + kOpsPerMicroBatch);
   r.prefill.add_work(double(local) * c * sequence_forward_flops(a, int64_t(shape.reply_tokens), false) / double(l.tp),
                      rounds * weights, hw, double(a.hidden_size), ops);
-  return double(ceil_div(tokens, slots)) * decode_step_seconds(a, l, hw, double(slots), context, weights, bytes_per_value);
+  return double(ceil_div(tokens, slots)) * full_step;
 }
 }  // namespace
 

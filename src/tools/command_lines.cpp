@@ -85,7 +85,9 @@ size_t line_cap(size_t max_reply_bytes) {
   return max_reply_bytes > (most - 4096) / 6 ? most : max_reply_bytes * 6 + 4096;
 }
 
-std::string dumped(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dumped(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
 
 std::string tail_in_result(std::string tail) {
   if (tail.empty()) return "nothing";

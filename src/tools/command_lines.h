@@ -30,7 +30,7 @@ std::string seconds_text(std::chrono::milliseconds ms);  // "0.2"
 std::string command_line(const std::vector<std::string>& argv);
 // The longest reply line: a content of max_reply_bytes, JSON-escaped (6 bytes a byte at most), and 4 KiB more.
 size_t line_cap(size_t max_reply_bytes);
-std::string dumped(const nlohmann::json& j);  // one line, invalid UTF-8 replaced
+std::string dumped(const nlohmann::ordered_json& j);  // one line, invalid UTF-8 replaced
 // The end of a stderr tail (400 bytes) on one line, for a result the model reads.
 std::string tail_in_result(std::string tail);
 

@@ -133,7 +133,7 @@ struct CommandTool::Channel {
     Call& call = calls_[id];
     nlohmann::ordered_json request = {{"id", id}};
     request.update(fields);
-    call.line = request.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+    call.line = dumped(request) + "\n";
     queue_.push_back(id);
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
     wake();

@@ -68,6 +68,9 @@ class DisaggregatedRun {
   // Whether the periodic checkpoint after `done` updates waits for the sync that carries that version.
   bool checkpoint_due_at_sync(int64_t done) const;
   InFlightPoint in_flight_point(int64_t iteration) const;
+  // The round plan's k: partial rollouts generate one version ahead; the rest of max_staleness is room for
+  // responses to cross updates.
+  int64_t plan_staleness() const { return cfg_.async.partial_rollouts ? 1 : cfg_.async.max_staleness; }
   // Resumed from a checkpoint written at a sync: the plan from that sync on, with what was in flight there.
   void re_enter(int64_t start);
 
@@ -124,8 +127,7 @@ StageResult DisaggregatedRun::run() {
   progress_ = std::make_unique<Progress>(stage_.name(), cfg_.iterations, env_.progress && env_.world->rank() == 0,
                                          "iter");
   if (side_ == StageSide::kTrainer && start_ == 0 && env_.pipeline->run.eval_before_train) stage_.evaluate(0, result_);
-  // Partial rollouts generate one version ahead; the rest of max_staleness is room for responses to cross updates.
-  plan_ = plan_rounds(start_, cfg_.iterations, cfg_.async.partial_rollouts ? 1 : cfg_.async.max_staleness);
+  plan_ = plan_rounds(start_, cfg_.iterations, plan_staleness());
   if (env_.resume_from) re_enter(start_);
   const auto versions = plan_.sync_versions();
   sync_versions_.insert(versions.begin(), versions.end());
@@ -294,7 +296,7 @@ void DisaggregatedRun::checkpoint_at_sync(int64_t step, int64_t iteration) {
 InFlightPoint DisaggregatedRun::in_flight_point(int64_t iteration) const {
   InFlightPoint p;
   p.plan_start = plan_.start;
-  p.plan_staleness = cfg_.async.partial_rollouts ? 1 : cfg_.async.max_staleness;
+  p.plan_staleness = plan_staleness();
   p.sync_iteration = iteration;
   p.world = env_.world->size();
   p.trainer_dp = stage_.policy().mesh.dp();

@@ -95,10 +95,6 @@ int64_t RolloutStream::drop_stale(int64_t version, int64_t max_staleness) {
 }
 
 void RolloutStream::restore(std::vector<GroupInFlight> groups) {
-  for (const auto& g : groups)
-    HPCRL_CHECK(int64_t(g.samples.size()) == group_ && g.versions.size() == g.samples.size(),
-                "RolloutStream::restore: a group of " << g.samples.size() << " samples and " << g.versions.size()
-                                                      << " version lists, the stream's group is " << group_);
   groups_.assign(std::make_move_iterator(groups.begin()), std::make_move_iterator(groups.end()));
 }
 

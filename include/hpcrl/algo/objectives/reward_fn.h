@@ -29,7 +29,7 @@ class RewardFunction {
  public:
   // Text rewards only (verifiable, command): InputError naming a `model`
   // reward, which needs a stage's roles. An `environment` reward adds what the
-// trajectory's environment tool answered with (RewardSample::environment).
+  // trajectory's environment tool answered with (RewardSample::environment).
   RewardFunction(const config::PipelineConfig& pipeline, const std::vector<std::string>& names);
   // The rewards of stage `stage_name` whose samples `generator` generates;
   // model rewards score in micro-batches of `micro_batch` rows (0 = all at

@@ -62,7 +62,8 @@ class RolloutStream {
   // when trained at `version`; returns the samples removed.
   int64_t drop_stale(int64_t version, int64_t max_staleness);
 
-  // Every group in flight, in draw order (a checkpoint's copy, in_flight.h), and back.
+  // Every group in flight, in draw order (a checkpoint's copy, in_flight.h), and back (groups of this
+  // stream's size: RolloutProducer::restore checks a checkpoint's).
   std::vector<GroupInFlight> groups() const { return {groups_.begin(), groups_.end()}; }
   void restore(std::vector<GroupInFlight> groups);
 

@@ -19,7 +19,10 @@
 // Per case (best decode time of --reps calls after a 4-token warm-up call): decode steps, ms
 // per decode step, decode tokens/s, prefill s, whole-call s, the weight bytes read per decode
 // step over its time as a share of the measured copy bandwidth (read + write of a large fp32
-// copy), host syncs, and on cuda the caching allocator's peak allocated bytes during the case.
+// copy), host syncs, and on cuda the caching allocator's peak allocated bytes during the case;
+// and from one more call, untimed, the operator calls the host dispatched (dispatch_counter.h:
+// what bounds a small model's step on a GPU, and the same on any device for one code path) per
+// decode step, in all prefills and in all host syncs (reading the tokens, retiring rows).
 // Output: a Markdown table row and one `JSON {...}` line per case. --quick (a check that it runs,
 // e.g. on CPU in CI, where bf16 matmuls are slow: a 32-token bf16 prefill took 26 s on 2 cores):
 // 8 tiny prompts, 12 new tokens, 16 and 64 slots; Qwen prompts of 4 tokens, 4 new tokens, bf16 at
@@ -45,6 +48,7 @@
 #include "hpcrl/config/model_arch.h"
 #include "hpcrl/model/decoder_model.h"
 #include "hpcrl/model/pretrained.h"
+#include "hpcrl/rollout/dispatch_counter.h"
 #include "hpcrl/rollout/engine.h"
 
 namespace {
@@ -87,6 +91,7 @@ struct Measured {
   double peak_allocated_gb = -1;  // cuda only
   int64_t warmup_captures = 0;    // graphs captured by the warm-up call
   double warmup_call_s = 0;
+  rollout::GenerateStats counted;  // a call under a DispatchCounter: its *_dispatches
 };
 
 // Bytes read + written per second by a copy of `elements` fp32 values on `dev`; best of 5. Reading
@@ -174,6 +179,11 @@ Measured measure(const std::shared_ptr<model::DecoderModel>& m, const Case& c, i
     }
   }
   best.peak_allocated_gb = allocator_peak_gb(cuda);
+  {
+    const rollout::DispatchCounter counter;  // slows every call: counted apart from the timed calls
+    engine.generate(ps, c.group, p);
+  }
+  best.counted = engine.last_stats();
   best.warmup_captures = warmup_captures;
   best.warmup_call_s = warmup_s;
   return best;
@@ -188,27 +198,33 @@ void print_case(model::DecoderModel& m, const char* dtype, const Case& c, const 
   const int64_t wb = weight_bytes(m);
   const double weight_bw = double(wb) / std::max(1e-12, step_s);
   const std::string peak = r.peak_allocated_gb < 0 ? "-" : std::to_string(r.peak_allocated_gb).substr(0, 5);
+  const auto& n = r.counted;
+  const double calls_per_step = double(n.decode_dispatches) / double(std::max<int64_t>(1, n.decode_steps));
   std::printf("| %s | %s | %s | %.1fM | %lld x %lld | %lld | %lld | %lld | %lld | %.3f | %.0f | %.3f | %.3f | %.1f | "
-              "%.2f%% | %lld | %lld | %s |\n",
+              "%.2f%% | %lld | %lld | %s | %.0f | %lld | %lld |\n",
               c.name.c_str(), dtype, step_name(c.step), double(m.arch().num_parameters()) / 1e6, (long long)c.prompts,
               (long long)c.group, (long long)c.slots, (long long)c.prompt_len, (long long)c.new_tokens,
               (long long)st.decode_steps, step_s * 1e3, decode_tok_s, st.prefill_seconds, r.call_s, weight_bw / 1e9,
               100.0 * weight_bw / copy_bw,
-              (long long)st.host_syncs, (long long)(r.warmup_captures + st.graph_captures), peak.c_str());
+              (long long)st.host_syncs, (long long)(r.warmup_captures + st.graph_captures), peak.c_str(), calls_per_step,
+              (long long)n.prefill_dispatches, (long long)n.sync_dispatches);
   std::printf("JSON {\"case\":\"%s\",\"dtype\":\"%s\",\"decode_step\":\"%s\",\"graph_captures\":%lld,"
               "\"graph_replays\":%lld,\"warmup_graph_captures\":%lld,\"warmup_call_s\":%.6f,\"params\":%lld,"
               "\"prompts\":%lld,\"group\":%lld,\"slots\":%lld,"
               "\"prompt_len\":%lld,\"new_tokens\":%lld,\"generated_tokens\":%lld,\"decode_steps\":%lld,"
               "\"decode_s\":%.6f,\"ms_per_decode_step\":%.4f,\"decode_tok_s\":%.1f,\"prefill_s\":%.6f,\"call_s\":%.6f,"
               "\"weight_bytes\":%lld,\"weight_bytes_per_s\":%.4g,\"copy_bytes_per_s\":%.4g,\"share_of_copy\":%.5f,"
-              "\"host_syncs\":%lld,\"kv_cache_bytes\":%lld,\"peak_allocated_gb\":%s}\n",
+              "\"host_syncs\":%lld,\"kv_cache_bytes\":%lld,\"peak_allocated_gb\":%s,\"dispatches_per_decode_step\":%.1f,"
+              "\"prefill_dispatches\":%lld,\"sync_dispatches\":%lld,\"counted_prefill_forwards\":%lld}\n",
               c.name.c_str(), dtype, step_name(c.step), (long long)st.graph_captures, (long long)st.graph_replays,
               (long long)r.warmup_captures, r.warmup_call_s, (long long)m.arch().num_parameters(), (long long)c.prompts,
               (long long)c.group, (long long)c.slots, (long long)c.prompt_len, (long long)c.new_tokens,
               (long long)st.generated_tokens, (long long)st.decode_steps, st.decode_seconds, step_s * 1e3, decode_tok_s,
               st.prefill_seconds, r.call_s,
               (long long)wb, weight_bw, copy_bw, weight_bw / copy_bw, (long long)st.host_syncs,
-              (long long)st.cache_bytes, r.peak_allocated_gb < 0 ? "null" : std::to_string(r.peak_allocated_gb).c_str());
+              (long long)st.cache_bytes, r.peak_allocated_gb < 0 ? "null" : std::to_string(r.peak_allocated_gb).c_str(),
+              calls_per_step, (long long)n.prefill_dispatches, (long long)n.sync_dispatches,
+              (long long)n.prefill_forwards);
   std::fflush(stdout);
 }
 
@@ -332,8 +348,8 @@ int main(int argc, char** argv) {
               dev.str().c_str(), copy_bw / 1e9, (long long)(copy_elements * 4 >> 20), at::get_num_threads(), o.reps);
   std::printf("\n| case | dtype | step | params | prompts x group | slots | prompt | new | decode steps | "
               "ms/decode step | decode tok/s | prefill s | call s | weight GB/s at decode | of copy bw | host syncs | "
-              "graphs | peak alloc GB |\n"
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "graphs | peak alloc GB | calls / decode step | prefill calls | sync calls |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   run_quickstart_cases(o, dev, copy_bw);
   if (o.qwen) run_qwen_cases(o, dev, copy_bw);
   rusage u{};

@@ -102,11 +102,14 @@ void DeviceRows::reset(uint64_t seed) {
 }
 
 void DeviceRows::move(int64_t from, int64_t to) {
-  if (from == to) return;
-  for (at::Tensor* t : {&last_, &position_, &generated_, &ended_}) (*t)[to].copy_((*t)[from]);
-  if (!uniforms_.defined()) return;
-  draw_[to].copy_(draw_[from]);
-  uniforms_[to].copy_(uniforms_[from]);
+  if (from != to) move(std::vector<int64_t>{from}, std::vector<int64_t>{to});
+}
+
+void DeviceRows::move(const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
+  if (from.empty()) return;
+  const at::Tensor s = at::tensor(from, at::kLong).to(last_.device()), t = at::tensor(to, at::kLong).to(last_.device());
+  for (at::Tensor* state : {&last_, &position_, &generated_, &ended_, &draw_, &uniforms_})
+    if (state->defined()) state->index_copy_(0, t, state->index_select(0, s));
 }
 
 }  // namespace hpcrl::rollout

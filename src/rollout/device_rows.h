@@ -71,6 +71,9 @@ class DeviceRows {
   void reset(uint64_t seed);
   // Row `from`'s state moves to row `to` (the engine keeps live rows contiguous); the log must be empty.
   void move(int64_t from, int64_t to);
+  // Row from[i]'s state into row to[i] for every i at once (each source read
+  // before any row is written): one gather and one scatter per buffer. `to` must not repeat.
+  void move(const std::vector<int64_t>& from, const std::vector<int64_t>& to);
 
  private:
   at::Tensor last_, position_, generated_, ended_, count_;  // [slots]

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "hpcrl/rollout/dispatch_counter.h"
 #include "hpcrl/rollout/sampling.h"
 #include "hpcrl/trace/trace.h"
 #include "hpcrl/util/check.h"
@@ -167,6 +168,7 @@ void GenerationRun::prefill(Admission a, int64_t group_forwards) {
     return;
   }
   trace::TimedSpan span("rollout/prefill");
+  const DispatchTally dispatches(stats_.prefill_dispatches);
   const int64_t first = int64_t(active_.size());
   span.add_arg("sequences", double(a.fresh.size() + a.from_prefix.size()));
   span.add_arg("cached", double(a.cached.size()));
@@ -177,9 +179,12 @@ void GenerationRun::prefill(Admission a, int64_t group_forwards) {
     stats_.prefill_forwards += a.forwards();
   }
   for (int64_t i = a.forwards(); i < group_forwards; ++i) forward_.idle_step();  // another ep rank prefills longer
-  for (size_t c = 0; c < a.from_prefix.size(); ++c) {
-    slots_.move(prefix_slot(), first + int64_t(a.fresh.size() + c));
-    logits.push_back(prefix_logits_);
+  if (!a.from_prefix.empty()) {  // the samples of the kept group prompt copy the prefix slot, in one move
+    const int64_t at = first + int64_t(a.fresh.size()), copies = int64_t(a.from_prefix.size());
+    std::vector<int64_t> to(size_t(copies), 0);
+    for (int64_t c = 0; c < copies; ++c) to[size_t(c)] = at + c;
+    slots_.move(std::vector<int64_t>(size_t(copies), prefix_slot()), to);
+    logits.push_back(prefix_logits_.expand({copies, prefix_logits_.size(1)}));
   }
   for (auto& s : a.fresh) active_.push_back(std::move(s));
   for (auto& s : a.from_prefix) active_.push_back(std::move(s));
@@ -221,6 +226,7 @@ void GenerationRun::keep_group_prefix(int64_t first, int64_t fresh, const at::Te
 
 void GenerationRun::decode() {
   trace::TimedSpan span("rollout/decode");
+  const DispatchTally dispatches(stats_.decode_dispatches);
   const int64_t rows = int64_t(active_.size());
   span.add_arg("batch", double(rows));
   ++stats_.forward_calls;
@@ -274,6 +280,7 @@ void GenerationRun::sync_if_due() {
   bool due = false;
   for (const Sequence& s : active_) due = due || s.unsynced >= sync_interval_ || s.steps() >= params_.max_new_tokens;
   if (!due) return;
+  const DispatchTally dispatches(stats_.sync_dispatches);
   sync();
   retire();
   if (turns_) park_turns();
@@ -302,17 +309,27 @@ void GenerationRun::sync() {
 }
 
 void GenerationRun::retire() {
+  std::vector<int64_t> source(active_.size());  // source[r]: the slot whose row ends up in slot r
+  for (size_t r = 0; r < source.size(); ++r) source[r] = int64_t(r);
   for (int64_t r = int64_t(active_.size()) - 1; r >= 0; --r) {
     if (active_[r].out.finish_reason.empty()) continue;
     finished(std::move(active_[r].out));
     const int64_t last = int64_t(active_.size()) - 1;
     if (r != last) {
-      slots_.move(last, r);
-      rows_.move(last, r);
+      source[size_t(r)] = source[size_t(last)];
       active_[r] = std::move(active_[last]);
     }
     active_.pop_back();
   }
+  // The chain of moves above as one: each live row's slot and device state from where it was.
+  std::vector<int64_t> from, to;
+  for (int64_t r = 0; r < int64_t(active_.size()); ++r)
+    if (source[size_t(r)] != r) {
+      from.push_back(source[size_t(r)]);
+      to.push_back(r);
+    }
+  slots_.move(from, to);
+  rows_.move(from, to);
 }
 
 void GenerationRun::finished(Sample out) {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <utility>
 
+#include "hpcrl/rollout/dispatch_counter.h"
 #include "hpcrl/trace/trace.h"
 #include "rollout/generation_run.h"
 
@@ -168,6 +169,7 @@ void GenerationRun::resume(Resumed r, const std::vector<std::pair<size_t, size_t
   for (int64_t i = int64_t(batches.size()); i < group_forwards; ++i) forward_.idle_step();  // another ep rank's
   if (batches.empty()) return;
   trace::TimedSpan span("rollout/reply");
+  const DispatchTally dispatches(stats_.prefill_dispatches);
   span.add_arg("rows", double(r.rows.size()));
   // The rows' slots follow the live rows in order.
   for (const auto& [begin, end] : batches) {

@@ -39,14 +39,35 @@ at::Tensor KvSlots::lengths(int64_t rows) const {
   return at::tensor(v, at::kLong).to(k_.front().device());
 }
 
-void KvSlots::move(int64_t from, int64_t to) {
-  if (from == to) return;
-  const int64_t n = length_[from];
-  for (size_t l = 0; l < k_.size(); ++l) {
-    k_[l][to].narrow(1, 0, n).copy_(k_[l][from].narrow(1, 0, n));
-    v_[l][to].narrow(1, 0, n).copy_(v_[l][from].narrow(1, 0, n));
+void KvSlots::move(int64_t from, int64_t to) { move(std::vector<int64_t>{from}, std::vector<int64_t>{to}); }
+
+void KvSlots::move(const std::vector<int64_t>& from, const std::vector<int64_t>& to) {
+  HPCRL_CHECK(from.size() == to.size(), "moving " << from.size() << " slots into " << to.size());
+  std::vector<int64_t> source, target, length;  // the moves that change a slot
+  int64_t columns = 0;                          // the longest source's tokens: every move copies that many
+  for (size_t i = 0; i < from.size(); ++i) {
+    HPCRL_CHECK(from[i] >= 0 && from[i] < slots_ && to[i] >= 0 && to[i] < slots_,
+                "a move of slot " << from[i] << " into " << to[i] << " outside " << slots_ << " slots");
+    if (from[i] == to[i]) continue;
+    source.push_back(from[i]);
+    target.push_back(to[i]);
+    length.push_back(length_[from[i]]);
+    columns = std::max(columns, length_[from[i]]);
   }
-  length_[to] = n;
+  std::vector<int64_t> sorted = target;
+  std::sort(sorted.begin(), sorted.end());
+  HPCRL_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(), "two moves into one slot");
+  if (columns > 0) {
+    const at::Device device = k_.front().device();
+    const at::Tensor s = at::tensor(source, at::kLong).to(device), t = at::tensor(target, at::kLong).to(device);
+    for (std::vector<at::Tensor>* buffers : {&k_, &v_})
+      for (at::Tensor& buffer : *buffers) {
+        // Columns past a shorter source's length are copied too: past its target's length, no row reads them.
+        at::Tensor cached = buffer.narrow(2, 0, columns);
+        cached.index_copy_(0, t, cached.index_select(0, s));
+      }
+  }
+  for (size_t i = 0; i < target.size(); ++i) length_[target[i]] = length[i];
 }
 
 void KvSlots::swap(int64_t a, int64_t b) {

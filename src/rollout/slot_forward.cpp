@@ -75,6 +75,21 @@ at::Tensor SlotForward::full_logits(const at::Tensor& hidden) {
   return local.to(at::promote_types(local.scalar_type(), at::kFloat));  // float64 models keep their precision
 }
 
+namespace {
+// A prefill chunk's hidden states h [U, T, C] from position c0: each prompt
+// whose last token (last_at [U]) falls in the chunk takes its state there into
+// `kept` ([U, C], undefined before the first chunk); the others keep theirs.
+// A fixed number of operations, however many prompts.
+at::Tensor take_last_hidden(const at::Tensor& h, const at::Tensor& last_at, int64_t c0, const at::Tensor& kept) {
+  const int64_t U = h.size(0), T = h.size(1);
+  const at::Tensor in_chunk = (last_at - c0).clamp(0, T - 1);  // a prompt ending elsewhere reads a dropped row
+  const at::Tensor here = h.gather(1, in_chunk.view({U, 1, 1}).expand({U, 1, h.size(2)})).squeeze(1);
+  if (!kept.defined()) return here;  // a prompt ending in a later chunk takes its state there
+  const at::Tensor ends_here = (last_at >= c0).logical_and(last_at < c0 + T).unsqueeze(1);
+  return at::where(ends_here, here, kept);
+}
+}  // namespace
+
 int64_t SlotForward::prefill_chunk(int64_t prompts, int64_t longest) const {
   const int64_t by_scores = attention_elements_ / std::max<int64_t>(1, prompts * heads_ * longest);
   return std::min({by_scores, kPrefillTokens / std::max<int64_t>(1, prompts), longest});
@@ -111,6 +126,7 @@ at::Tensor SlotForward::prefill(KvSlots& slots, int64_t first, const std::vector
   }
   ids = ids.to(device_);
   valid = valid.to(device_);
+  const at::Tensor last_at = at::tensor(last, at::kLong).to(device_);  // [U]
   at::Tensor last_hidden;  // [U, C]: each prompt's hidden state at its last token
   for (int64_t c0 = 0; c0 < L; c0 += chunk) {
     const int64_t T = std::min(chunk, L - c0), c1 = c0 + T;
@@ -126,12 +142,15 @@ at::Tensor SlotForward::prefill(KvSlots& slots, int64_t first, const std::vector
     };
     at::Tensor h = run_layers(model_.model->embed_tokens->forward(ids.narrow(1, c0, T)), positions, allowed,
                               valid.narrow(1, c0, T), store);  // [U, T, C]
-    if (!last_hidden.defined()) last_hidden = at::empty({U, h.size(2)}, h.options());
-    for (int64_t u = 0; u < U; ++u)
-      if (last[u] >= c0 && last[u] < c1) last_hidden[u].copy_(h[u][last[u] - c0]);
+    last_hidden = take_last_hidden(h, last_at, c0, last_hidden);
   }
   for (int64_t u = 0; u < U; ++u) slots.set_length(first + u, last[u] + 1);
-  for (int64_t f = U; f < F; ++f) slots.move(first + prompt_of[f], first + f);  // the other samples of a prompt
+  std::vector<int64_t> from, to;  // the other samples of a prompt copy its slot, all in one move
+  for (int64_t f = U; f < F; ++f) {
+    from.push_back(first + prompt_of[f]);
+    to.push_back(first + f);
+  }
+  slots.move(from, to);
   at::Tensor logits = full_logits(last_hidden);  // [U, V]
   return logits.index_select(0, at::tensor(prompt_of, at::kLong).to(device_));
 }

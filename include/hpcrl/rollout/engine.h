@@ -182,6 +182,11 @@ struct GenerateStats {
   double call_wait_seconds = 0;  // time the engine waited for replies with no row to decode
   bool abandoned = false;        // EngineOptions::abandon stopped the call part-way
   bool paused = false;           // GenerationCall::pause_after_groups was reached
+  // ATen operator calls the host dispatched (dispatch_counter.h), counted only
+  // while a DispatchCounter lives on the calling thread (0 otherwise): in the
+  // prefills (with their first tokens' choice), the decode steps, and the host
+  // syncs (with the retirement of finished rows).
+  int64_t prefill_dispatches = 0, decode_dispatches = 0, sync_dispatches = 0;
 };
 
 class Engine {

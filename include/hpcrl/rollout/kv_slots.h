@@ -51,6 +51,11 @@ class KvSlots {
   // Copies slot `from`'s cached tokens into slot `to` (which takes its length):
   // how the engine keeps its live rows contiguous when a sequence finishes.
   void move(int64_t from, int64_t to);
+  // Slot from[i]'s cached tokens into slot to[i] for every i at once, as if
+  // each source were read before any slot is written (a chain of moves made
+  // one): one gather and one scatter per buffer, however many slots move —
+  // the host's dispatch work does not grow with the rows. `to` must not repeat.
+  void move(const std::vector<int64_t>& from, const std::vector<int64_t>& to);
   // Exchanges the cached tokens (and lengths) of slots a and b: how a
   // multi-turn row waiting for a reply leaves the live rows (generation_turns.cpp).
   void swap(int64_t a, int64_t b);

@@ -62,8 +62,10 @@ DecodeWorkspace::DecodeWorkspace(model::DecoderModel& model, const EngineOptions
            /*draw_table=*/layout.step != DecodeStep::dynamic && params.temperature > 0),
       layout_(std::move(layout)),
       weights_(weight_pointers(model)) {
-  if (layout_.step != DecodeStep::dynamic)
-    fixed = std::make_unique<FixedDecodeStep>(model, forward, slots, rows, params, layout_.step == DecodeStep::graphs);
+  if (layout_.step == DecodeStep::dynamic) return;
+  launcher = step_launcher_for(model, layout_.step == DecodeStep::graphs);
+  fixed = std::make_unique<FixedDecodeStep>(forward, slots, rows, params, *launcher);
+  fixed_prefill = std::make_unique<FixedPrefill>(forward, slots, rows, params, *launcher);
 }
 
 bool DecodeWorkspace::reusable_for(const WorkspaceLayout& layout, const model::DecoderModel& model) const {

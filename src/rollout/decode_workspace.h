@@ -1,5 +1,5 @@
 // The buffers a generation call decodes with — the KV slots, the slot
-// forward, the rows' device state and the fixed step with its launcher — and
+// forward, the rows' device state and the fixed step and prefill with their launcher — and
 // when the next call may reuse them. A call makes them; an engine whose decode
 // steps are CUDA graphs (engine.h, DecodeStep::graphs) keeps them for its next
 // call when that call has the same layout (WorkspaceLayout: slots, capacity,
@@ -28,6 +28,7 @@
 #include "hpcrl/rollout/slot_forward.h"
 #include "rollout/device_rows.h"
 #include "rollout/fixed_decode_step.h"
+#include "rollout/fixed_prefill.h"
 
 namespace hpcrl::rollout {
 
@@ -71,7 +72,11 @@ class DecodeWorkspace {
   KvSlots slots;
   SlotForward forward;
   DeviceRows rows;
-  std::unique_ptr<FixedDecodeStep> fixed;  // DecodeStep::fixed or ::graphs; null: dynamic steps
+  // DecodeStep::fixed or ::graphs (all null for dynamic steps): the launcher
+  // the fixed decode step and the fixed prefill share (one graph pool), and those two.
+  std::unique_ptr<StepLauncher> launcher;
+  std::unique_ptr<FixedDecodeStep> fixed;
+  std::unique_ptr<FixedPrefill> fixed_prefill;
 
  private:
   WorkspaceLayout layout_;

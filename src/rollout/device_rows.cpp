@@ -62,11 +62,30 @@ void DeviceRows::append(int64_t first, const at::Tensor& ids, const at::Tensor& 
   generated.add_(live);
   if (uniforms_.defined()) draw_.narrow(0, first, R).add_(live);
   last_.narrow(0, first, R).copy_(ids);
+  ended.logical_or_(ends(ids, generated));
+}
+
+void DeviceRows::append_at(const at::Tensor& rows, const at::Tensor& ids, const at::Tensor& logprobs) {
+  // Each row's state is read, advanced and written back whole (index_copy_), so a row named twice writes
+  // the same values twice instead of advancing twice.
+  const at::Tensor ended = ended_.index_select(0, rows), count = count_.index_select(0, rows);
+  const at::Tensor live = ended.logical_not().to(at::kLong);
+  log_ids_.index_put_({rows, count}, ids);
+  log_logprobs_.index_put_({rows, count}, logprobs.to(at::kFloat));
+  count_.index_copy_(0, rows, count + live);
+  const at::Tensor generated = generated_.index_select(0, rows) + live;
+  generated_.index_copy_(0, rows, generated);
+  if (uniforms_.defined()) draw_.index_copy_(0, rows, draw_.index_select(0, rows) + live);
+  last_.index_copy_(0, rows, ids);
+  ended_.index_copy_(0, rows, ended.logical_or(ends(ids, generated)));
+}
+
+at::Tensor DeviceRows::ends(const at::Tensor& ids, const at::Tensor& generated) const {
   at::Tensor ends = generated >= max_new_tokens_;
   // An [R, E] comparison: at::isin may sort and take unique ids for many EOS ids, which reads a size on
   // the host (no CUDA graph can hold that).
   if (eos_.numel() > 0) ends.logical_or_((ids.unsqueeze(1) == eos_.unsqueeze(0)).any(1));
-  ended.logical_or_(ends);
+  return ends;
 }
 
 void DeviceRows::feed(int64_t first, const at::Tensor& ids) {
@@ -85,6 +104,11 @@ at::Tensor DeviceRows::next_uniforms(int64_t B) const {
   // An ended row's index may have run past the table: it draws, and its token is never logged.
   const at::Tensor column = draw_.narrow(0, 0, B).clamp_max(max_new_tokens_ - 1).unsqueeze(1);
   return uniforms_.narrow(0, 0, B).gather(1, column).squeeze(1);
+}
+
+at::Tensor DeviceRows::next_uniforms_at(const at::Tensor& rows) const {
+  const at::Tensor column = draw_.index_select(0, rows).clamp_max(max_new_tokens_ - 1).unsqueeze(1);
+  return uniforms_.index_select(0, rows).gather(1, column).squeeze(1);
 }
 
 DeviceRows::Log DeviceRows::take_log(int64_t rows) {

@@ -42,6 +42,11 @@ class DeviceRows {
   // [R] (float32) on the device: logged unless the row had ended; then the EOS
   // and max_new_tokens checks.
   void append(int64_t first, const at::Tensor& ids, const at::Tensor& logprobs);
+  // append() for the rows named by `rows` ([R] int64 on the device) instead of
+  // a range: the fixed prefill's first tokens, whose rows are a device input.
+  // A row named twice must be given the same id and log-prob both times (a
+  // padded entry repeats a real one): each name writes the same values.
+  void append_at(const at::Tensor& rows, const at::Tensor& ids, const at::Tensor& logprobs);
   // Rows [first, first + ids.size(0)) take ids [R] (int64) as their next step's input, nothing logged: rows
   // continued from a kept cache, whose last token was read before their pause.
   void feed(int64_t first, const at::Tensor& ids);
@@ -54,6 +59,8 @@ class DeviceRows {
   void advance_unpadded(int64_t B, const at::Tensor& padded);
   // [B] float64: each row's uniform for its next draw, from the table.
   at::Tensor next_uniforms(int64_t B) const;
+  // The same for the rows named by `rows` ([R] int64 on the device).
+  at::Tensor next_uniforms_at(const at::Tensor& rows) const;
 
   int64_t slots() const { return last_.size(0); }
   at::Tensor last_tokens(int64_t rows) const { return last_.narrow(0, 0, rows); }  // [rows] int64
@@ -81,6 +88,8 @@ class DeviceRows {
   at::Tensor log_ids_, log_logprobs_;                       // [slots, interval + 1]
   at::Tensor uniforms_;                                     // [slots, max_new_tokens] float64, or undefined
   at::Tensor eos_;                                          // [E] int64
+  // Which of rows that produced ids [R] and have generated `generated` [R] tokens end there.
+  at::Tensor ends(const at::Tensor& ids, const at::Tensor& generated) const;
   const int64_t max_new_tokens_;
   uint64_t seed_;
 };

@@ -1,7 +1,6 @@
 // The fixed-shape decode step (fixed_decode_step.h).
 #include "rollout/fixed_decode_step.h"
 
-#include <spdlog/spdlog.h>
 #include <torch/utils.h>
 
 #include <algorithm>
@@ -12,14 +11,6 @@ namespace hpcrl::rollout {
 
 namespace {
 constexpr int64_t kFewestKeys = 16;
-
-// Why the step of `model` runs eagerly although graphs were asked for; empty when a graph can hold it.
-std::string no_graph_reason(const model::DecoderModel& model) {
-  if (!model.model->embed_tokens->weight.device().is_cuda()) return "the model is not on a CUDA device";
-  if (model.parallel_context().tp_size() > 1) return "tp > 1 (the step's collectives are not captured)";
-  if (model.arch().num_experts > 0) return "a mixture of experts routes on the host";
-  return "";
-}
 }  // namespace
 
 int64_t StepBuckets::rows(int64_t live, int64_t slots) {
@@ -34,21 +25,16 @@ int64_t StepBuckets::keys(int64_t needed, int64_t capacity) {
   return std::min(b, capacity);
 }
 
-FixedDecodeStep::FixedDecodeStep(model::DecoderModel& model, SlotForward& forward, KvSlots& slots, DeviceRows& rows,
-                                 const SamplingParams& params, bool graphs)
+FixedDecodeStep::FixedDecodeStep(SlotForward& forward, KvSlots& slots, DeviceRows& rows, const SamplingParams& params,
+                                 StepLauncher& launcher)
     : forward_(forward),
       slots_(slots),
       rows_(rows),
       filter_{params.temperature, params.top_k, params.top_p, params.min_p},
       tempered_(params.logprobs_at_temperature),
       scratch_(slots.capacity() - 1),
-      live_rows_(at::zeros({1}, rows.positions(1).options())) {
-  const std::string reason = graphs ? no_graph_reason(model) : "";
-  if (graphs && !reason.empty())
-    spdlog::info("decode_step: graphs runs the fixed step eagerly here: {}", reason);
-  launcher_ = graphs && reason.empty() ? graph_step_launcher(model.model->embed_tokens->weight.device())
-                                       : eager_step_launcher();
-}
+      live_rows_(at::zeros({1}, rows.positions(1).options())),
+      launcher_(launcher) {}
 
 StepShape FixedDecodeStep::step(int64_t rows) {
   torch::NoGradGuard no_grad;
@@ -60,7 +46,7 @@ StepShape FixedDecodeStep::step(int64_t rows) {
     live_rows_.fill_(rows);
     live_rows_host_ = rows;
   }
-  launcher_->launch(shape, [this, shape] { run(shape); });
+  launcher_.launch(shape, [this, shape] { run(shape); });
   for (int64_t r = 0; r < rows; ++r) slots_.set_length(r, slots_.length(r) + 1);
   return shape;
 }

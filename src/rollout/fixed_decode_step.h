@@ -44,17 +44,13 @@ class FixedDecodeStep {
  public:
   // `slots` holds one column more than the usable capacity (the scratch
   // column); `rows` (over the same slots) was made with a draw table when
-  // sampling. graphs: capture the step as CUDA graphs where a graph can hold
-  // it (a CUDA model, tp = 1, no experts), else run it eagerly.
-  FixedDecodeStep(model::DecoderModel& model, SlotForward& forward, KvSlots& slots, DeviceRows& rows,
-                  const SamplingParams& params, bool graphs);
+  // sampling. `launcher` runs the step (step_launcher_for: as CUDA graphs, or eagerly).
+  FixedDecodeStep(SlotForward& forward, KvSlots& slots, DeviceRows& rows, const SamplingParams& params,
+                  StepLauncher& launcher);
 
   // One decode step for live rows [0, rows), whose host lengths it advances;
   // returns the shape it ran at.
   StepShape step(int64_t rows);
-
-  int64_t captures() const { return launcher_->captures(); }
-  int64_t replays() const { return launcher_->replays(); }
 
  private:
   // The fixed-shape function: reads and writes device buffers only.
@@ -68,7 +64,7 @@ class FixedDecodeStep {
   const int64_t scratch_;  // the scratch column
   at::Tensor live_rows_;   // [1] int64 on the device: the step's live row count
   int64_t live_rows_host_ = -1;
-  std::unique_ptr<StepLauncher> launcher_;
+  StepLauncher& launcher_;
 };
 
 }  // namespace hpcrl::rollout

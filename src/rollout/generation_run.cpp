@@ -53,8 +53,10 @@ GenerationRun::GenerationRun(model::DecoderModel& model, const io::Tokenizer* to
       sync_interval_(workspace.layout().interval),
       rows_(workspace.rows),
       fixed_(workspace.fixed.get()),
-      captures_before_(fixed_ ? fixed_->captures() : 0),
-      replays_before_(fixed_ ? fixed_->replays() : 0),
+      fixed_prefill_(workspace.fixed_prefill.get()),
+      launcher_(workspace.launcher.get()),
+      captures_before_(launcher_ ? launcher_->captures() : 0),
+      replays_before_(launcher_ ? launcher_->replays() : 0),
       unfinished_of_prompt_(prompts.size(), 0),
       pause_after_groups_(call.pause_after_groups),
       keep_paused_cache_(call.keep_paused_cache),
@@ -81,9 +83,9 @@ GenerationResult GenerationRun::run() {
   };
   std::sort(done_.begin(), done_.end(), by_prompt_then_sample);
   std::sort(paused_.begin(), paused_.end(), by_prompt_then_sample);
-  if (fixed_) {  // the launcher's counts so far, less those before this call
-    stats_.graph_captures = fixed_->captures() - captures_before_;
-    stats_.graph_replays = fixed_->replays() - replays_before_;
+  if (launcher_) {  // the launcher's counts so far, less those before this call
+    stats_.graph_captures = launcher_->captures() - captures_before_;
+    stats_.graph_replays = launcher_->replays() - replays_before_;
   }
   return {std::move(done_), std::move(paused_)};
 }
@@ -169,18 +171,23 @@ void GenerationRun::prefill(Admission a, int64_t group_forwards) {
   }
   trace::TimedSpan span("rollout/prefill");
   const DispatchTally dispatches(stats_.prefill_dispatches);
-  const int64_t first = int64_t(active_.size());
+  const int64_t first = int64_t(active_.size()), fresh = int64_t(a.fresh.size());
   span.add_arg("sequences", double(a.fresh.size() + a.from_prefix.size()));
   span.add_arg("cached", double(a.cached.size()));
-  std::vector<at::Tensor> logits;  // [F, V] pieces, in slot order: fresh rows, then copied ones
-  if (!a.fresh.empty()) {
-    logits.push_back(forward_.prefill(slots_, first, a.prompts, a.prompt_of, a.chunk));
+  const bool on_device = fixed_prefill_takes(a);
+  std::vector<at::Tensor> logits;  // [F, V] pieces of the rows the host chooses for, in slot order
+  at::Tensor fresh_logits;
+  if (fresh > 0) {
+    if (!on_device) fresh_logits = forward_.prefill(slots_, first, a.prompts, a.prompt_of, a.chunk);
+    else  // the fixed prefill runs once the rows are started; the slots' host lengths first
+      for (int64_t f = 0; f < fresh; ++f) slots_.set_length(first + f, int64_t(a.fresh[size_t(f)].prompt_ids->size()));
     stats_.forward_calls += a.forwards();
     stats_.prefill_forwards += a.forwards();
   }
   for (int64_t i = a.forwards(); i < group_forwards; ++i) forward_.idle_step();  // another ep rank prefills longer
+  if (fresh_logits.defined()) logits.push_back(fresh_logits);
   if (!a.from_prefix.empty()) {  // the samples of the kept group prompt copy the prefix slot, in one move
-    const int64_t at = first + int64_t(a.fresh.size()), copies = int64_t(a.from_prefix.size());
+    const int64_t at = first + fresh, copies = int64_t(a.from_prefix.size());
     std::vector<int64_t> to(size_t(copies), 0);
     for (int64_t c = 0; c < copies; ++c) to[size_t(c)] = at + c;
     slots_.move(std::vector<int64_t>(size_t(copies), prefix_slot()), to);
@@ -191,13 +198,24 @@ void GenerationRun::prefill(Admission a, int64_t group_forwards) {
   const int64_t first_cached = int64_t(active_.size());
   restore_cached(std::move(a.cached), first_cached);
   start_rows(first);
-  keep_group_prefix(first, int64_t(a.prompt_of.size()), logits.empty() ? at::Tensor() : logits.front());
+  if (on_device) {  // chooses the first tokens too
+    fresh_logits = fixed_prefill_->prefill(first, a.prompts, a.prompt_of);
+    ++stats_.fixed_prefills;
+  }
+  keep_group_prefix(first, fresh, fresh_logits);
   // Each fresh sequence's first token comes from its prompt's last logits; a cached row's input is its last token.
-  if (!logits.empty()) choose(at::cat(logits), first);
+  if (!logits.empty()) choose(at::cat(logits), on_device ? first + fresh : first);
+  if (on_device)
+    for (int64_t f = 0; f < fresh; ++f) ++active_[size_t(first + f)].unsynced;
   std::vector<int64_t> last;
   for (int64_t r = first_cached; r < int64_t(active_.size()); ++r) last.push_back(active_[r].out.tokens.back());
   if (!last.empty()) rows_.feed(first_cached, at::tensor(last, at::kLong).to(rows_.last_tokens(1).device()));
   stats_.prefill_seconds += span.elapsed_seconds();
+}
+
+bool GenerationRun::fixed_prefill_takes(const Admission& a) const {
+  return fixed_prefill_ && !a.fresh.empty() &&
+         fixed_prefill_->fits(int64_t(a.prompts.size()), a.longest, int64_t(a.fresh.size()));
 }
 
 void GenerationRun::restore_cached(std::vector<Sequence> cached, int64_t first) {

@@ -78,6 +78,9 @@ class GenerationRun {
   // Prefills the admission and chooses its first tokens, padded with idle
   // forwards to `group_forwards` (the most any rank of the ep group runs).
   void prefill(Admission admission, int64_t group_forwards);
+  // Whether the admission's fresh prompts run as the fixed prefill (fixed_prefill.h), which chooses their
+  // first tokens on the device, rather than SlotForward::prefill.
+  bool fixed_prefill_takes(const Admission& a) const;
   // After an admission that split the group at the head of the queue: keeps
   // that prompt's prefilled keys/values (from one of the `fresh` slots after
   // `first`, whose first-token logits are `logits`' rows) for the group's
@@ -160,7 +163,9 @@ class GenerationRun {
   SlotForward& forward_;
   const int64_t sync_interval_;  // decode steps between host syncs
   DeviceRows& rows_;
-  FixedDecodeStep* const fixed_;  // DecodeStep::fixed or ::graphs; null: dynamic steps
+  FixedDecodeStep* const fixed_;           // DecodeStep::fixed or ::graphs; null: dynamic steps
+  FixedPrefill* const fixed_prefill_;      // with fixed_
+  const StepLauncher* const launcher_;     // theirs
   const int64_t captures_before_, replays_before_;  // the launcher's counts when this call began
   std::vector<Sequence> active_;  // active_[r] lives in slot r
   std::vector<Sample> done_, paused_;

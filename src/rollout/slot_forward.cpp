@@ -155,6 +155,29 @@ at::Tensor SlotForward::prefill(KvSlots& slots, int64_t first, const std::vector
   return logits.index_select(0, at::tensor(prompt_of, at::kLong).to(device_));
 }
 
+at::Tensor SlotForward::prefill_fixed(KvSlots& slots, const at::Tensor& ids, const at::Tensor& lengths,
+                                      const at::Tensor& sample_prompt, const at::Tensor& sample_slot) {
+  torch::NoGradGuard no_grad;
+  const int64_t U = ids.size(0), L = ids.size(1);
+  HPCRL_CHECK(U >= 1 && L <= slots.capacity() && U * L <= kPrefillTokens && lengths.numel() == U &&
+                  sample_prompt.numel() == sample_slot.numel() && sample_slot.numel() <= slots.slots(),
+              "a fixed prefill of " << U << " x " << L << " prompt tokens for " << sample_slot.numel()
+                                    << " sequences over " << slots.slots() << " x " << slots.capacity() << " slots");
+  const at::Tensor positions = at::arange(L, ids.options()).unsqueeze(0).expand({U, L});
+  const at::Tensor valid = positions < lengths.unsqueeze(1);  // [U, L]
+  const at::Tensor allowed = model::attention_mask(valid, L, L);
+  // Every sequence's slot takes its prompt's keys/values, padding columns included (past its length: no row
+  // reads them); the prompts attend to their own.
+  auto store = [&](int64_t layer, at::Tensor k, at::Tensor v) {
+    slots.k(layer).narrow(2, 0, L).index_copy_(0, sample_slot, k.index_select(0, sample_prompt));
+    slots.v(layer).narrow(2, 0, L).index_copy_(0, sample_slot, v.index_select(0, sample_prompt));
+    return std::make_pair(k, v);
+  };
+  const at::Tensor h = run_layers(model_.model->embed_tokens->forward(ids), positions, allowed, valid, store);
+  const at::Tensor last_at = lengths - 1;
+  return full_logits(take_last_hidden(h, last_at, 0, {})).index_select(0, sample_prompt);
+}
+
 at::Tensor SlotForward::extend(KvSlots& slots, int64_t first, const std::vector<std::vector<int32_t>>& tokens) {
   torch::NoGradGuard no_grad;
   const int64_t J = int64_t(tokens.size());

@@ -12,12 +12,19 @@
 #include <memory>
 #include <string>
 
+#include "hpcrl/model/decoder_model.h"
+
 namespace hpcrl::rollout {
 
-// One step's shape: rows padded to a bucket, cache columns read up to a bucket.
+// One step's shape: rows padded to a bucket, cache columns read up to a
+// bucket; for a fixed prefill (fixed_prefill.h) the sequences' bucket, the
+// prompt positions' bucket and the distinct prompts' bucket (0 for a decode step).
 struct StepShape {
-  int64_t rows = 0, keys = 0;
-  bool operator<(const StepShape& o) const { return rows != o.rows ? rows < o.rows : keys < o.keys; }
+  int64_t rows = 0, keys = 0, prompts = 0;
+  bool operator<(const StepShape& o) const {
+    if (rows != o.rows) return rows < o.rows;
+    return keys != o.keys ? keys < o.keys : prompts < o.prompts;
+  }
 };
 
 class StepLauncher {
@@ -34,6 +41,11 @@ class StepLauncher {
 
 // Calls the step.
 std::unique_ptr<StepLauncher> eager_step_launcher();
+
+// The launcher of `model`'s fixed steps: graphs when asked for and a graph can
+// hold the steps (a CUDA model, tp = 1, no experts), else eager — and then,
+// when graphs were asked for, the log says why.
+std::unique_ptr<StepLauncher> step_launcher_for(const model::DecoderModel& model, bool graphs);
 
 // One CUDA graph per shape on `device`, sharing one memory pool: a shape's
 // first step runs eagerly (the warm-up: lazy initialisations and allocations

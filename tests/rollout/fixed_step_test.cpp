@@ -155,6 +155,25 @@ TEST(FixedDecodeStep, GreedySamplesEqualTheDynamicSteps) {
   expect_same(*m, prompts, dynamic, fixed);
   EXPECT_EQ(fixed.stats.decode_steps, dynamic.stats.decode_steps);
   EXPECT_EQ(fixed.stats.graph_captures, 0);  // eager: no graph
+  EXPECT_GE(fixed.stats.fixed_prefills, 2);  // the first admission and the refills: the fixed prefill's
+  EXPECT_EQ(dynamic.stats.fixed_prefills, 0);
+}
+
+TEST(FixedDecodeStep, AnAdmissionPastOnePrefillChunkIsPrefilledInChunksAsInTheDynamicSteps) {
+  // 2 slots: each admission is one prompt's 2 samples. A 21-token prompt pads to 32 positions; a budget of
+  // 4 heads x 21 x 21 scores holds its unpadded prefill in one chunk (21 positions) but the padded shape only in
+  // chunks of 4 x 21 x 21 / (4 x 32) = 13: every admission takes the chunked prefill.
+  auto m = hpcrl::testing::random_model(hpcrl::testing::qwen2_arch());
+  const auto prompts = hpcrl::testing::random_prompts({21, 18}, 96, 19);
+  const auto p = greedy(6);
+  rollout::EngineOptions o = options(2, DecodeStep::fixed);
+  o.prefill_attention_elements = 4 * 21 * 21;
+  const Decoded fixed = generate(m, nullptr, o, prompts, 2, p);
+  o.decode_step = DecodeStep::dynamic;
+  const Decoded dynamic = generate(m, nullptr, o, prompts, 2, p);
+  expect_same(*m, prompts, dynamic, fixed);
+  EXPECT_EQ(fixed.stats.fixed_prefills, 0);
+  EXPECT_GT(fixed.stats.prefill_forwards, 0);
 }
 
 TEST(FixedDecodeStep, SampledSamplesEqualTheDynamicStepsUnderEveryFilter) {
@@ -228,7 +247,8 @@ TEST(FixedDecodeStep, APaddedRowChangesNothingARowKeeps) {
     parked_k.push_back(slots.k(l)[3].narrow(1, 0, capacity).clone());
     parked_v.push_back(slots.v(l)[3].narrow(1, 0, capacity).clone());
   }
-  rollout::FixedDecodeStep step(*m, forward, slots, rows, p, /*graphs=*/false);
+  const auto eager = rollout::eager_step_launcher();
+  rollout::FixedDecodeStep step(forward, slots, rows, p, *eager);
   step.step(3);
   const auto log = rows.take_log(4);
 

@@ -173,8 +173,10 @@ struct GenerateStats {
   int64_t cache_bytes = 0;       // the preallocated KV slots
   double prefill_seconds = 0;    // prefill forwards + choosing their first tokens (the rollout/prefill spans)
   double decode_seconds = 0;     // decode steps + choosing their tokens (the rollout/decode spans)
-  int64_t graph_captures = 0;    // decode graphs captured (DecodeStep::graphs)
-  int64_t graph_replays = 0;     // decode steps run by replaying a graph
+  int64_t graph_captures = 0;    // graphs captured, of decode steps and prefills (DecodeStep::graphs)
+  int64_t graph_replays = 0;     // decode steps and prefills run by replaying a graph
+  int64_t fixed_prefills = 0;    // admissions prefilled by the fixed prefill (DecodeStep::fixed, ::graphs),
+                                 // the rest by the eager, chunked one (a padded shape past one chunk)
   bool reused_buffers = false;   // the call ran on the last call's KV slots and graphs (DecodeStep::graphs)
   int64_t turn_calls = 0;        // turns ended (calls started, turns.h)
   int64_t reply_tokens = 0;      // tokens inserted after turns (each prefilled into its row's cache)

@@ -56,6 +56,17 @@ class SlotForward {
   at::Tensor prefill(KvSlots& slots, int64_t first, const std::vector<const std::vector<int32_t>*>& prompts,
                      const std::vector<int64_t>& prompt_of, int64_t chunk);
 
+  // prefill() in one chunk as a function of device tensors alone: prompt u is
+  // ids[u, 0 : lengths[u]) of the right-padded ids [U, L] (int64, lengths
+  // [U] >= 1); sequence f takes prompt sample_prompt[f]'s keys/values into
+  // columns [0, L) of slot sample_slot[f] (both [F] int64) and gets the
+  // logits of its first token. A slot named twice must take the same prompt
+  // (a padded entry repeats a real one). The host's slot lengths are neither
+  // read nor changed (the caller sets them). Returns [F, V] logits. No host
+  // read: a CUDA graph can hold it (fixed_prefill.h).
+  at::Tensor prefill_fixed(KvSlots& slots, const at::Tensor& ids, const at::Tensor& lengths,
+                           const at::Tensor& sample_prompt, const at::Tensor& sample_slot);
+
   // Appends tokens[j] to slot first + j after its length cached tokens, for
   // every j in one forward (right-padded to the longest list), each row
   // attending to its own columns so far: multi-turn replies join their rows'

@@ -64,8 +64,9 @@ DecodeWorkspace::DecodeWorkspace(model::DecoderModel& model, const EngineOptions
       weights_(weight_pointers(model)) {
   if (layout_.step == DecodeStep::dynamic) return;
   launcher = step_launcher_for(model, layout_.step == DecodeStep::graphs);
-  fixed = std::make_unique<FixedDecodeStep>(forward, slots, rows, params, *launcher);
-  fixed_prefill = std::make_unique<FixedPrefill>(forward, slots, rows, params, *launcher);
+  const FixedStepParts parts(forward, slots, rows, params, *launcher);
+  fixed = std::make_unique<FixedDecodeStep>(parts);
+  fixed_prefill = std::make_unique<FixedPrefill>(parts);
 }
 
 bool DecodeWorkspace::reusable_for(const WorkspaceLayout& layout, const model::DecoderModel& model) const {

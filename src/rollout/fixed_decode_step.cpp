@@ -25,43 +25,47 @@ int64_t StepBuckets::keys(int64_t needed, int64_t capacity) {
   return std::min(b, capacity);
 }
 
-FixedDecodeStep::FixedDecodeStep(SlotForward& forward, KvSlots& slots, DeviceRows& rows, const SamplingParams& params,
-                                 StepLauncher& launcher)
-    : forward_(forward),
-      slots_(slots),
-      rows_(rows),
-      filter_{params.temperature, params.top_k, params.top_p, params.min_p},
-      tempered_(params.logprobs_at_temperature),
-      scratch_(slots.capacity() - 1),
-      live_rows_(at::zeros({1}, rows.positions(1).options())),
-      launcher_(launcher) {}
+FixedStepParts::FixedStepParts(SlotForward& forward, KvSlots& slots, DeviceRows& rows, const SamplingParams& params,
+                               StepLauncher& launcher)
+    : forward(forward),
+      slots(slots),
+      rows(rows),
+      launcher(launcher),
+      filter{params.temperature, params.top_k, params.top_p, params.min_p},
+      tempered(params.logprobs_at_temperature) {}
+
+FixedDecodeStep::FixedDecodeStep(FixedStepParts parts)
+    : parts_(parts), scratch_(parts.slots.capacity() - 1), live_rows_(at::zeros({1}, parts.rows.positions(1).options())) {}
 
 StepShape FixedDecodeStep::step(int64_t rows) {
   torch::NoGradGuard no_grad;
+  KvSlots& slots = parts_.slots;
   int64_t longest = 0;
-  for (int64_t r = 0; r < rows; ++r) longest = std::max(longest, slots_.length(r));
+  for (int64_t r = 0; r < rows; ++r) longest = std::max(longest, slots.length(r));
   HPCRL_CHECK(longest + 1 <= scratch_, "decoding past the " << scratch_ << "-token KV slots");
-  const StepShape shape{StepBuckets::rows(rows, rows_.slots()), StepBuckets::keys(longest + 1, scratch_)};
+  const StepShape shape{StepBuckets::rows(rows, parts_.rows.slots()), StepBuckets::keys(longest + 1, scratch_)};
   if (rows != live_rows_host_) {  // a fill on the device, outside the step: graphs read the buffer
     live_rows_.fill_(rows);
     live_rows_host_ = rows;
   }
-  launcher_.launch(shape, [this, shape] { run(shape); });
-  for (int64_t r = 0; r < rows; ++r) slots_.set_length(r, slots_.length(r) + 1);
+  parts_.launcher.launch(shape, [this, shape] { run(shape); });
+  for (int64_t r = 0; r < rows; ++r) slots.set_length(r, slots.length(r) + 1);
   return shape;
 }
 
 void FixedDecodeStep::run(StepShape shape) {
   const int64_t B = shape.rows;
+  DeviceRows& rows = parts_.rows;
   const at::Tensor padded = at::arange(B, live_rows_.options()) >= live_rows_;  // [B]
-  rows_.end_padded(B, padded);
-  const at::Tensor positions = rows_.positions(B).masked_fill(padded, 0);
+  rows.end_padded(B, padded);
+  const at::Tensor positions = rows.positions(B).masked_fill(padded, 0);
   const at::Tensor columns = positions.masked_fill(padded, scratch_);
-  const at::Tensor logits = forward_.decode_fixed(slots_, B, shape.keys, rows_.last_tokens(B), positions, columns);
-  rows_.advance_unpadded(B, padded);
-  const at::Tensor uniforms = filter_.temperature > 0 ? rows_.next_uniforms(B) : at::Tensor();
-  const ChosenTokens chosen = choose_tokens_on_device(logits, filter_, uniforms, tempered_);
-  rows_.append(0, chosen.ids, chosen.logprobs);
+  const at::Tensor logits =
+      parts_.forward.decode_fixed(parts_.slots, B, shape.keys, rows.last_tokens(B), positions, columns);
+  rows.advance_unpadded(B, padded);
+  const at::Tensor uniforms = parts_.filter.temperature > 0 ? rows.next_uniforms(B) : at::Tensor();
+  const ChosenTokens chosen = choose_tokens_on_device(logits, parts_.filter, uniforms, parts_.tempered);
+  rows.append(0, chosen.ids, chosen.logprobs);
 }
 
 }  // namespace hpcrl::rollout

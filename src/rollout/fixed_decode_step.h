@@ -40,13 +40,24 @@ struct StepBuckets {
   static int64_t keys(int64_t needed, int64_t capacity);
 };
 
+// What the fixed steps — the decode step here and the prefill
+// (fixed_prefill.h) — run over: a call's buffers, the launcher they share
+// (step_launcher_for: CUDA graphs in one pool, or eager), and the filter they
+// choose tokens with on the device.
+struct FixedStepParts {
+  FixedStepParts(SlotForward& forward, KvSlots& slots, DeviceRows& rows, const SamplingParams& params,
+                 StepLauncher& launcher);
+  SlotForward& forward;
+  KvSlots& slots;     // one column more than the usable capacity: the scratch column
+  DeviceRows& rows;   // one row per live slot, with a draw table when sampling
+  StepLauncher& launcher;
+  const TokenFilter filter;
+  const bool tempered;  // log-probs at the temperature
+};
+
 class FixedDecodeStep {
  public:
-  // `slots` holds one column more than the usable capacity (the scratch
-  // column); `rows` (over the same slots) was made with a draw table when
-  // sampling. `launcher` runs the step (step_launcher_for: as CUDA graphs, or eagerly).
-  FixedDecodeStep(SlotForward& forward, KvSlots& slots, DeviceRows& rows, const SamplingParams& params,
-                  StepLauncher& launcher);
+  explicit FixedDecodeStep(FixedStepParts parts);
 
   // One decode step for live rows [0, rows), whose host lengths it advances;
   // returns the shape it ran at.
@@ -56,15 +67,10 @@ class FixedDecodeStep {
   // The fixed-shape function: reads and writes device buffers only.
   void run(StepShape shape);
 
-  SlotForward& forward_;
-  KvSlots& slots_;
-  DeviceRows& rows_;
-  const TokenFilter filter_;
-  const bool tempered_;
+  const FixedStepParts parts_;
   const int64_t scratch_;  // the scratch column
   at::Tensor live_rows_;   // [1] int64 on the device: the step's live row count
   int64_t live_rows_host_ = -1;
-  StepLauncher& launcher_;
 };
 
 }  // namespace hpcrl::rollout

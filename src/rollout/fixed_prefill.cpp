@@ -6,21 +6,12 @@
 #include <algorithm>
 
 #include "hpcrl/util/check.h"
-#include "rollout/fixed_decode_step.h"
 
 namespace hpcrl::rollout {
 
-FixedPrefill::FixedPrefill(SlotForward& forward, KvSlots& slots, DeviceRows& rows, const SamplingParams& params,
-                           StepLauncher& launcher)
-    : forward_(forward),
-      slots_(slots),
-      rows_(rows),
-      filter_{params.temperature, params.top_k, params.top_p, params.min_p},
-      tempered_(params.logprobs_at_temperature),
-      live_slots_(rows.slots()),
-      usable_(slots.capacity() - 1),
-      launcher_(launcher) {
-  const auto longs = rows.positions(1).options();
+FixedPrefill::FixedPrefill(FixedStepParts parts)
+    : parts_(parts), live_slots_(parts.rows.slots()), usable_(parts.slots.capacity() - 1) {
+  const auto longs = parts.rows.positions(1).options();
   ids_ = at::zeros({live_slots_, usable_}, longs);
   inputs_ = at::zeros({3, live_slots_}, longs);
 }
@@ -33,7 +24,7 @@ StepShape FixedPrefill::shape_of(int64_t prompts, int64_t longest, int64_t seque
 bool FixedPrefill::fits(int64_t prompts, int64_t longest, int64_t sequences) const {
   if (prompts < 1 || longest > usable_ || sequences > live_slots_) return false;
   const StepShape shape = shape_of(prompts, longest, sequences);
-  return forward_.prefill_chunk(shape.prompts, shape.keys) >= shape.keys;
+  return parts_.forward.prefill_chunk(shape.prompts, shape.keys) >= shape.keys;
 }
 
 at::Tensor FixedPrefill::prefill(int64_t first, const std::vector<const std::vector<int32_t>*>& prompts,
@@ -48,7 +39,7 @@ at::Tensor FixedPrefill::prefill(int64_t first, const std::vector<const std::vec
                                     << " slots of " << usable_ << " columns in one chunk");
   const StepShape shape = shape_of(int64_t(prompts.size()), longest, F);
   stage(shape, first, prompts, prompt_of);
-  launcher_.launch(shape, [this, shape] { run(shape); });
+  parts_.launcher.launch(shape, [this, shape] { run(shape); });
   return logits_.at(shape).narrow(0, 0, F);
 }
 
@@ -77,11 +68,11 @@ void FixedPrefill::run(StepShape shape) {
   const at::Tensor ids = ids_.narrow(0, 0, shape.prompts).narrow(1, 0, shape.keys);
   const at::Tensor lengths = inputs_[0].narrow(0, 0, shape.prompts);
   const at::Tensor prompt = inputs_[1].narrow(0, 0, shape.rows), slot = inputs_[2].narrow(0, 0, shape.rows);
-  const at::Tensor logits = forward_.prefill_fixed(slots_, ids, lengths, prompt, slot);
+  const at::Tensor logits = parts_.forward.prefill_fixed(parts_.slots, ids, lengths, prompt, slot);
   // A live row's slot is its row (generation_run.h): the first tokens go to the rows of the slots.
-  const at::Tensor uniforms = filter_.temperature > 0 ? rows_.next_uniforms_at(slot) : at::Tensor();
-  const ChosenTokens chosen = choose_tokens_on_device(logits, filter_, uniforms, tempered_);
-  rows_.append_at(slot, chosen.ids, chosen.logprobs);
+  const at::Tensor uniforms = parts_.filter.temperature > 0 ? parts_.rows.next_uniforms_at(slot) : at::Tensor();
+  const ChosenTokens chosen = choose_tokens_on_device(logits, parts_.filter, uniforms, parts_.tempered);
+  parts_.rows.append_at(slot, chosen.ids, chosen.logprobs);
   logits_[shape] = logits;
 }
 

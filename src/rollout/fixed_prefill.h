@@ -31,16 +31,14 @@
 #include "hpcrl/rollout/sampling.h"
 #include "hpcrl/rollout/slot_forward.h"
 #include "rollout/device_rows.h"
+#include "rollout/fixed_decode_step.h"
 #include "rollout/step_launcher.h"
 
 namespace hpcrl::rollout {
 
 class FixedPrefill {
  public:
-  // `slots` holds the fixed step's scratch column past its usable capacity;
-  // `rows` has one row per live slot (with a draw table when sampling).
-  FixedPrefill(SlotForward& forward, KvSlots& slots, DeviceRows& rows, const SamplingParams& params,
-               StepLauncher& launcher);
+  explicit FixedPrefill(FixedStepParts parts);
 
   // Whether an admission of `prompts` distinct prompts, the longest `longest`
   // tokens, for `sequences` sequences runs here (its padded shape fits one chunk).
@@ -62,16 +60,11 @@ class FixedPrefill {
   // The fixed-shape function: reads and writes device buffers only.
   void run(StepShape shape);
 
-  SlotForward& forward_;
-  KvSlots& slots_;
-  DeviceRows& rows_;
-  const TokenFilter filter_;
-  const bool tempered_;
+  const FixedStepParts parts_;
   const int64_t live_slots_, usable_;  // row buckets up to the rows; prompt positions up to the usable columns
   at::Tensor ids_;                     // [live slots, usable] int64: the prompts, right-padded
   at::Tensor inputs_;                  // [3, live slots] int64: prompt lengths; each sequence's prompt; its slot
   std::map<StepShape, at::Tensor> logits_;  // each shape's output buffer
-  StepLauncher& launcher_;
 };
 
 }  // namespace hpcrl::rollout

@@ -61,6 +61,17 @@ rollout::KvSlots marked_slots(const model::DecoderModel& m) {
   return slots;
 }
 
+// An admission's buffers: marked slots, rows without a draw table (greedy), the fixed prefill on `launcher`.
+struct Buffers {
+  Buffers(const Bench& b, rollout::SlotForward& forward, rollout::StepLauncher& launcher)
+      : slots(marked_slots(*b.m)),
+        rows(kSlots, 1, b.params, at::kCPU, false),
+        prefill({forward, slots, rows, b.params, launcher}) {}
+  rollout::KvSlots slots;
+  rollout::DeviceRows rows;
+  rollout::FixedPrefill prefill;
+};
+
 // Starts rows [first, first + lengths.size()) at the given lengths, as GenerationRun::start_rows does.
 void start_rows(rollout::DeviceRows& rows, int64_t first, const std::vector<int64_t>& lengths) {
   std::vector<rollout::DrawKey> keys;
@@ -72,14 +83,14 @@ TEST(FixedPrefill, EqualsTheChunkedPrefillInEverySlotAndItsLogits) {
   // 3 prompts for 5 sequences (prompt_of 0 1 2 0 1) from slot 2: buckets of 4 prompts, 8 sequences, 16 positions.
   Bench b;
   const std::vector<int64_t> prompt_of = {0, 1, 2, 0, 1}, lengths = {5, 9, 3, 5, 9};
-  rollout::KvSlots chunked = marked_slots(*b.m), fixed = marked_slots(*b.m);
+  rollout::KvSlots chunked = marked_slots(*b.m);
   const at::Tensor want = b.forward->prefill(chunked, 2, b.distinct(), prompt_of, 4);  // chunks of 4 positions
-  rollout::DeviceRows rows(kSlots, 1, b.params, at::kCPU, false);
   const auto eager = rollout::eager_step_launcher();
-  rollout::FixedPrefill prefill(*b.forward, fixed, rows, b.params, *eager);
-  ASSERT_TRUE(prefill.fits(3, 9, 5));
-  start_rows(rows, 2, lengths);
-  const at::Tensor got = prefill.prefill(2, b.distinct(), prompt_of);
+  Buffers x(b, *b.forward, *eager);
+  rollout::KvSlots& fixed = x.slots;
+  ASSERT_TRUE(x.prefill.fits(3, 9, 5));
+  start_rows(x.rows, 2, lengths);
+  const at::Tensor got = x.prefill.prefill(2, b.distinct(), prompt_of);
   ASSERT_EQ(got.sizes(), want.sizes());
   EXPECT_TRUE(at::allclose(got, want, 0, kFp32)) << (got - want).abs().max();
   for (int64_t f = 0; f < 5; ++f)
@@ -94,12 +105,11 @@ TEST(FixedPrefill, ChoosesEachRowsFirstTokenOnceOnTheDevice) {
   // Sequences 5-7 of the 8-row bucket repeat sequence 0 (row 2): row 2 must log one token, not four.
   Bench b;
   const std::vector<int64_t> prompt_of = {0, 1, 2, 0, 1}, lengths = {5, 9, 3, 5, 9};
-  rollout::KvSlots slots = marked_slots(*b.m);
-  rollout::DeviceRows rows(kSlots, 1, b.params, at::kCPU, false);
   const auto eager = rollout::eager_step_launcher();
-  rollout::FixedPrefill prefill(*b.forward, slots, rows, b.params, *eager);
+  Buffers x(b, *b.forward, *eager);
+  rollout::DeviceRows& rows = x.rows;
   start_rows(rows, 2, lengths);
-  const at::Tensor logits = prefill.prefill(2, b.distinct(), prompt_of);
+  const at::Tensor logits = x.prefill.prefill(2, b.distinct(), prompt_of);
   const auto want = rollout::choose_tokens(logits, {0.0, 0, 1.0, 0.0}, {}, false);  // greedy, on the host
   const auto log = rows.take_log(kSlots);
   for (int64_t f = 0; f < 5; ++f) {
@@ -114,13 +124,13 @@ TEST(FixedPrefill, ItsPaddingChangesNoOtherSlotOrRow) {
   // Slots 0-1 and 7 are outside the admission (2-6): their keys, values and rows stay as they were.
   Bench b;
   const std::vector<int64_t> prompt_of = {0, 1, 2, 0, 1}, lengths = {5, 9, 3, 5, 9};
-  rollout::KvSlots slots = marked_slots(*b.m);
-  rollout::DeviceRows rows(kSlots, 1, b.params, at::kCPU, false);
   const auto eager = rollout::eager_step_launcher();
-  rollout::FixedPrefill prefill(*b.forward, slots, rows, b.params, *eager);
+  Buffers x(b, *b.forward, *eager);
+  rollout::KvSlots& slots = x.slots;
+  rollout::DeviceRows& rows = x.rows;
   start_rows(rows, 0, {11, 12, 0, 0, 0, 0, 0, 13});
   start_rows(rows, 2, lengths);
-  prefill.prefill(2, b.distinct(), prompt_of);
+  x.prefill.prefill(2, b.distinct(), prompt_of);
   for (int64_t s : {0, 1, 7})
     for (int64_t l = 0; l < slots.layers(); ++l) {
       EXPECT_TRUE(slots.k(l)[s].eq(-1.0).all().item<bool>()) << "slot " << s << " layer " << l;
@@ -136,13 +146,11 @@ TEST(FixedPrefill, AShapePastOneChunkIsLeftToTheChunkedPrefill) {
   // one chunk; 5 prompts (bucket 8) do not, nor a 17-token prompt (bucket 24, the usable columns).
   Bench b;
   rollout::SlotForward small(*b.m, 4 * 4 * 16 * 16, *b.projections);
-  rollout::KvSlots slots = marked_slots(*b.m);
-  rollout::DeviceRows rows(kSlots, 1, b.params, at::kCPU, false);
   const auto eager = rollout::eager_step_launcher();
-  rollout::FixedPrefill prefill(small, slots, rows, b.params, *eager);
-  EXPECT_TRUE(prefill.fits(3, 16, 8));
-  EXPECT_FALSE(prefill.fits(5, 16, 8));
-  EXPECT_FALSE(prefill.fits(3, 17, 8));
+  Buffers x(b, small, *eager);
+  EXPECT_TRUE(x.prefill.fits(3, 16, 8));
+  EXPECT_FALSE(x.prefill.fits(5, 16, 8));
+  EXPECT_FALSE(x.prefill.fits(3, 17, 8));
 }
 
 // Runs each step eagerly and counts the operator calls inside it: what a graph would hold.
@@ -159,13 +167,11 @@ TEST(FixedPrefill, LeavesSevenOperatorCallsOutsideWhatAGraphHolds) {
   // Outside the launch: the host ids and inputs made (2 zeros), the ids' buffer narrowed twice and copied into
   // (3), the inputs copied (1), the logits narrowed to the F sequences (1) = 7; under graphs, the rest is one replay.
   Bench b;
-  rollout::KvSlots slots = marked_slots(*b.m);
-  rollout::DeviceRows rows(kSlots, 1, b.params, at::kCPU, false);
   CountingLauncher launcher;
-  rollout::FixedPrefill prefill(*b.forward, slots, rows, b.params, launcher);
-  start_rows(rows, 2, {5, 9, 3, 5, 9});
+  Buffers x(b, *b.forward, launcher);
+  start_rows(x.rows, 2, {5, 9, 3, 5, 9});
   const rollout::DispatchCounter counter;
-  prefill.prefill(2, b.distinct(), {0, 1, 2, 0, 1});
+  x.prefill.prefill(2, b.distinct(), {0, 1, 2, 0, 1});
   EXPECT_EQ(counter.count() - launcher.inside, 7);
   EXPECT_GT(launcher.inside, 100);  // the forward of 3 layers, the choice and the rows' update
 }
@@ -183,7 +189,7 @@ TEST(GpuDecode, PrefillGraphsReplayEachAdmissionsOwnPrompts) {
   rollout::KvSlots slots(*b.m, kSlots, kUsable + 1), chunked(*b.m, kSlots, kUsable + 1);
   rollout::DeviceRows rows(kSlots, 1, b.params, at::Device(at::kCUDA, 0), false);
   const auto graphs = rollout::graph_step_launcher(at::Device(at::kCUDA, 0));
-  rollout::FixedPrefill prefill(*b.forward, slots, rows, b.params, *graphs);
+  rollout::FixedPrefill prefill({*b.forward, slots, rows, b.params, *graphs});
   const std::vector<int64_t> prompt_of = {0, 1, 2, 0, 1};
   for (uint64_t round = 0; round < 3; ++round) {
     // 3 prompts of 5, 9 and 3 tokens each round (buckets 4 x 16 positions, 8 sequences), other ids each time.

@@ -248,7 +248,7 @@ TEST(FixedDecodeStep, APaddedRowChangesNothingARowKeeps) {
     parked_v.push_back(slots.v(l)[3].narrow(1, 0, capacity).clone());
   }
   const auto eager = rollout::eager_step_launcher();
-  rollout::FixedDecodeStep step(forward, slots, rows, p, *eager);
+  rollout::FixedDecodeStep step({forward, slots, rows, p, *eager});
   step.step(3);
   const auto log = rows.take_log(4);
 

@@ -186,6 +186,7 @@ at::Tensor SlotForward::extend(KvSlots& slots, int64_t first, const std::vector<
   for (int64_t j = 0; j < J; ++j) {
     start[j] = slots.length(first + j);
     count[j] = int64_t(tokens[j].size());
+    HPCRL_CHECK(count[j] >= 1, "extending slot " << first + j << " by no token");
     T = std::max(T, count[j]);
     keys = std::max(keys, start[j] + count[j]);
   }
@@ -205,12 +206,16 @@ at::Tensor SlotForward::extend(KvSlots& slots, int64_t first, const std::vector<
   // Query t of row j (at position start_j + t) sees its row's columns up to its position; padded
   // queries see the same and are never read.
   const at::Tensor allowed = (at::arange(keys, longs).view({1, 1, keys}) <= positions.unsqueeze(2)).unsqueeze(1);
+  // Row j's token t goes to column start_j + t. A padded token (t >= count_j) repeats the row's last one, into
+  // its column: every row is written by one scatter per buffer, and no column past the row's tokens.
+  const at::Tensor count_at = at::tensor(count, at::kLong).to(device_).unsqueeze(1);       // [J, 1]
+  const at::Tensor source = at::minimum(at::arange(T, longs).unsqueeze(0), count_at - 1);  // [J, T]
+  const at::Tensor column = offset + source;                                               // [J, T]
   auto store = [&](int64_t layer, at::Tensor k, at::Tensor v) {  // k, v: [J, Hkv, T, D]
     at::Tensor ks = slots.k(layer).narrow(0, first, J), vs = slots.v(layer).narrow(0, first, J);
-    for (int64_t j = 0; j < J; ++j) {
-      ks[j].narrow(1, start[j], count[j]).copy_(k[j].narrow(1, 0, count[j]));
-      vs[j].narrow(1, start[j], count[j]).copy_(v[j].narrow(1, 0, count[j]));
-    }
+    const auto along_columns = [&](const at::Tensor& index) { return index.view({J, 1, T, 1}).expand(k.sizes()); };
+    ks.scatter_(2, along_columns(column), k.gather(2, along_columns(source)));
+    vs.scatter_(2, along_columns(column), v.gather(2, along_columns(source)));
     return std::make_pair(ks.narrow(2, 0, keys), vs.narrow(2, 0, keys));
   };
   at::Tensor h = run_layers(model_.model->embed_tokens->forward(ids.to(device_)), positions, allowed,

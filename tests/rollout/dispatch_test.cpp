@@ -2,7 +2,8 @@
 // rollout is bound by the operator calls the host makes, each a few µs
 // whatever its size): the operator-call counter itself; moves of many slots
 // and rows in one gather and scatter, equal to the moves made one by one; and
-// a prefill whose calls do not grow with the prompts or their samples.
+// a prefill (and a reply prefill) whose calls do not grow with the prompts,
+// their samples or the rows.
 #include <gtest/gtest.h>
 #include <torch/utils.h>
 
@@ -12,6 +13,8 @@
 #include "hpcrl/rollout/dispatch_counter.h"
 #include "hpcrl/rollout/engine.h"
 #include "hpcrl/rollout/kv_slots.h"
+#include "hpcrl/rollout/slot_forward.h"
+#include "hpcrl/rollout/slot_projections.h"
 #include "hpcrl/util/error.h"
 #include "rollout/device_rows.h"
 #include "rollout/rollout_testing.h"
@@ -158,6 +161,23 @@ TEST(PrefillDispatches, DoNotGrowWithTheSamplesOfAPrompt) {
 TEST(PrefillDispatches, DoNotGrowWithThePrompts) {
   // The prompts run as one [U, L] forward and each one's last hidden state is one gather.
   EXPECT_EQ(prefill_dispatches(6, 2), prefill_dispatches(2, 2));
+}
+
+TEST(ReplyPrefillDispatches, DoNotGrowWithTheRowsExtended) {
+  // Replies of 1-4 tokens joining 2 rows, then 5 rows, after 3 cached tokens each: the same calls (one scatter per
+  // layer's keys and values, whatever the rows).
+  auto m = small_model();
+  rollout::SlotProjections projections(*m);
+  projections.prepare(/*pack=*/true);
+  rollout::SlotForward forward(*m, int64_t(1) << 26, projections);
+  const auto calls = [&](const std::vector<std::vector<int32_t>>& replies) {
+    rollout::KvSlots slots(*m, 6, 12);
+    for (int64_t s = 0; s < 6; ++s) slots.set_length(s, 3);
+    rollout::DispatchCounter counter;
+    forward.extend(slots, 0, replies);
+    return counter.count();
+  };
+  EXPECT_EQ(calls({{5, 6, 7, 8}, {9}, {4, 4}, {7, 1, 2}, {3}}), calls({{5, 6, 7, 8}, {9}}));
 }
 
 }  // namespace

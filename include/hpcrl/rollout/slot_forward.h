@@ -67,10 +67,11 @@ class SlotForward {
   at::Tensor prefill_fixed(KvSlots& slots, const at::Tensor& ids, const at::Tensor& lengths,
                            const at::Tensor& sample_prompt, const at::Tensor& sample_slot);
 
-  // Appends tokens[j] to slot first + j after its length cached tokens, for
-  // every j in one forward (right-padded to the longest list), each row
-  // attending to its own columns so far: multi-turn replies join their rows'
-  // caches. Returns [J, V] logits of the token after each list's last one.
+  // Appends tokens[j] (at least one) to slot first + j after its length cached
+  // tokens, for every j in one forward (right-padded to the longest list), each
+  // row attending to its own columns so far, its keys/values written by one
+  // scatter per buffer: multi-turn replies join their rows' caches. Returns
+  // [J, V] logits of the token after each list's last one.
   at::Tensor extend(KvSlots& slots, int64_t first, const std::vector<std::vector<int32_t>>& tokens);
 
   // One step for slots [0, rows): tokens[r] ([rows] int64 on the model's device)

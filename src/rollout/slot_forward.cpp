@@ -208,14 +208,16 @@ at::Tensor SlotForward::extend(KvSlots& slots, int64_t first, const std::vector<
   const at::Tensor allowed = (at::arange(keys, longs).view({1, 1, keys}) <= positions.unsqueeze(2)).unsqueeze(1);
   // Row j's token t goes to column start_j + t. A padded token (t >= count_j) repeats the row's last one, into
   // its column: every row is written by one scatter per buffer, and no column past the row's tokens.
+  // Both as indices along the columns of a layer's [J, Hkv, T, D] keys and values, made once for every layer.
   const at::Tensor count_at = at::tensor(count, at::kLong).to(device_).unsqueeze(1);       // [J, 1]
   const at::Tensor source = at::minimum(at::arange(T, longs).unsqueeze(0), count_at - 1);  // [J, T]
-  const at::Tensor column = offset + source;                                               // [J, T]
+  const std::vector<int64_t> per_layer = {J, kv_heads_, T, model_.arch().head_dim};
+  const at::Tensor column = (offset + source).view({J, 1, T, 1}).expand(per_layer);
+  const at::Tensor taken = source.view({J, 1, T, 1}).expand(per_layer);
   auto store = [&](int64_t layer, at::Tensor k, at::Tensor v) {  // k, v: [J, Hkv, T, D]
     at::Tensor ks = slots.k(layer).narrow(0, first, J), vs = slots.v(layer).narrow(0, first, J);
-    const auto along_columns = [&](const at::Tensor& index) { return index.view({J, 1, T, 1}).expand(k.sizes()); };
-    ks.scatter_(2, along_columns(column), k.gather(2, along_columns(source)));
-    vs.scatter_(2, along_columns(column), v.gather(2, along_columns(source)));
+    ks.scatter_(2, column, k.gather(2, taken));
+    vs.scatter_(2, column, v.gather(2, taken));
     return std::make_pair(ks.narrow(2, 0, keys), vs.narrow(2, 0, keys));
   };
   at::Tensor h = run_layers(model_.model->embed_tokens->forward(ids.to(device_)), positions, allowed,
